@@ -1,0 +1,31 @@
+package limit
+
+import (
+	"context"
+	"errors"
+)
+
+// Request is one policy applied to one key with a cost, an element of
+// Store.ApplyAll. Keys are namespaced by the caller: two different policies
+// must not share a key.
+type Request struct {
+	Key    string
+	Policy Policy
+	Cost   int64
+}
+
+// Store applies policies to keys atomically. Implementations take the time
+// from their own configured clock, and never implement an algorithm
+// differently from this package.
+type Store interface {
+	// Apply charges cost against key under p and returns the decision.
+	Apply(ctx context.Context, key string, p Policy, cost int64) (Decision, error)
+	// ApplyAll applies several requests as one: allowed only if every one
+	// allows; when any refuses, none is charged. The decision returned is
+	// the Merge of all of them, with Index naming the most restrictive.
+	// An empty list is allowed with a zero decision otherwise.
+	ApplyAll(ctx context.Context, reqs []Request) (Decision, error)
+}
+
+// ErrNegativeCost reports a request with a cost below zero.
+var ErrNegativeCost = errors.New("negative cost")

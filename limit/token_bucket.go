@@ -1,0 +1,94 @@
+package limit
+
+import (
+	"fmt"
+	"time"
+)
+
+// TokenBucket is a token bucket of capacity Burst refilling at Rate,
+// implemented as GCRA on one integer (the theoretical arrival time), with
+// golang.org/x/time/rate's meaning of burst: an idle key admits Burst units
+// at once, and a bucket starts full.
+//
+// The emission interval is Rate.Period/Rate.Count, truncated to whole
+// nanoseconds.
+type TokenBucket struct {
+	Rate Rate
+	// Burst is the capacity. Zero means Rate.Count; negative is invalid.
+	Burst int64
+}
+
+// Algorithm returns AlgTokenBucket.
+func (p TokenBucket) Algorithm() Algorithm { return AlgTokenBucket }
+
+// Validate reports an invalid rate or a negative burst.
+func (p TokenBucket) Validate() error {
+	if err := p.Rate.Validate(); err != nil {
+		return fmt.Errorf("%w: token_bucket: %w", ErrInvalidPolicy, err)
+	}
+	if p.Burst < 0 {
+		return fmt.Errorf("%w: token_bucket: burst %d must not be negative", ErrInvalidPolicy, p.Burst)
+	}
+	return nil
+}
+
+func (p TokenBucket) burst() int64 {
+	if p.Burst == 0 {
+		return p.Rate.Count
+	}
+	return p.Burst
+}
+
+// Quota is Burst units per the time the bucket takes to refill from empty.
+func (p TokenBucket) Quota() Quota {
+	b := p.burst()
+	return Quota{Limit: b, Window: time.Duration(mulSat(p.Rate.Interval(), b))}
+}
+
+// String returns e.g. "token_bucket(rate=100/m, burst=20)".
+func (p TokenBucket) String() string {
+	return fmt.Sprintf("token_bucket(rate=%v, burst=%d)", p.Rate, p.burst())
+}
+
+// Decide applies GCRA. State.A and State.Idle both hold the TAT.
+func (p TokenBucket) Decide(st State, now, cost int64) (State, Decision) {
+	t := p.Rate.Interval()
+	b := p.burst()
+	tau := mulSat(t, b)
+	tat := max(st.A, now)
+	d := Decision{Limit: b}
+	if cost == 0 {
+		d.Allowed = true
+		d.Remaining = (tau - (tat - now)) / t
+		d.ResetAfter = until(tat, now)
+		d.IdleAt = idleAt(tat, now)
+		return st, d
+	}
+	inc := mulSat(t, cost)
+	newTat := addSat(tat, inc)
+	allowAt := newTat - tau
+	if now < allowAt {
+		d.Remaining = max(0, (tau-(tat-now))/t)
+		d.ResetAfter = until(tat, now)
+		d.IdleAt = idleAt(tat, now)
+		if cost > b {
+			d.RetryAfter = Never
+		} else {
+			d.RetryAfter = time.Duration(allowAt - now)
+		}
+		return st, d
+	}
+	d.Allowed = true
+	d.Remaining = (tau - (newTat - now)) / t
+	d.ResetAfter = time.Duration(newTat - now)
+	d.IdleAt = newTat
+	return State{A: newTat, Idle: newTat}, d
+}
+
+// idleAt is the decision's IdleAt for a state idle at t: zero if already.
+func idleAt(t, now int64) int64 {
+	if t <= now {
+		return 0
+	}
+	return t
+}
