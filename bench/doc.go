@@ -1,0 +1,5 @@
+// Package bench measures tollgate against its peers in the same run. It is
+// a separate module so that the peers (golang.org/x/time/rate,
+// sethvargo/go-limiter, go-redis/redis_rate, ...) never enter the library's
+// go.mod. Commands and figures: ../BENCHMARKS.md.
+package bench
