@@ -1,0 +1,14 @@
+// Package httplimit is tollgate's net/http middleware: an adapter of the
+// HTTP-stack-free rule engine (package rules) to http.Handler.
+//
+// Build a rules.Engine over a store, wrap it in a Limiter, and use
+// Limiter.Handler as standard middleware (func(http.Handler)
+// http.Handler), with plain net/http or with any router that takes it (chi,
+// gorilla/mux). For every request the Limiter asks the engine, sets the
+// rate-limit header fields it returns, and then either refuses (status,
+// problem+json body; no body for HEAD), waits the shaping delay (capped,
+// ending early when the client goes away) and serves, or serves at once.
+//
+// The engine can be replaced while serving (Limiter.Swap), e.g. on a
+// configuration reload; counters live in the store, so they survive.
+package httplimit

@@ -1,0 +1,285 @@
+package rules
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Config is the whole rule set of one engine. It is plain data: decode it
+// from YAML or JSON (the tags are the configuration names) or build it in
+// Go, call Validate, then New. The zero Config is valid and limits nothing.
+type Config struct {
+	// Rules are evaluated in order; every rule that matches a request
+	// applies (they are charged together, all or nothing). Names must be
+	// unique.
+	Rules []Rule `yaml:"rules" json:"rules"`
+	// ClientIP says how the client address is found.
+	ClientIP ClientIP `yaml:"client_ip" json:"client_ip"`
+	// Headers says which rate-limit header fields responses carry.
+	Headers Headers `yaml:"headers" json:"headers"`
+	// Refusal is what a refused request is answered with.
+	Refusal Refusal `yaml:"refusal" json:"refusal"`
+	// MaxKeyLength bounds the bytes of a client-supplied key part (an API
+	// key, a header, a path, ...) kept raw in a store key; a longer part is
+	// replaced by its SHA-256 in hex. Zero means 128.
+	MaxKeyLength int `yaml:"max_key_length" json:"max_key_length"`
+	// KeyCache is how many store keys the engine keeps built, so that a
+	// returning client's key is not allocated again. Zero means 65536;
+	// negative disables the cache.
+	KeyCache int `yaml:"key_cache" json:"key_cache"`
+	// MaxDelay caps how long a shaped (delayed) request waits, for rules
+	// that do not set their own. Zero means 30s.
+	MaxDelay time.Duration `yaml:"max_delay" json:"max_delay"`
+	// OnStoreError is what happens when the store fails: "allow" (the
+	// zero value; fail open) or "refuse" (fail closed, answered with
+	// Refusal.ErrorStatus).
+	OnStoreError string `yaml:"on_store_error" json:"on_store_error"`
+
+	// Observer, when set, receives one Event per matching rule of every
+	// decided request. Set in code; never decoded.
+	Observer Observer `yaml:"-" json:"-"`
+	// Logger, when set, receives a line for every shadow refusal and every
+	// store error. Set in code; never decoded. Log lines carry rule names,
+	// never raw keys.
+	Logger *slog.Logger `yaml:"-" json:"-"`
+	// Now is the wall clock used for epoch-style reset headers. Nil means
+	// time.Now. Set in code; never decoded.
+	Now func() time.Time `yaml:"-" json:"-"`
+}
+
+// Rule is one limit: which requests it applies to, how they are grouped
+// into keys, what each costs and which policies apply.
+type Rule struct {
+	// Name identifies the rule in store keys, metrics, logs and (as the
+	// default policy name) in headers. Required, unique, and made of
+	// letters, digits, '-', '_' and '.'.
+	Name string `yaml:"name" json:"name"`
+	// Match selects the requests the rule applies to. The zero Match
+	// matches every request.
+	Match Match `yaml:"match" json:"match"`
+	// Key groups requests into counters. The zero Key is the client IP.
+	Key Key `yaml:"key" json:"key"`
+	// Policies apply to every key of this rule. Exactly one of Policies
+	// and Tiers must be set.
+	Policies []Policy `yaml:"policies" json:"policies"`
+	// Tiers chooses the policies by plan, looked up by identity.
+	Tiers *Tiers `yaml:"tiers" json:"tiers"`
+	// Cost is what one request charges. The zero Cost charges 1.
+	Cost Cost `yaml:"cost" json:"cost"`
+	// Shadow makes the rule count and report but never refuse or delay.
+	// Shadow rules are charged separately from enforced ones.
+	Shadow bool `yaml:"shadow" json:"shadow"`
+	// ShadowHeaders adds a shadow rule's policies to the rate-limit
+	// headers. Off by default: a shadow rule is invisible to clients.
+	ShadowHeaders bool `yaml:"shadow_headers" json:"shadow_headers"`
+	// Anonymous, when true, counts requests that lack the key (e.g. no
+	// API key header) in one shared bucket. When false (the default, as in
+	// nginx) the rule does not apply to them.
+	Anonymous bool `yaml:"anonymous" json:"anonymous"`
+	// MaxDelay caps the wait of a request this rule shapes. Zero means
+	// Config.MaxDelay.
+	MaxDelay time.Duration `yaml:"max_delay" json:"max_delay"`
+}
+
+// Match selects requests. Every non-empty field must match (AND); inside a
+// field any entry may match (OR). The zero Match matches everything.
+type Match struct {
+	// Methods are HTTP methods, e.g. "GET", compared exactly.
+	Methods []string `yaml:"methods" json:"methods"`
+	// Hosts are host names compared case-insensitively without the port;
+	// "*.example.com" matches any subdomain of example.com (not
+	// example.com itself).
+	Hosts []string `yaml:"hosts" json:"hosts"`
+	// Paths are exact paths, e.g. "/login".
+	Paths []string `yaml:"paths" json:"paths"`
+	// PathPrefixes match a path equal to the prefix or continuing it, e.g.
+	// "/api/" matches "/api/x". A prefix is a plain string prefix.
+	PathPrefixes []string `yaml:"path_prefixes" json:"path_prefixes"`
+	// Patterns are Go 1.22 net/http.ServeMux patterns:
+	// "[METHOD ][HOST]/path/{name}/{rest...}", with "{$}" anchoring the
+	// end and a trailing "/" matching the subtree. As in ServeMux, GET
+	// also matches HEAD.
+	Patterns []string `yaml:"patterns" json:"patterns"`
+	// Headers must all be present (and equal, when Value is set).
+	Headers []HeaderMatch `yaml:"headers" json:"headers"`
+}
+
+// HeaderMatch requires a request header field.
+type HeaderMatch struct {
+	// Name is the field name, case-insensitive.
+	Name string `yaml:"name" json:"name"`
+	// Value, when non-empty, must equal the field's value exactly (all
+	// field lines joined with ", "). Empty means "present and non-empty".
+	Value string `yaml:"value" json:"value"`
+}
+
+// Key says how a rule groups requests into counters: the values of its
+// parts, joined. The zero Key is the client IP.
+//
+// Each part is one of:
+//
+//	ip             the client IP (see ClientIP), aggregated to its prefix
+//	header:NAME    a request header's value, e.g. "header:X-API-Key"
+//	query:NAME     a query parameter, e.g. "query:api_key"
+//	path           the request path
+//	method         the request method
+//	host           the host, lower-cased, without port
+//
+// A part that is missing from the request (no such header or parameter)
+// makes the whole key missing: the rule then does not apply unless
+// Rule.Anonymous is set.
+type Key []string
+
+// Policy is one algorithm with its parameters, as configuration. See
+// package limit for the algorithms' exact semantics; this is only their
+// spelling.
+type Policy struct {
+	// Name is the policy's name in RateLimit-Policy headers and in the
+	// violated-policies of a refusal. Empty means the rule's name, with
+	// "-2", "-3", ... appended to the second and later policies of a rule
+	// (or the plan name for a tier: "rule-plan"). Names are sf-strings:
+	// printable ASCII only.
+	Name string `yaml:"name" json:"name"`
+	// Algorithm is fixed_window, sliding_log, sliding_window,
+	// token_bucket or leaky_bucket (limit.ParseAlgorithm). Empty means
+	// token_bucket.
+	Algorithm string `yaml:"algorithm" json:"algorithm"`
+	// Rate is COUNT/PERIOD (limit.ParseRate, e.g. "100/s", "7/90s") for
+	// token_bucket and leaky_bucket. For the window algorithms Rate may
+	// be given instead of Limit and Window: "100/m" is limit 100, window
+	// 1m.
+	Rate string `yaml:"rate" json:"rate"`
+	// Burst is the token bucket's capacity (zero: the rate's count) or
+	// the leaky bucket's excess (nginx burst=N).
+	Burst int64 `yaml:"burst" json:"burst"`
+	// Limit and Window are the window algorithms' parameters; Window is
+	// in limit.ParsePeriod syntax ("1m", "90s", "7d").
+	Limit  int64  `yaml:"limit" json:"limit"`
+	Window string `yaml:"window" json:"window"`
+	// Mode is the leaky bucket's mode: "shape" (the default: excess
+	// requests are delayed) or "police" (alias "nodelay": never delay).
+	Mode string `yaml:"mode" json:"mode"`
+	// Delay is the leaky bucket's nginx delay=N: in shape mode the first
+	// N excess requests pass undelayed.
+	Delay int64 `yaml:"delay" json:"delay"`
+}
+
+// Tiers chooses a rule's policies by plan: an identity (taken from the
+// request with Identity) is looked up in Members (and MembersFile) to find
+// its plan; unknown identities get Default.
+type Tiers struct {
+	// Identity is the key whose value is looked up in the plan map. Empty
+	// means the rule's Key. The identity itself is usually the key too.
+	Identity Key `yaml:"identity" json:"identity"`
+	// Plans maps a plan name (free, pro, enterprise, ...) to its policies.
+	Plans map[string][]Policy `yaml:"plans" json:"plans"`
+	// Members maps an identity (e.g. an API key) to a plan name.
+	Members map[string]string `yaml:"members" json:"members"`
+	// MembersFile, when set, is a file of more members, read by Validate
+	// and New (see LoadPlanMap for its format). Entries in Members win.
+	MembersFile string `yaml:"members_file" json:"members_file"`
+	// Default is the plan of identities found in neither. Required.
+	Default string `yaml:"default" json:"default"`
+}
+
+// Cost is what a request charges against every policy of its rule: the
+// Cost of the first entry of By whose Match matches, else Default.
+type Cost struct {
+	// Default is the cost when no entry of By matches. Zero means 1.
+	Default int64 `yaml:"default" json:"default"`
+	// By lists costs by request shape, first match wins, e.g. a search
+	// costs 5 (Match{Paths: ["/search"]}) and a read costs 1.
+	By []CostBy `yaml:"by" json:"by"`
+}
+
+// CostBy is a cost for requests matching Match.
+type CostBy struct {
+	Match Match `yaml:"match" json:"match"`
+	// Cost must be positive.
+	Cost int64 `yaml:"cost" json:"cost"`
+}
+
+// ClientIP says how the client address is found. The zero value trusts no
+// proxy: the client is the TCP peer, whatever the headers say.
+type ClientIP struct {
+	// TrustedProxies are CIDRs ("10.0.0.0/8", "::1/128") or bare
+	// addresses of proxies whose forwarding header is believed. Empty by
+	// default: no proxy is trusted.
+	TrustedProxies []string `yaml:"trusted_proxies" json:"trusted_proxies"`
+	// Header is the one forwarding header the trusted proxies set:
+	// "X-Forwarded-For" (the default), "Forwarded" (RFC 7239) or
+	// "X-Real-IP". Only one is read, so a client cannot smuggle an
+	// address through a header the proxy passes along untouched. The list
+	// is walked right to left, past trusted hops; the first untrusted
+	// address is the client.
+	Header string `yaml:"header" json:"header"`
+	// IPv6Prefix aggregates IPv6 clients to this prefix length. Zero means
+	// 64; 128 keeps whole addresses.
+	IPv6Prefix int `yaml:"ipv6_prefix" json:"ipv6_prefix"`
+	// IPv4Prefix aggregates IPv4 clients to this prefix length. Zero means
+	// 32 (whole addresses).
+	IPv4Prefix int `yaml:"ipv4_prefix" json:"ipv4_prefix"`
+}
+
+// Header styles, the values of Headers.Styles.
+const (
+	// StyleDraft10 is draft-ietf-httpapi-ratelimit-headers-10:
+	// RateLimit-Policy listing every applied policy and RateLimit for the
+	// most restrictive one.
+	StyleDraft10 = "draft10"
+	// StyleDraft6 is the older RateLimit-Limit, RateLimit-Remaining and
+	// RateLimit-Reset (delta seconds) of drafts -00 to -06.
+	StyleDraft6 = "draft6"
+	// StyleLegacy is X-RateLimit-Limit, X-RateLimit-Remaining and
+	// X-RateLimit-Reset (see Headers.Reset).
+	StyleLegacy = "legacy"
+)
+
+// Headers says which rate-limit fields responses carry. Retry-After is
+// always sent on a refusal.
+type Headers struct {
+	// Styles lists the header styles to send: StyleDraft10, StyleDraft6,
+	// StyleLegacy. Nil means [draft10]; an empty non-nil list (or
+	// ["none"]) sends none.
+	Styles []string `yaml:"styles" json:"styles"`
+	// Reset is the X-RateLimit-Reset form: "epoch" (Unix seconds, as
+	// GitHub; the default) or "delta" (seconds from now).
+	Reset string `yaml:"reset" json:"reset"`
+}
+
+// ProblemQuotaExceeded is the problem type of a refusal by default
+// (draft-ietf-httpapi-ratelimit-headers).
+const ProblemQuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+
+// Refusal is how a refused request is answered.
+type Refusal struct {
+	// Status is the refusal status, 400-599. Zero means 429 (nginx uses
+	// 503).
+	Status int `yaml:"status" json:"status"`
+	// Type is the problem type URI. Empty means ProblemQuotaExceeded.
+	Type string `yaml:"type" json:"type"`
+	// Title is the problem title. Empty means the status text ("Too Many
+	// Requests").
+	Title string `yaml:"title" json:"title"`
+	// Detail is the problem detail. Empty means a sentence naming the
+	// retry delay.
+	Detail string `yaml:"detail" json:"detail"`
+	// Body, when set, replaces the problem+json body: a text/template
+	// executed with a RefusalData. ContentType is then its type (default
+	// "text/plain; charset=utf-8").
+	Body        string `yaml:"body" json:"body"`
+	ContentType string `yaml:"content_type" json:"content_type"`
+	// ErrorStatus answers requests refused because the store failed and
+	// OnStoreError is "refuse". Zero means 503.
+	ErrorStatus int `yaml:"error_status" json:"error_status"`
+}
+
+// RefusalData is what a custom Refusal.Body template sees.
+type RefusalData struct {
+	Status           int
+	RetryAfter       int64 // seconds, rounded up
+	ViolatedPolicies []string
+	Path             string
+	Limit            int64
+	Remaining        int64
+}

@@ -1,0 +1,36 @@
+// Package rules is tollgate's HTTP-stack-free rule engine: it decides what
+// a request costs, against which limits, under which key, and what the
+// response must say about it, without importing net/http.
+//
+// A [Config] (plain data with documented zero-value defaults, usually
+// decoded from YAML by package config) lists [Rule]s. Each rule has a
+// [Match] (method, host, path exact/prefix/ServeMux-style pattern, header
+// presence or value), a [Key] (client IP, header, query parameter, path,
+// method, host, or a composite), one or more [Policy] entries or [Tiers]
+// (plans chosen by identity), a [Cost], and flags for shadow mode and for an
+// anonymous bucket when the key is missing.
+//
+// [New] compiles a validated Config into an immutable [Engine] over a
+// limit.Store. [Engine.Decide] reads a small [Request] view, which net/http
+// (package httplimit) and fasthttp adapters provide without allocating,
+// applies every matching rule's policies as one all-or-nothing
+// limit.Store.ApplyAll (shadow rules in a separate one, so that they never
+// change what enforced rules charge), and returns a [Result]. The Result
+// produces the response header fields ([Result.AppendHeaders]: IETF
+// draft-10 RateLimit-Policy and RateLimit, the older RateLimit-Limit /
+// -Remaining / -Reset, X-RateLimit-* with delta or epoch reset, and
+// Retry-After on refusal) and the refusal ([Result.Refusal]: status,
+// Cache-Control: no-store, an RFC 9457 application/problem+json body with
+// violated-policies), so no header or body logic is written twice.
+//
+// Client IPs come from the peer address; forwarding headers
+// (X-Forwarded-For, Forwarded per RFC 7239, or X-Real-IP) are read only when
+// the peer is inside [ClientIP].TrustedProxies, walking right to left past
+// trusted hops. No proxy is trusted by default. IPv6 clients are aggregated
+// to a /64 by default.
+//
+// Keys are namespaced by rule and policy, so two rules never share a store
+// key, and a client-chosen key part longer than [Config].MaxKeyLength is
+// replaced by its SHA-256. The allowed path for an IP-keyed rule does not
+// allocate.
+package rules
