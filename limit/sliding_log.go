@@ -70,8 +70,10 @@ func (p SlidingLog) DecideLog(l *Log, now, cost int64) Decision {
 		}
 	}
 	d.Remaining = max(0, p.Limit-l.sum)
+	l.idle = 0
 	if l.Len() > 0 {
-		d.IdleAt = l.newest() + w
+		l.idle = addSat(l.newest(), w)
+		d.IdleAt = l.idle
 		d.ResetAfter = until(d.IdleAt, now)
 	}
 	return d
@@ -84,6 +86,7 @@ type Log struct {
 	ents []logEntry
 	off  int   // ents[off:] are live
 	sum  int64 // total cost of the live entries
+	idle int64 // newest entry + window, as of the last decision
 }
 
 type logEntry struct{ at, cost int64 }
@@ -95,12 +98,12 @@ func (l *Log) Len() int { return len(l.ents) - l.off }
 func (l *Log) Sum() int64 { return l.sum }
 
 // IdleAt returns the instant from which the log is equivalent to an empty
-// one for a window w: zero if it is empty.
-func (l *Log) IdleAt(w time.Duration) int64 {
+// one, as of the last decision made on it: zero if it is empty.
+func (l *Log) IdleAt() int64 {
 	if l.Len() == 0 {
 		return 0
 	}
-	return l.newest() + int64(w)
+	return l.idle
 }
 
 // Bytes returns the memory the log's buffer holds, for store accounting.

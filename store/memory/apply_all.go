@@ -1,0 +1,102 @@
+package memory
+
+import (
+	"context"
+	"slices"
+
+	"github.com/tollgate-dev/tollgate/limit"
+)
+
+// batchOnStack is how many requests ApplyAll handles without allocating.
+const batchOnStack = 8
+
+// ApplyAll applies several requests as one, under the locks of every shard
+// they touch (taken in shard order, so concurrent batches cannot deadlock):
+// allowed only if every request allows; when any refuses, nothing is
+// charged. Every request is decided, so the merged decision is the most
+// restrictive of all of them, with Index naming it.
+func (s *Store) ApplyAll(_ context.Context, reqs []limit.Request) (limit.Decision, error) {
+	if len(reqs) == 0 {
+		return limit.Decision{Allowed: true}, nil
+	}
+	for _, r := range reqs {
+		if r.Cost < 0 {
+			return limit.Decision{}, limit.ErrNegativeCost
+		}
+		if err := r.Policy.Validate(); err != nil {
+			return limit.Decision{}, err
+		}
+	}
+	var (
+		hashBuf  [batchOnStack]uint64
+		shardBuf [batchOnStack]int
+		lockBuf  [batchOnStack]int
+		undoBuf  [batchOnStack]undo
+	)
+	hashes, shards, locks, undos := hashBuf[:0], shardBuf[:0], lockBuf[:0], undoBuf[:0]
+	for _, r := range reqs {
+		h, i := s.hash(r.Key)
+		hashes = append(hashes, h)
+		shards = append(shards, i)
+		if !slices.Contains(locks, i) {
+			locks = append(locks, i)
+		}
+	}
+	// Lock in shard order: every batch agrees on it.
+	slices.Sort(locks)
+	now := s.now()
+	for _, i := range locks {
+		s.shards[i].mu.Lock()
+	}
+	var out limit.Decision
+	allowed := true
+	for i, r := range reqs {
+		var u undo
+		d, err := s.apply(&s.shards[shards[i]], hashes[i], r.Policy, now, r.Cost, &u)
+		if err != nil {
+			s.rollback(undos)
+			s.unlock(locks)
+			return limit.Decision{}, err
+		}
+		if u.sh != nil {
+			undos = append(undos, u)
+		}
+		d.Policy, d.Index = r.Policy, i
+		allowed = allowed && d.Allowed
+		if i == 0 {
+			out = d
+		} else {
+			out = limit.Merge(out, d)
+		}
+	}
+	if !allowed {
+		s.rollback(undos)
+	}
+	s.unlock(locks)
+	return out, nil
+}
+
+// rollback takes back the changes of a refused batch, newest first, so
+// that a key charged twice in one batch returns to its first state.
+func (s *Store) rollback(undos []undo) {
+	for i := len(undos) - 1; i >= 0; i-- {
+		u := undos[i]
+		switch {
+		case u.log != nil:
+			u.log.Rollback()
+			if u.log.Len() == 0 {
+				delete(u.sh.logs, u.h)
+			}
+		case u.existed:
+			u.sh.states[u.h] = u.old
+		default:
+			delete(u.sh.states, u.h)
+		}
+	}
+}
+
+func (s *Store) unlock(locks []int) {
+	for _, i := range locks {
+		s.shards[i].mu.Unlock()
+	}
+}

@@ -1,0 +1,325 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/limit"
+)
+
+// Config configures a Store. The zero Config is valid: every field has a
+// documented default.
+type Config struct {
+	// MaxKeys bounds the number of live keys across all shards. Zero means
+	// 1,048,576. Each shard holds at most MaxKeys/Shards (at least 1).
+	MaxKeys int
+	// Shards is the number of independently locked shards, rounded up to a
+	// power of two. Zero means 256.
+	Shards int
+	// SweepInterval is how often the background sweeper visits each shard
+	// to drop idle states. Zero means 10s; negative disables the sweeper
+	// (idle states are then dropped only when found or evicted).
+	SweepInterval time.Duration
+	// Clock returns the current time in Unix nanoseconds. Nil means the
+	// real clock, read through the monotonic clock (see NewClock).
+	Clock func() int64
+}
+
+// Validate reports negative sizes.
+func (c Config) Validate() error {
+	var errs []error
+	if c.MaxKeys < 0 {
+		errs = append(errs, fmt.Errorf("memory: MaxKeys %d must not be negative", c.MaxKeys))
+	}
+	if c.Shards < 0 {
+		errs = append(errs, fmt.Errorf("memory: Shards %d must not be negative", c.Shards))
+	}
+	return errors.Join(errs...)
+}
+
+// Store is a sharded, bounded in-memory limit.Store. It is safe for
+// concurrent use. Close stops its sweeper.
+type Store struct {
+	shards    []shard
+	shardBits uint
+	perShard  int
+	seed      maphash.Seed
+	now       func() int64
+
+	evictions atomic.Uint64
+	expired   atomic.Uint64
+
+	closeOnce sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+type shard struct {
+	mu     sync.Mutex
+	states map[uint64]limit.State
+	logs   map[uint64]*limit.Log
+	_      [64]byte // keep neighbouring shards' locks off one cache line
+}
+
+// New returns a Store configured by cfg, with its sweeper running unless
+// disabled. It returns an error only for an invalid cfg.
+func New(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MaxKeys == 0 {
+		cfg.MaxKeys = 1 << 20
+	}
+	if cfg.Shards == 0 {
+		cfg.Shards = 256
+	}
+	bits := uint(0)
+	for 1<<bits < cfg.Shards {
+		bits++
+	}
+	if cfg.SweepInterval == 0 {
+		cfg.SweepInterval = 10 * time.Second
+	}
+	s := &Store{
+		shards:    make([]shard, 1<<bits),
+		shardBits: bits,
+		perShard:  max(cfg.MaxKeys>>bits, 1),
+		seed:      maphash.MakeSeed(),
+		now:       cfg.Clock,
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	if s.now == nil {
+		s.now = NewClock()
+	}
+	for i := range s.shards {
+		s.shards[i].states = make(map[uint64]limit.State)
+		s.shards[i].logs = make(map[uint64]*limit.Log)
+	}
+	if cfg.SweepInterval > 0 {
+		go s.sweep(cfg.SweepInterval)
+	} else {
+		close(s.done)
+	}
+	return s, nil
+}
+
+// NewClock returns a clock reading Unix nanoseconds through the monotonic
+// clock from one wall-clock reading taken now: cheaper than time.Now on
+// every call, and it never goes backwards. It does not follow later steps
+// of the system clock.
+func NewClock() func() int64 {
+	base := time.Now()
+	wall := base.UnixNano()
+	return func() int64 { return wall + int64(time.Since(base)) }
+}
+
+// Close stops the sweeper and waits for it. It is safe to call more than
+// once; the store still answers after Close, without sweeping.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.stop) })
+	<-s.done
+	return nil
+}
+
+// hash returns key's hash and the index of its shard (from the hash's top
+// bits; the maps use the low ones).
+func (s *Store) hash(key string) (uint64, int) {
+	h := maphash.String(s.seed, key)
+	if s.shardBits == 0 {
+		return h, 0
+	}
+	return h, int(h >> (64 - s.shardBits))
+}
+
+// Apply charges cost against key under p at the store's clock. It returns
+// an error for a negative cost or an invalid policy, and never otherwise.
+func (s *Store) Apply(_ context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
+	if cost < 0 {
+		return limit.Decision{}, limit.ErrNegativeCost
+	}
+	if err := p.Validate(); err != nil {
+		return limit.Decision{}, err
+	}
+	h, i := s.hash(key)
+	sh := &s.shards[i]
+	now := s.now()
+	sh.mu.Lock()
+	d, err := s.apply(sh, h, p, now, cost, nil)
+	sh.mu.Unlock()
+	d.Policy = p
+	return d, err
+}
+
+// undo remembers what one request of an ApplyAll changed.
+type undo struct {
+	sh      *shard
+	h       uint64
+	old     limit.State
+	existed bool
+	log     *limit.Log // non-nil: roll this log back
+}
+
+// apply decides one request on a locked shard. When u is not nil it
+// records how to take the change back.
+func (s *Store) apply(sh *shard, h uint64, p limit.Policy, now, cost int64, u *undo) (limit.Decision, error) {
+	switch p := p.(type) {
+	case limit.Stateful:
+		st, existed := sh.states[h]
+		next, d := p.Decide(st, now, cost)
+		if next != st {
+			if u != nil {
+				*u = undo{sh: sh, h: h, old: st, existed: existed}
+			}
+			if !existed {
+				s.makeRoom(sh, now)
+			}
+			sh.states[h] = next
+		} else if existed && st.IsIdle(now) {
+			delete(sh.states, h)
+			s.expired.Add(1)
+		}
+		return d, nil
+	case limit.Logged:
+		l := sh.logs[h]
+		fresh := l == nil
+		if fresh {
+			l = new(limit.Log)
+		}
+		d := p.DecideLog(l, now, cost)
+		switch {
+		case l.Len() == 0:
+			if !fresh {
+				delete(sh.logs, h)
+			}
+		case fresh:
+			s.makeRoom(sh, now)
+			sh.logs[h] = l
+		}
+		if u != nil && d.Allowed && cost > 0 {
+			*u = undo{sh: sh, h: h, log: l}
+		}
+		return d, nil
+	}
+	return limit.Decision{}, fmt.Errorf("memory: policy %v implements neither limit.Stateful nor limit.Logged", p)
+}
+
+// makeRoom frees a slot in a full shard before a new key is added.
+func (s *Store) makeRoom(sh *shard, now int64) {
+	if len(sh.states)+len(sh.logs) < s.perShard {
+		return
+	}
+	// Drop idle states among a sample; failing that, evict the state that
+	// becomes idle soonest. Map iteration starts at a random place.
+	const sample = 8
+	var victim uint64
+	victimIdle := int64(1<<63 - 1)
+	found, seen := false, 0
+	for h, st := range sh.states {
+		if st.IsIdle(now) {
+			delete(sh.states, h)
+			s.expired.Add(1)
+			return
+		}
+		if st.Idle < victimIdle {
+			victim, victimIdle, found = h, st.Idle, true
+		}
+		if seen++; seen == sample {
+			break
+		}
+	}
+	if found && (len(sh.logs) == 0 || seen == sample) {
+		delete(sh.states, victim)
+		s.evictions.Add(1)
+		return
+	}
+	seen = 0
+	var logVictim uint64
+	logFound := false
+	for h, l := range sh.logs {
+		if l.IdleAt() <= now {
+			delete(sh.logs, h)
+			s.expired.Add(1)
+			return
+		}
+		if idle := l.IdleAt(); !logFound || idle < victimIdle {
+			logVictim, victimIdle, logFound = h, idle, true
+		}
+		if seen++; seen == sample {
+			break
+		}
+	}
+	switch {
+	case logFound:
+		delete(sh.logs, logVictim)
+		s.evictions.Add(1)
+	case found:
+		delete(sh.states, victim)
+		s.evictions.Add(1)
+	}
+}
+
+// sweep drops idle states, one shard at a time, until Close.
+func (s *Store) sweep(every time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		for i := range s.shards {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			s.sweepShard(&s.shards[i], s.now())
+		}
+	}
+}
+
+func (s *Store) sweepShard(sh *shard, now int64) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	n := 0
+	for h, st := range sh.states {
+		if st.IsIdle(now) {
+			delete(sh.states, h)
+			n++
+		}
+	}
+	for h, l := range sh.logs {
+		if l.IdleAt() <= now {
+			delete(sh.logs, h)
+			n++
+		}
+	}
+	s.expired.Add(uint64(n))
+}
+
+// Stats describes a Store's contents and history.
+type Stats struct {
+	Keys      int    // live keys now, idle ones not yet dropped included
+	Evictions uint64 // keys dropped before they were idle, to make room
+	Expired   uint64 // idle keys dropped (losslessly)
+}
+
+// Stats returns the store's current counts. It locks each shard briefly.
+func (s *Store) Stats() Stats {
+	st := Stats{Evictions: s.evictions.Load(), Expired: s.expired.Load()}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		st.Keys += len(sh.states) + len(sh.logs)
+		sh.mu.Unlock()
+	}
+	return st
+}
