@@ -1,0 +1,99 @@
+package config
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Pos is a position in a configuration file. Lines and columns start at 1;
+// the zero Pos means "no position" (a default, or a problem with the file as
+// a whole).
+type Pos struct {
+	File      string
+	Line, Col int
+	// keys holds the position of each key of the mapping this Pos belongs
+	// to, so that a problem found during validation points at the key.
+	keys map[string]Pos
+}
+
+// String returns "file:line:col", "file" or "".
+func (p Pos) String() string {
+	switch {
+	case p.Line > 0:
+		return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+	default:
+		return p.File
+	}
+}
+
+// Of returns the position of the key named k in the mapping p belongs to,
+// or p itself when that key was not written in the file.
+func (p Pos) Of(k string) Pos {
+	if q, ok := p.keys[k]; ok {
+		return q
+	}
+	return Pos{File: p.File, Line: p.Line, Col: p.Col}
+}
+
+// Error is one problem in a configuration file, at a position.
+type Error struct {
+	Pos Pos
+	Msg string
+}
+
+// Error returns "file:line:col: message".
+func (e *Error) Error() string {
+	if s := e.Pos.String(); s != "" {
+		return s + ": " + e.Msg
+	}
+	return e.Msg
+}
+
+// problems collects every error found in one file.
+type problems struct{ list []*Error }
+
+func (ps *problems) add(p Pos, format string, args ...any) {
+	ps.list = append(ps.list, &Error{Pos: Pos{File: p.File, Line: p.Line, Col: p.Col}, Msg: fmt.Sprintf(format, args...)})
+}
+
+// err returns the problems sorted by position and joined, or nil.
+func (ps *problems) err() error {
+	if len(ps.list) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(ps.list, func(a, b *Error) int {
+		return cmp.Or(cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Col, b.Pos.Col))
+	})
+	errs := make([]error, len(ps.list))
+	for i, e := range ps.list {
+		errs[i] = e
+	}
+	return errors.Join(errs...)
+}
+
+// Problems returns the individual errors inside an error returned by Load
+// or Parse, in file order.
+func Problems(err error) []*Error {
+	var out []*Error
+	var walk func(error)
+	walk = func(err error) {
+		var e *Error
+		if errors.As(err, &e) && e == err {
+			out = append(out, e)
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, x := range j.Unwrap() {
+				walk(x)
+			}
+			return
+		}
+		if err != nil {
+			out = append(out, &Error{Msg: err.Error()})
+		}
+	}
+	walk(err)
+	return out
+}

@@ -1,0 +1,186 @@
+package config
+
+import (
+	_ "embed"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Load reads, decodes, defaults and validates the file at path. Every
+// problem is reported at once: the error joins one [*Error] per problem,
+// each with file:line:col (use [Problems] to list them).
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{Pos: Pos{File: path}, Msg: err.Error()}
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes data as the contents of the file named name (used in
+// messages and to resolve relative paths), fills defaults and validates.
+func Parse(name string, data []byte) (*Config, error) {
+	ps := &problems{}
+	c := &Config{File: name}
+	d := &decoder{file: name, ps: ps}
+	d.parseDocument(data, c)
+	if c.Pos.File == "" {
+		c.Pos = Pos{File: name}
+	}
+	if len(ps.list) > 0 {
+		// Decoding problems first: validating a half-decoded file would
+		// repeat them as nonsense.
+		return nil, ps.err()
+	}
+	c.Defaults()
+	c.validate(ps)
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+//go:embed default.yaml
+var defaultYAML []byte
+
+// DefaultYAML returns the text of the embedded default configuration.
+func DefaultYAML() []byte { return defaultYAML }
+
+// Default returns the embedded configuration `tollgate serve` runs with no
+// file: traffic on :8080, admin on 127.0.0.1:9090, an in-memory store, the
+// built-in demo origin and a per-IP token bucket.
+func Default() *Config {
+	c, err := Parse("(embedded default)", defaultYAML)
+	if err != nil {
+		// The embedded file is tested; this cannot happen in a build
+		// whose tests pass.
+		panic(fmt.Sprintf("config: embedded default is invalid: %v", err))
+	}
+	c.File = ""
+	return c
+}
+
+// Defaults fills every zero field that has a documented default.
+func (c *Config) Defaults() {
+	if c.Listen.Addr == "" {
+		c.Listen.Addr = ":8080"
+	}
+	if c.Listen.ReadTimeout == 0 {
+		c.Listen.ReadTimeout = 30 * time.Second
+	}
+	if c.Listen.IdleTimeout == 0 {
+		c.Listen.IdleTimeout = 90 * time.Second
+	}
+	if c.Admin.Addr == "" {
+		c.Admin.Addr = "127.0.0.1:9090"
+	}
+	u := &c.Upstream
+	if u.DialTimeout == 0 {
+		u.DialTimeout = 5 * time.Second
+	}
+	if u.ResponseTimeout == 0 {
+		u.ResponseTimeout = 60 * time.Second
+	}
+	if u.IdleConnTimeout == 0 {
+		u.IdleConnTimeout = 90 * time.Second
+	}
+	if u.MaxConns == 0 {
+		u.MaxConns = 1024
+	}
+	if len(c.Routes) == 0 {
+		c.Routes = []Route{{Path: "/", Upstream: "demo", Pos: c.Pos}}
+	}
+	for i := range c.Routes {
+		if c.Routes[i].Path == "" {
+			c.Routes[i].Path = "/"
+		}
+	}
+	if c.Store.Memory == nil && c.Store.Redis == nil {
+		c.Store.Memory = &MemoryStore{}
+	}
+	if m := c.Store.Memory; m != nil && m.MaxKeys == 0 {
+		m.MaxKeys = 1_000_000
+	}
+	if r := c.Store.Redis; r != nil {
+		if r.Timeout == 0 {
+			r.Timeout = 50 * time.Millisecond
+		}
+		if r.OnError == "" {
+			r.OnError = "open"
+		}
+	}
+	if c.ClientIP.Header == "" {
+		c.ClientIP.Header = "x-forwarded-for"
+	}
+	if c.ClientIP.IPv6Prefix == 0 {
+		c.ClientIP.IPv6Prefix = 64
+	}
+	if c.ClientIP.IPv4Prefix == 0 {
+		c.ClientIP.IPv4Prefix = 32
+	}
+	if len(c.Headers.Styles) == 0 {
+		c.Headers.Styles = []string{"ietf"}
+	}
+	if c.Headers.XReset == "" {
+		c.Headers.XReset = "delta"
+	}
+	if c.Refusal.Status == 0 {
+		c.Refusal.Status = 429
+	}
+	if c.Refusal.Body != "" && c.Refusal.ContentType == "" {
+		c.Refusal.ContentType = "text/plain; charset=utf-8"
+	}
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		if r.Key == "" {
+			r.Key = "ip"
+		}
+		if r.OnMissingKey == "" {
+			r.OnMissingKey = "skip"
+		}
+		if r.Cost == nil {
+			one := int64(1)
+			r.Cost = &one
+		}
+		r.Policy.defaults()
+		if r.Tiers != nil {
+			for name, p := range r.Tiers.Plans {
+				p.defaults()
+				r.Tiers.Plans[name] = p
+			}
+		}
+	}
+	if c.AccessLog.Path != "" && c.AccessLog.Format == "" {
+		c.AccessLog.Format = "json"
+	}
+	if c.Reload.Watch == nil {
+		t := true
+		c.Reload.Watch = &t
+	}
+	if c.Reload.Interval == 0 {
+		c.Reload.Interval = 2 * time.Second
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = 15 * time.Second
+	}
+}
+
+func (p *Policy) defaults() {
+	if p.Algorithm == "" && p.Rate != "" {
+		p.Algorithm = "token_bucket"
+	}
+	if p.Algorithm == "leaky_bucket" && p.Mode == "" {
+		p.Mode = "shape"
+	}
+}
+
+// Resolve returns path relative to the configuration file's directory, or
+// path itself when absolute or when the config has no file.
+func (c *Config) Resolve(path string) string {
+	if path == "" || filepath.IsAbs(path) || c.File == "" || path == "-" {
+		return path
+	}
+	return filepath.Join(filepath.Dir(c.File), path)
+}
