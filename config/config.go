@@ -1,6 +1,10 @@
 package config
 
-import "time"
+import (
+	"time"
+
+	"github.com/tollgate-dev/tollgate/rules"
+)
 
 // Config is the whole of one tollgate configuration file. Every field has a
 // documented default, filled by [Config.Defaults]; a Config returned by
@@ -11,6 +15,9 @@ type Config struct {
 	// embedded default). Relative paths in the file are resolved against
 	// its directory.
 	File string `yaml:"-"`
+	// paths maps each decoded value's path ("rules[2].policies[0].rate")
+	// to its position, to place the rule engine's validation errors.
+	paths map[string]Pos
 
 	// Listen is the traffic listener.
 	Listen Listen `yaml:"listen"`
@@ -25,15 +32,11 @@ type Config struct {
 	Routes []Route `yaml:"routes"`
 	// Store is where the counters live. Default: memory.
 	Store Store `yaml:"store"`
-	// ClientIP says how the client address is found behind proxies.
-	ClientIP ClientIP `yaml:"client_ip"`
-	// Headers chooses which rate-limit response headers are written.
-	Headers Headers `yaml:"headers"`
-	// Refusal is the response to a refused request.
-	Refusal Refusal `yaml:"refusal"`
-	// Rules are the limits. Several may apply to one request; all are
-	// decided as one (all-or-nothing charging).
-	Rules []Rule `yaml:"rules"`
+	// Config is the rule engine's part of the file, decoded in package
+	// rules' own vocabulary (its yaml tags) at the top level: rules,
+	// client_ip, headers, refusal, max_key_length, key_cache, max_delay
+	// and on_store_error. See rules.Config for each field.
+	rules.Config `yaml:",inline"`
 	// AccessLog is off unless a path is given.
 	AccessLog AccessLog `yaml:"access_log"`
 	// Reload controls watching the file for changes (SIGHUP always
@@ -137,150 +140,6 @@ type RedisStore struct {
 	// the default), "closed" (refuse) or "local" (decide in memory).
 	OnError string `yaml:"on_error"`
 }
-
-// ClientIP says how the client address is derived.
-type ClientIP struct {
-	Pos Pos `yaml:"-"`
-	// TrustedProxies are the CIDRs (or single addresses) of proxies whose
-	// forwarding headers are believed. Empty (the default): none, the
-	// client address is the connection's peer.
-	TrustedProxies []string `yaml:"trusted_proxies"`
-	// Header is the forwarding header read from trusted proxies:
-	// "x-forwarded-for" (default), "forwarded" or "x-real-ip".
-	Header string `yaml:"header"`
-	// IPv6Prefix aggregates IPv6 clients to this prefix length.
-	// Default 64.
-	IPv6Prefix int `yaml:"ipv6_prefix"`
-	// IPv4Prefix aggregates IPv4 clients to this prefix length.
-	// Default 32.
-	IPv4Prefix int `yaml:"ipv4_prefix"`
-}
-
-// Headers chooses the rate-limit headers written on every response.
-type Headers struct {
-	Pos Pos `yaml:"-"`
-	// Styles lists any of "ietf" (RateLimit and RateLimit-Policy, draft
-	// -10), "draft-6" (RateLimit-Limit/Remaining/Reset), "x-ratelimit"
-	// (X-RateLimit-*), or "none". Default ["ietf"]. Retry-After is always
-	// sent on a refusal.
-	Styles []string `yaml:"styles"`
-	// XReset is how X-RateLimit-Reset is written: "delta" seconds (the
-	// default) or "epoch" seconds (GitHub's).
-	XReset string `yaml:"x_reset"`
-}
-
-// Refusal is the response to a refused request.
-type Refusal struct {
-	Pos Pos `yaml:"-"`
-	// Status is 429 (the default) or another 4xx/5xx, e.g. 503 as nginx.
-	Status int `yaml:"status"`
-	// Body replaces the default application/problem+json body.
-	Body string `yaml:"body"`
-	// ContentType is Body's media type. Default "text/plain; charset=utf-8"
-	// when Body is set.
-	ContentType string `yaml:"content_type"`
-}
-
-// Policy is an algorithm with its parameters, written inline in a rule or
-// in a tier's plan.
-type Policy struct {
-	Pos Pos `yaml:"-"`
-	// Algorithm is fixed_window, sliding_log, sliding_window, token_bucket
-	// (the default when rate is set) or leaky_bucket.
-	Algorithm string `yaml:"algorithm"`
-	// Rate is COUNT/PERIOD ("100/s", "7/90s") for token_bucket and
-	// leaky_bucket.
-	Rate string `yaml:"rate"`
-	// Burst is token_bucket's capacity (default: the rate's count) or
-	// leaky_bucket's excess (default 0). Must not be negative.
-	Burst *int64 `yaml:"burst"`
-	// Limit and Window are the window algorithms' parameters: at most
-	// Limit per Window ("1m", "90s", "1h").
-	Limit  int64  `yaml:"limit"`
-	Window string `yaml:"window"`
-	// Mode is leaky_bucket's "shape" (delay the excess, the default) or
-	// "police" (refuse it, nginx nodelay).
-	Mode string `yaml:"mode"`
-	// Delay is leaky_bucket shape's count of excess requests passed
-	// undelayed (nginx delay=N).
-	Delay int64 `yaml:"delay"`
-}
-
-// Rule is one limit: which requests it applies to, what it counts them by,
-// and its policy (inline, or per plan with Tiers).
-type Rule struct {
-	Pos Pos `yaml:"-"`
-	// Name identifies the rule in headers, metrics and logs; it must be
-	// unique and made of letters, digits, '-', '_' and '.'. Counters of a
-	// rule survive a reload as long as its name, key and policy do.
-	Name string `yaml:"name"`
-	// Match selects requests; empty matches all.
-	Match Match `yaml:"match"`
-	// Key is what requests are counted by: "ip", "header:NAME",
-	// "query:NAME", "path", "method", "host", "global", or several joined
-	// with '+' ("ip+path"). Default "ip".
-	Key string `yaml:"key"`
-	// OnMissingKey is "skip" (the rule does not apply, nginx's rule; the
-	// default) or "anonymous" (one shared bucket for requests without it).
-	OnMissingKey string `yaml:"on_missing_key"`
-	// Policy is the rule's limit when it has no Tiers.
-	Policy `yaml:",inline"`
-	// Cost is what one request costs, 0 or more. Default 1.
-	Cost *int64 `yaml:"cost"`
-	// Costs override Cost for requests matching a method and/or path
-	// prefix, first match wins.
-	Costs []Cost `yaml:"costs"`
-	// Shadow makes the rule decide, count and log, but never refuse or
-	// delay.
-	Shadow bool `yaml:"shadow"`
-	// Tiers give each identity a plan with its own policy.
-	Tiers *Tiers `yaml:"tiers"`
-}
-
-// Match selects requests. All given conditions must hold.
-type Match struct {
-	Pos Pos `yaml:"-"`
-	// Methods lists HTTP methods (any of them matches).
-	Methods []string `yaml:"methods"`
-	// Host matches the request host without port, exactly.
-	Host string `yaml:"host"`
-	// Path is a path prefix; PathExact an exact path; Pattern a Go 1.22
-	// ServeMux pattern path such as "/users/{id}/posts".
-	Path      string `yaml:"path"`
-	PathExact string `yaml:"path_exact"`
-	Pattern   string `yaml:"pattern"`
-	// Headers must be present; a non-empty value must also be equal.
-	Headers map[string]string `yaml:"headers"`
-}
-
-// Cost is the cost of requests matching Method and Path.
-type Cost struct {
-	Pos    Pos    `yaml:"-"`
-	Method string `yaml:"method"`
-	Path   string `yaml:"path"`
-	Cost   int64  `yaml:"cost"`
-}
-
-// Tiers maps identities (the rule's key) to plans, each with its own
-// policy.
-type Tiers struct {
-	Pos Pos `yaml:"-"`
-	// Plans name each plan's policy.
-	Plans map[string]Policy `yaml:"plans"`
-	// Default is the plan of identities not listed. Required.
-	Default string `yaml:"default"`
-	// Assign maps identities to plan names inline.
-	Assign map[string]string `yaml:"assign"`
-	// File is a YAML file mapping identities to plan names, merged with
-	// Assign (an identity in both is an error).
-	File string `yaml:"file"`
-
-	// assigned is Assign merged with File's contents, after validation.
-	assigned map[string]string
-}
-
-// Assigned returns the identity → plan map from Assign and File together.
-func (t *Tiers) Assigned() map[string]string { return t.assigned }
 
 // AccessLog writes one line per request.
 type AccessLog struct {

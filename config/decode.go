@@ -18,6 +18,9 @@ import (
 type decoder struct {
 	file string
 	ps   *problems
+	// paths, when not nil, records the position of every value by its
+	// path ("rules[2].policies[0].rate").
+	paths map[string]Pos
 }
 
 var (
@@ -80,6 +83,11 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
+	if d.paths != nil && what != "" {
+		if _, ok := d.paths[what]; !ok {
+			d.paths[what] = d.pos(n)
+		}
+	}
 	if isNull(n) {
 		return // keep the zero value; defaults fill it
 	}
@@ -111,6 +119,14 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 	case reflect.Struct:
 		d.structure(n, v, what, label)
 	case reflect.Slice:
+		if n.Kind == yaml.ScalarNode && t.Elem().Kind() == reflect.String {
+			// A single string where a list of strings is expected:
+			// "key: ip" is "key: [ip]".
+			s := reflect.MakeSlice(t, 1, 1)
+			d.value(n, s.Index(0), what+"[0]")
+			v.Set(s)
+			return
+		}
 		if n.Kind != yaml.SequenceNode {
 			d.ps.add(d.pos(n), "%s: want a list, got %s", label, kindName(n))
 			return
@@ -208,6 +224,9 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
 		sub := k.Value
 		if what != "" {
 			sub = what + "." + k.Value
+		}
+		if d.paths != nil {
+			d.paths[sub] = d.pos(k)
 		}
 		d.value(c, v.FieldByIndex(idx), sub)
 	}

@@ -24,8 +24,9 @@ func Load(path string) (*Config, error) {
 func Parse(name string, data []byte) (*Config, error) {
 	ps := &problems{}
 	c := &Config{File: name}
-	d := &decoder{file: name, ps: ps}
+	d := &decoder{file: name, ps: ps, paths: map[string]Pos{}}
 	d.parseDocument(data, c)
+	c.paths = d.paths
 	if c.Pos.File == "" {
 		c.Pos = Pos{File: name}
 	}
@@ -111,47 +112,6 @@ func (c *Config) Defaults() {
 			r.OnError = "open"
 		}
 	}
-	if c.ClientIP.Header == "" {
-		c.ClientIP.Header = "x-forwarded-for"
-	}
-	if c.ClientIP.IPv6Prefix == 0 {
-		c.ClientIP.IPv6Prefix = 64
-	}
-	if c.ClientIP.IPv4Prefix == 0 {
-		c.ClientIP.IPv4Prefix = 32
-	}
-	if len(c.Headers.Styles) == 0 {
-		c.Headers.Styles = []string{"ietf"}
-	}
-	if c.Headers.XReset == "" {
-		c.Headers.XReset = "delta"
-	}
-	if c.Refusal.Status == 0 {
-		c.Refusal.Status = 429
-	}
-	if c.Refusal.Body != "" && c.Refusal.ContentType == "" {
-		c.Refusal.ContentType = "text/plain; charset=utf-8"
-	}
-	for i := range c.Rules {
-		r := &c.Rules[i]
-		if r.Key == "" {
-			r.Key = "ip"
-		}
-		if r.OnMissingKey == "" {
-			r.OnMissingKey = "skip"
-		}
-		if r.Cost == nil {
-			one := int64(1)
-			r.Cost = &one
-		}
-		r.Policy.defaults()
-		if r.Tiers != nil {
-			for name, p := range r.Tiers.Plans {
-				p.defaults()
-				r.Tiers.Plans[name] = p
-			}
-		}
-	}
 	if c.AccessLog.Path != "" && c.AccessLog.Format == "" {
 		c.AccessLog.Format = "json"
 	}
@@ -164,15 +124,6 @@ func (c *Config) Defaults() {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 15 * time.Second
-	}
-}
-
-func (p *Policy) defaults() {
-	if p.Algorithm == "" && p.Rate != "" {
-		p.Algorithm = "token_bucket"
-	}
-	if p.Algorithm == "leaky_bucket" && p.Mode == "" {
-		p.Mode = "shape"
 	}
 }
 
