@@ -1,0 +1,100 @@
+package replay
+
+import "bytes"
+
+// clfParser reads the NCSA common and combined log formats, which nginx
+// and Apache both write by default:
+//
+//	host ident user [dd/Mon/yyyy:hh:mm:ss +zzzz] "METHOD target proto" status bytes ["referer" "agent"]
+//
+// Everything after the status is ignored, so the common format, the
+// combined format and the many "combined plus extra fields" variants all
+// parse.
+type clfParser struct{}
+
+func (clfParser) parse(line []byte, r *Record) error {
+	i := 0
+	n := len(line)
+	field := func() []byte {
+		start := i
+		for i < n && line[i] != ' ' {
+			i++
+		}
+		f := line[start:i]
+		for i < n && line[i] == ' ' {
+			i++
+		}
+		return f
+	}
+	r.Addr = field()
+	_ = field() // ident
+	// The user may be quoted or contain spaces in odd logs; take up to " [".
+	start := i
+	for i < n && !(line[i] == '[' && (i == start || line[i-1] == ' ')) {
+		i++
+	}
+	if i >= n || len(r.Addr) == 0 {
+		return errSyntax
+	}
+	u := line[start:i]
+	for len(u) > 0 && u[len(u)-1] == ' ' {
+		u = u[:len(u)-1]
+	}
+	r.User = u
+	i++ // '['
+	ts := i
+	for i < n && line[i] != ']' {
+		i++
+	}
+	if i >= n {
+		return errSyntax
+	}
+	t, ok := parseCLFTime(line[ts:i])
+	if !ok {
+		return errNoTime
+	}
+	r.Time = t
+	i++
+	for i < n && line[i] == ' ' {
+		i++
+	}
+	if i >= n || line[i] != '"' {
+		return errSyntax
+	}
+	i++
+	rs := i
+	for i < n && line[i] != '"' {
+		if line[i] == '\\' {
+			i++
+		}
+		i++
+	}
+	if i >= n {
+		return errSyntax
+	}
+	req := line[rs:i]
+	i++
+	// METHOD SP target SP proto; "-" or garbage leaves method and path empty.
+	if sp := indexByte(req, ' '); sp > 0 {
+		r.Method = req[:sp]
+		rest := req[sp+1:]
+		if sp2 := indexByte(rest, ' '); sp2 >= 0 {
+			rest = rest[:sp2]
+		}
+		r.Path = splitTarget(rest)
+	}
+	for i < n && line[i] == ' ' {
+		i++
+	}
+	ss := i
+	for i < n && line[i] != ' ' {
+		i++
+	}
+	r.Status = line[ss:i]
+	if len(r.Status) == 0 {
+		return errSyntax
+	}
+	return nil
+}
+
+func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }

@@ -1,0 +1,139 @@
+package replay
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Fields names the JSON fields (or CSV header columns) that hold each part
+// of a request. Each entry lists candidate names, first match wins; the
+// zero Fields means DefaultFields.
+type Fields struct {
+	Time   []string
+	Addr   []string
+	User   []string
+	Method []string
+	Path   []string
+	Status []string
+	Key    []string
+	Cost   []string
+	// Extra are the fields named by field:NAME key parts, in order; at
+	// most 8.
+	Extra []string
+}
+
+// DefaultFields are the names tollgate's own gateway access log, slog's
+// JSON handler and the usual nginx/Caddy JSON log recipes use.
+var DefaultFields = Fields{
+	Time:   []string{"time", "ts", "timestamp", "@timestamp", "time_local", "time_iso8601", "date"},
+	Addr:   []string{"remote_addr", "client_ip", "remote_ip", "ip", "remote", "clientip", "client"},
+	User:   []string{"user", "remote_user", "auth_user"},
+	Method: []string{"method", "request_method", "verb"},
+	Path:   []string{"path", "uri", "request_uri", "url", "request_path"},
+	Status: []string{"status", "status_code", "response"},
+	Key:    []string{"key"},
+	Cost:   []string{"cost", "weight"},
+}
+
+// SetField overrides the names of one part from a "part=name[|name...]"
+// flag value, e.g. "addr=client.ip" or "time=ts|@timestamp". Parts: time,
+// addr (or ip), user, method, path, status, key, cost.
+func (f *Fields) SetField(spec string) error {
+	part, names, ok := strings.Cut(spec, "=")
+	if !ok || names == "" {
+		return fmt.Errorf("field %q: want PART=NAME such as addr=client_ip", spec)
+	}
+	list := strings.Split(names, "|")
+	switch strings.ToLower(part) {
+	case "time", "timestamp":
+		f.Time = list
+	case "addr", "ip":
+		f.Addr = list
+	case "user":
+		f.User = list
+	case "method":
+		f.Method = list
+	case "path":
+		f.Path = list
+	case "status":
+		f.Status = list
+	case "key":
+		f.Key = list
+	case "cost":
+		f.Cost = list
+	default:
+		return fmt.Errorf("field %q: unknown part %q (want time, addr, user, method, path, status, key or cost)", spec, part)
+	}
+	return nil
+}
+
+// withDefaults fills every empty list from DefaultFields.
+func (f Fields) withDefaults() Fields {
+	d := DefaultFields
+	pick := func(a, b []string) []string {
+		if len(a) > 0 {
+			return a
+		}
+		return b
+	}
+	return Fields{
+		Time: pick(f.Time, d.Time), Addr: pick(f.Addr, d.Addr), User: pick(f.User, d.User),
+		Method: pick(f.Method, d.Method), Path: pick(f.Path, d.Path), Status: pick(f.Status, d.Status),
+		Key: pick(f.Key, d.Key), Cost: pick(f.Cost, d.Cost), Extra: f.Extra,
+	}
+}
+
+// Slots a field name can fill.
+const (
+	slotNone = iota
+	slotTime
+	slotAddr
+	slotUser
+	slotMethod
+	slotPath
+	slotStatus
+	slotKey
+	slotCost
+	slotExtra // slotExtra+i is Extra[i]
+)
+
+// nameTable maps field names to slots with a rank (position in the
+// candidate list, lower wins).
+type nameTable struct {
+	names []string
+	slots []int
+	ranks []int
+}
+
+func newNameTable(f Fields) nameTable {
+	var t nameTable
+	add := func(slot int, names []string) {
+		for rank, n := range names {
+			t.names = append(t.names, n)
+			t.slots = append(t.slots, slot)
+			t.ranks = append(t.ranks, rank)
+		}
+	}
+	add(slotTime, f.Time)
+	add(slotAddr, f.Addr)
+	add(slotUser, f.User)
+	add(slotMethod, f.Method)
+	add(slotPath, f.Path)
+	add(slotStatus, f.Status)
+	add(slotKey, f.Key)
+	add(slotCost, f.Cost)
+	for i, n := range f.Extra {
+		add(slotExtra+i, []string{n})
+	}
+	return t
+}
+
+// lookup returns every (slot, rank) a name fills; a name can fill two
+// slots (an extra field may also be the path). It calls fn per match.
+func (t *nameTable) lookup(name []byte, fn func(slot, rank int)) {
+	for i, n := range t.names {
+		if len(n) == len(name) && n == string(name) {
+			fn(t.slots[i], t.ranks[i])
+		}
+	}
+}

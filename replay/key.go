@@ -1,0 +1,200 @@
+package replay
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// KeySpec says how a request's rate-limit key is built: one or more parts
+// joined by '|'. Parts: ip (client address, IPv6 aggregated to
+// IPv6Prefix bits), user, method, path, status, key (the CSV key column
+// or JSON "key" field), field:NAME (any JSON field or CSV column) and all
+// (one key for every request, a global limit).
+type KeySpec struct {
+	parts []keyPart
+	// IPv6Prefix is how many leading bits of an IPv6 client address form
+	// its key (a /64 is one customer on most networks). Zero means 64;
+	// 128 keeps whole addresses.
+	IPv6Prefix int
+	// IPv4Prefix likewise aggregates IPv4 addresses; zero means 32.
+	IPv4Prefix int
+	// Extra lists the names of field:NAME parts, in order.
+	Extra []string
+	text  string
+}
+
+type keyPart struct {
+	kind  int // a slot constant, or partAll
+	field int // for slotExtra: index into Extra
+}
+
+const partAll = -1
+
+// ParseKeySpec reads a --key value such as "ip", "user", "ip,path" or
+// "field:tenant,method".
+func ParseKeySpec(s string) (KeySpec, error) {
+	var k KeySpec
+	k.text = s
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		switch {
+		case p == "ip" || p == "addr" || p == "client":
+			k.parts = append(k.parts, keyPart{kind: slotAddr})
+		case p == "user":
+			k.parts = append(k.parts, keyPart{kind: slotUser})
+		case p == "method":
+			k.parts = append(k.parts, keyPart{kind: slotMethod})
+		case p == "path":
+			k.parts = append(k.parts, keyPart{kind: slotPath})
+		case p == "status":
+			k.parts = append(k.parts, keyPart{kind: slotStatus})
+		case p == "key":
+			k.parts = append(k.parts, keyPart{kind: slotKey})
+		case p == "all" || p == "global":
+			k.parts = append(k.parts, keyPart{kind: partAll})
+		case strings.HasPrefix(p, "field:") && len(p) > len("field:"):
+			if len(k.Extra) == maxFields {
+				return KeySpec{}, fmt.Errorf("key %q: at most %d field: parts", s, maxFields)
+			}
+			k.parts = append(k.parts, keyPart{kind: slotExtra, field: len(k.Extra)})
+			k.Extra = append(k.Extra, p[len("field:"):])
+		default:
+			return KeySpec{}, fmt.Errorf("key %q: unknown part %q (want ip, user, method, path, status, key, field:NAME or all)", s, p)
+		}
+	}
+	if len(k.parts) == 0 {
+		return KeySpec{}, fmt.Errorf("key %q is empty", s)
+	}
+	return k, nil
+}
+
+// String returns the spec as written.
+func (k KeySpec) String() string { return k.text }
+
+// needs reports whether the key uses a part that format f cannot supply.
+func (k KeySpec) check(f Format) error {
+	if f != FormatCombined && f != FormatCommon {
+		return nil
+	}
+	for _, p := range k.parts {
+		if p.kind == slotKey || p.kind == slotExtra {
+			return fmt.Errorf("key %q: the %v format has no key column or named fields", k.text, f)
+		}
+	}
+	return nil
+}
+
+// append appends r's key to dst.
+func (k *KeySpec) append(dst []byte, r *Record) []byte {
+	for i, p := range k.parts {
+		if i > 0 {
+			dst = append(dst, '|')
+		}
+		var v []byte
+		switch p.kind {
+		case partAll:
+			dst = append(dst, '*')
+			continue
+		case slotAddr:
+			dst = k.appendAddr(dst, r.Addr)
+			continue
+		case slotUser:
+			v = r.User
+		case slotMethod:
+			v = r.Method
+		case slotPath:
+			v = r.Path
+		case slotStatus:
+			v = r.Status
+		case slotKey:
+			v = r.Key
+		case slotExtra:
+			v = r.Fields[p.field]
+		}
+		if len(v) == 0 {
+			v = dash
+		}
+		dst = append(dst, v...)
+	}
+	return dst
+}
+
+var dash = []byte("-")
+
+// appendAddr appends a client address without its port, IPv6 addresses
+// (and IPv4 ones, if IPv4Prefix < 32) masked to their prefix.
+func (k *KeySpec) appendAddr(dst, a []byte) []byte {
+	if len(a) == 0 {
+		return append(dst, '-')
+	}
+	colons := 0
+	for _, c := range a {
+		if c == ':' {
+			colons++
+		}
+	}
+	switch {
+	case a[0] == '[': // [v6]:port
+		if e := indexByte(a, ']'); e > 0 {
+			a = a[1:e]
+			colons = 2
+		}
+	case colons == 1: // v4:port
+		a = a[:indexByte(a, ':')]
+		colons = 0
+	}
+	if colons == 0 {
+		bits := k.IPv4Prefix
+		if bits == 0 || bits >= 32 {
+			return append(dst, a...)
+		}
+		return appendPrefix(dst, a, bits)
+	}
+	bits := k.IPv6Prefix
+	if bits == 0 {
+		bits = 64
+	}
+	if bits >= 128 {
+		return append(dst, a...)
+	}
+	return appendPrefix(dst, a, bits)
+}
+
+func appendPrefix(dst, a []byte, bits int) []byte {
+	addr, err := netip.ParseAddr(string(a))
+	if err != nil {
+		return append(dst, a...)
+	}
+	if addr.Is4In6() {
+		addr = addr.Unmap()
+	}
+	if addr.Is4() && bits > 32 {
+		return addr.AppendTo(dst)
+	}
+	p, err := addr.WithZone("").Prefix(bits)
+	if err != nil {
+		return append(dst, a...)
+	}
+	dst = p.Addr().AppendTo(dst)
+	dst = append(dst, '/')
+	return appendInt(dst, int64(bits))
+}
+
+func appendInt(dst []byte, n int64) []byte {
+	if n < 0 {
+		dst = append(dst, '-')
+		n = -n
+	}
+	var buf [20]byte
+	i := len(buf)
+	for {
+		i--
+		buf[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	return append(dst, buf[i:]...)
+}

@@ -1,0 +1,61 @@
+package replay
+
+import "errors"
+
+// maxFields is how many extra named fields (field:NAME key parts) one run
+// may extract from JSON or CSV lines.
+const maxFields = 8
+
+// Record is one parsed log line. Its byte slices point into the line
+// being parsed and are valid only until the next line is read.
+type Record struct {
+	// Time is the request's instant, Unix nanoseconds.
+	Time int64
+	// Addr is the client address (remote_addr, the first CLF field).
+	Addr []byte
+	// User is the authenticated user ("-" or empty when none).
+	User []byte
+	// Method is the HTTP method, e.g. "GET".
+	Method []byte
+	// Path is the request target without its query string.
+	Path []byte
+	// Status is the response status code as written, e.g. "429".
+	Status []byte
+	// Key is the CSV key column, or a JSON field named "key".
+	Key []byte
+	// Cost is the request's weight; 1 unless the line says otherwise.
+	Cost int64
+	// Fields holds the values of the extra named fields a key asks for,
+	// in the order of [Fields.Extra]; nil when absent from the line.
+	Fields [maxFields][]byte
+}
+
+func (r *Record) reset() {
+	*r = Record{Cost: 1}
+}
+
+// Parse errors: sentinel values, so that a malformed line costs no
+// allocation. The reader attaches the line number when it shows one.
+var (
+	errSyntax   = errors.New("line does not match the format")
+	errNoTime   = errors.New("no timestamp")
+	errBadCost  = errors.New("bad cost")
+	errTooLong  = errors.New("line longer than the read buffer")
+	errNotFound = errors.New("no field for the key")
+)
+
+// lineParser parses one line (without its newline) into r, which the
+// caller has reset.
+type lineParser interface {
+	parse(line []byte, r *Record) error
+}
+
+// splitTarget splits a request target at its query string.
+func splitTarget(t []byte) []byte {
+	for i, c := range t {
+		if c == '?' || c == '#' {
+			return t[:i]
+		}
+	}
+	return t
+}

@@ -1,0 +1,80 @@
+package replay
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"time"
+)
+
+// WriteText writes the report for a terminal.
+func WriteText(w io.Writer, rep *Report) error {
+	b := bufio.NewWriter(w)
+	in := &rep.Input
+	fmt.Fprintf(b, "Input: %d lines (%s format), %d requests simulated, %d distinct keys (key: %s)\n",
+		in.Lines, in.Format, in.Simulated, in.Keys, in.Key)
+	if !in.First.IsZero() {
+		fmt.Fprintf(b, "  from %s to %s (%s)\n", stamp(in.First), stamp(in.Last), in.Last.Sub(in.First).Round(time.Second))
+	}
+	if in.Filtered > 0 {
+		fmt.Fprintf(b, "  %d lines filtered out\n", in.Filtered)
+	}
+	if in.Late > 0 {
+		fmt.Fprintf(b, "  %d requests arrived later than the %v reordering window (up to %v late) and were simulated at the window's edge\n",
+			in.Late, in.Reorder, in.LateMax)
+	}
+	if in.Malformed > 0 {
+		fmt.Fprintf(b, "  %d malformed lines skipped; the first %d:\n", in.Malformed, len(in.Examples))
+		for _, m := range in.Examples {
+			fmt.Fprintf(b, "    line %d: %s: %s\n", m.Line, m.Reason, m.Text)
+		}
+	}
+	for _, p := range rep.Policies {
+		fmt.Fprintf(b, "\n== %s", p.Name)
+		if p.Name != p.Policy {
+			fmt.Fprintf(b, "  [%s]", p.Policy)
+		}
+		fmt.Fprintf(b, "\n  requests %d, refused %d (%.2f%%), keys affected %d of %d\n",
+			p.Requests, p.Refused, p.RefusedPercent, p.KeysAffected, in.Keys)
+		v := p.BusiestVerdict
+		if v.Key != "" {
+			if v.Refused == 0 {
+				fmt.Fprintf(b, "  the busiest client, %s (%d requests), would never have been refused\n", v.Key, v.Requests)
+			} else {
+				fmt.Fprintf(b, "  the busiest client, %s (%d requests), would have been refused %d times, first at %s\n",
+					v.Key, v.Requests, v.Refused, stamp(v.FirstRefused))
+			}
+		}
+		if len(p.TopRefused) > 0 {
+			fmt.Fprintf(b, "  top refused keys:\n")
+			for _, k := range p.TopRefused {
+				fmt.Fprintf(b, "    %-40s refused %6d of %6d, first at %s\n", k.Key, k.Refused, k.Requests, stamp(k.FirstRefused))
+			}
+		}
+		if s := p.Seam; s != nil {
+			fmt.Fprintf(b, "  worst seam burst: %s was admitted %d within %v (limit %d, %.2fx), %s to %s\n",
+				s.Key, s.Admitted, s.Window, s.Limit, float64(s.Admitted)/float64(s.Limit), stamp(s.From), stamp(s.To))
+		}
+		if a := p.Accuracy; a != nil {
+			fmt.Fprintf(b, "  vs exact %s: %d of %d decisions differ (%.4f%%): %d allowed that the log refused, %d refused that it allowed\n",
+				a.ExactPolicy, a.Differ, a.Decisions, a.DifferPercent, a.FalseAllow, a.FalseRefuse)
+		}
+		if s := p.Suggestion; s != nil {
+			fmt.Fprintf(b, "  suggest: %s %d refuses none of the %d busiest keys (%s); %s %d none of %g%% of keys (%s); %s %d refuses nobody (now %d)\n",
+				s.Param, s.ForTop, s.TopN, s.ForTopPolicy, s.Param, s.ForPercentile, s.Percentile, s.ForPercentilePolicy,
+				s.Param, s.Max, s.Current)
+		}
+	}
+	pr := rep.PeakRates
+	fmt.Fprintf(b, "\nPer-key peak rates: per second p50 %d, p90 %d, p99 %d, max %d; per minute p50 %d, p90 %d, p99 %d, max %d\n",
+		pr.PerSecond.P50, pr.PerSecond.P90, pr.PerSecond.P99, pr.PerSecond.Max,
+		pr.PerMinute.P50, pr.PerMinute.P90, pr.PerMinute.P99, pr.PerMinute.Max)
+	return b.Flush()
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

@@ -1,0 +1,277 @@
+package replay
+
+import "errors"
+
+// errTime reports a timestamp none of the parsers understood.
+var errTime = errors.New("bad timestamp")
+
+// monthIndex maps the three-letter English month abbreviations of the
+// common log format to 1..12, or 0.
+func monthIndex(b []byte) int {
+	if len(b) != 3 {
+		return 0
+	}
+	switch b[0] | 0x20 {
+	case 'j':
+		switch {
+		case b[1]|0x20 == 'a':
+			return 1
+		case b[2]|0x20 == 'n':
+			return 6
+		case b[2]|0x20 == 'l':
+			return 7
+		}
+	case 'f':
+		return 2
+	case 'm':
+		if b[2]|0x20 == 'r' {
+			return 3
+		}
+		return 5
+	case 'a':
+		if b[1]|0x20 == 'p' {
+			return 4
+		}
+		return 8
+	case 's':
+		return 9
+	case 'o':
+		return 10
+	case 'n':
+		return 11
+	case 'd':
+		return 12
+	}
+	return 0
+}
+
+// daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian
+// date (Howard Hinnant's algorithm).
+func daysFromCivil(y, m, d int64) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
+// digits parses b as an unsigned decimal; ok is false for an empty or
+// non-digit b.
+func digits(b []byte) (n int64, ok bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+const (
+	nsSecond = int64(1e9)
+	nsMinute = 60 * nsSecond
+	nsHour   = 60 * nsMinute
+	nsDay    = 24 * nsHour
+)
+
+// unixNanos assembles a civil date and time (already range-checked) into
+// Unix nanoseconds, subtracting the zone offset in seconds.
+func unixNanos(y, mo, d, h, mi, s, frac, offset int64) int64 {
+	return daysFromCivil(y, mo, d)*nsDay + h*nsHour + mi*nsMinute + s*nsSecond + frac - offset*nsSecond
+}
+
+func validCivil(y, mo, d, h, mi, s int64) bool {
+	return y >= 1 && y <= 9999 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 &&
+		h <= 23 && mi <= 59 && s <= 60
+}
+
+// parseCLFTime parses the common log format's "17/May/2015:10:05:03 +0000"
+// (the part between the brackets) into Unix nanoseconds.
+func parseCLFTime(b []byte) (int64, bool) {
+	// dd/Mon/yyyy:hh:mm:ss +zzzz: 26 bytes; the zone is optional.
+	if len(b) < 20 || b[2] != '/' || b[6] != '/' || b[11] != ':' || b[14] != ':' || b[17] != ':' {
+		return 0, false
+	}
+	d, ok1 := digits(b[0:2])
+	mo := int64(monthIndex(b[3:6]))
+	y, ok2 := digits(b[7:11])
+	h, ok3 := digits(b[12:14])
+	mi, ok4 := digits(b[15:17])
+	s, ok5 := digits(b[18:20])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5) || !validCivil(y, mo, d, h, mi, s) {
+		return 0, false
+	}
+	rest := b[20:]
+	var off int64
+	if len(rest) > 0 {
+		if rest[0] != ' ' {
+			return 0, false
+		}
+		var ok bool
+		if off, ok = parseZone(rest[1:]); !ok {
+			return 0, false
+		}
+	}
+	return unixNanos(y, mo, d, h, mi, s, 0, off), true
+}
+
+// parseZone parses "Z", "+hhmm", "+hh:mm" or "+hh" into seconds east of UTC.
+func parseZone(b []byte) (int64, bool) {
+	if len(b) == 1 && (b[0] == 'Z' || b[0] == 'z') {
+		return 0, true
+	}
+	if len(b) < 3 || (b[0] != '+' && b[0] != '-') {
+		return 0, false
+	}
+	h, ok := digits(b[1:3])
+	if !ok || h > 23 {
+		return 0, false
+	}
+	var m int64
+	switch r := b[3:]; len(r) {
+	case 0:
+	case 2:
+		if m, ok = digits(r); !ok {
+			return 0, false
+		}
+	case 3:
+		if r[0] != ':' {
+			return 0, false
+		}
+		if m, ok = digits(r[1:]); !ok {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	if m > 59 {
+		return 0, false
+	}
+	off := h*3600 + m*60
+	if b[0] == '-' {
+		off = -off
+	}
+	return off, true
+}
+
+// parseISOTime parses RFC 3339 and its common relaxations:
+// "2015-05-17T10:05:03Z", "2015-05-17 10:05:03.123+02:00",
+// "2015-05-17T10:05:03.123456789-0700". A missing zone means UTC.
+func parseISOTime(b []byte) (int64, bool) {
+	if len(b) < 19 || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != 't' && b[10] != ' ') || b[13] != ':' || b[16] != ':' {
+		return 0, false
+	}
+	y, ok1 := digits(b[0:4])
+	mo, ok2 := digits(b[5:7])
+	d, ok3 := digits(b[8:10])
+	h, ok4 := digits(b[11:13])
+	mi, ok5 := digits(b[14:16])
+	s, ok6 := digits(b[17:19])
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || !validCivil(y, mo, d, h, mi, s) {
+		return 0, false
+	}
+	rest := b[19:]
+	var frac int64
+	if len(rest) > 0 && (rest[0] == '.' || rest[0] == ',') {
+		i := 1
+		scale := int64(1e8)
+		for ; i < len(rest) && rest[i] >= '0' && rest[i] <= '9'; i++ {
+			frac += int64(rest[i]-'0') * scale
+			scale /= 10
+		}
+		if i == 1 {
+			return 0, false
+		}
+		rest = rest[i:]
+	}
+	var off int64
+	if len(rest) > 0 {
+		var ok bool
+		if off, ok = parseZone(rest); !ok {
+			return 0, false
+		}
+	}
+	return unixNanos(y, mo, d, h, mi, s, frac, off), true
+}
+
+// parseEpochTime parses a Unix time in seconds with an optional fraction
+// ("1431857103", "1431857103.25"); integers of 13 or more digits are read
+// as milliseconds, 16 or more as microseconds, 19 as nanoseconds.
+func parseEpochTime(b []byte) (int64, bool) {
+	intPart, frac := b, []byte(nil)
+	for i, c := range b {
+		if c == '.' {
+			intPart, frac = b[:i], b[i+1:]
+			break
+		}
+	}
+	n, ok := digits(intPart)
+	if !ok {
+		if len(intPart) == 19 {
+			// Nanoseconds do not fit digits' 18-digit guard; parse directly.
+			var v int64
+			for _, c := range intPart {
+				if c < '0' || c > '9' {
+					return 0, false
+				}
+				v = v*10 + int64(c-'0')
+			}
+			if frac == nil && v >= 0 {
+				return v, true
+			}
+		}
+		return 0, false
+	}
+	var scale int64
+	switch {
+	case len(intPart) >= 16:
+		scale = 1e3
+	case len(intPart) >= 13:
+		scale = 1e6
+	default:
+		scale = 1e9
+	}
+	t := n * scale
+	if len(frac) > 0 {
+		f := scale / 10
+		for _, c := range frac {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			t += int64(c-'0') * f
+			f /= 10
+		}
+	}
+	return t, true
+}
+
+// parseAnyTime tries ISO 8601/RFC 3339, then the common log format's
+// date, then a Unix epoch number.
+func parseAnyTime(b []byte) (int64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	if len(b) >= 19 && b[4] == '-' {
+		return parseISOTime(b)
+	}
+	if len(b) >= 20 && b[2] == '/' {
+		if b[0] == '[' && b[len(b)-1] == ']' {
+			b = b[1 : len(b)-1]
+		}
+		return parseCLFTime(b)
+	}
+	if b[0] == '[' && len(b) > 2 {
+		return parseCLFTime(b[1 : len(b)-1])
+	}
+	return parseEpochTime(b)
+}
