@@ -1,0 +1,69 @@
+package limit_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/limit"
+)
+
+// FuzzDecide drives every algorithm with arbitrary parameters, times and
+// costs (including time going backwards and values near the int64 limits)
+// and checks the invariants every decision keeps: no panic, no negative
+// numbers, a refusal never changes state, and an allowed request has no
+// retry-after.
+func FuzzDecide(f *testing.F) {
+	f.Add(int64(10), int64(1_000_000_000), int64(5), int64(0), int64(1), int64(3), int64(1))
+	f.Add(int64(1), int64(1), int64(0), int64(-5), int64(1<<62), int64(-1<<62), int64(1<<40))
+	f.Add(int64(1<<62), int64(1<<62), int64(1<<62), int64(1<<62), int64(1<<62), int64(1<<62), int64(1<<62))
+	f.Fuzz(func(t *testing.T, count, period, burst, t0, t1, t2, cost int64) {
+		if cost < 0 {
+			cost = -cost
+		}
+		if cost < 0 {
+			return
+		}
+		rate := limit.Per(count, time.Duration(period))
+		pols := []limit.Policy{
+			limit.TokenBucket{Rate: rate, Burst: burst},
+			limit.LeakyBucket{Rate: rate, Burst: burst, Mode: limit.Shape, Delay: burst / 2},
+			limit.LeakyBucket{Rate: rate, Burst: burst, Mode: limit.Police},
+			limit.FixedWindow{Limit: count, Window: time.Duration(period)},
+			limit.SlidingWindow{Limit: count, Window: time.Duration(period)},
+			limit.SlidingLog{Limit: count, Window: time.Duration(period)},
+		}
+		for _, p := range pols {
+			if p.Validate() != nil {
+				continue
+			}
+			var st limit.State
+			var log limit.Log
+			for _, now := range []int64{t0, t1, t2, t1} {
+				var d limit.Decision
+				switch p := p.(type) {
+				case limit.Stateful:
+					next, dd := p.Decide(st, now, cost)
+					if !dd.Allowed && next != st {
+						t.Fatalf("%v: refusal changed state %+v -> %+v", p, st, next)
+					}
+					st, d = next, dd
+				case limit.Logged:
+					before := log.Sum()
+					d = p.DecideLog(&log, now, cost)
+					if !d.Allowed && log.Sum() > before {
+						t.Fatalf("%v: refusal charged the log", p)
+					}
+				}
+				if d.Remaining < 0 || d.RetryAfter < 0 || d.ResetAfter < 0 || d.Delay < 0 {
+					t.Fatalf("%v at %d cost %d: negative field in %+v", p, now, cost, d)
+				}
+				if d.Allowed && d.RetryAfter != 0 {
+					t.Fatalf("%v: allowed with retry-after %v", p, d.RetryAfter)
+				}
+				if !d.Allowed && d.RetryAfter == 0 {
+					t.Fatalf("%v at %d cost %d: refused with no retry-after: %+v", p, now, cost, d)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,105 @@
+package limit_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/limit"
+)
+
+func TestParseRate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want limit.Rate
+		str  string
+	}{
+		{"100/s", limit.Per(100, time.Second), "100/s"},
+		{"5000/h", limit.Per(5000, time.Hour), "5000/h"},
+		{"7/90s", limit.Per(7, 90*time.Second), "7/1m30s"},
+		{"5/250ms", limit.Per(5, 250*time.Millisecond), "5/250ms"},
+		{"10r/s", limit.Per(10, time.Second), "10/s"},
+		{"30r/m", limit.Per(30, time.Minute), "30/m"},
+		{" 3 / 1m30s ", limit.Per(3, 90*time.Second), "3/1m30s"},
+		{"1/7d", limit.Per(1, 7*24*time.Hour), "1/7d"},
+		{"60/minute", limit.Per(60, time.Minute), "60/m"},
+		{"2/2h", limit.Per(2, 2*time.Hour), "2/2h"},
+	} {
+		got, err := limit.ParseRate(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			continue
+		}
+		if got.String() != tc.str {
+			t.Errorf("%v.String() = %q; want %q", got, got.String(), tc.str)
+		}
+		if back, err := limit.ParseRate(got.String()); err != nil || back != got {
+			t.Errorf("round trip of %q: %v, %v", got.String(), back, err)
+		}
+	}
+	for _, bad := range []string{"", "10", "0/s", "-1/s", "x/s", "10/", "10/xyz", "10/0s", "10/-1s", "2000000000/ns", "1/0d", "99999999999999999999/s"} {
+		if r, err := limit.ParseRate(bad); err == nil || !errors.Is(err, limit.ErrInvalidRate) {
+			t.Errorf("ParseRate(%q) = %v, %v; want an ErrInvalidRate", bad, r, err)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	sec := time.Second
+	for _, p := range []limit.Policy{
+		limit.TokenBucket{},
+		limit.TokenBucket{Rate: limit.Per(0, sec)},
+		limit.TokenBucket{Rate: limit.Per(1, -sec)},
+		limit.TokenBucket{Rate: limit.Per(1, sec), Burst: -1},
+		limit.FixedWindow{Limit: 0, Window: sec},
+		limit.FixedWindow{Limit: 1},
+		limit.SlidingWindow{Limit: -1, Window: sec},
+		limit.SlidingLog{Limit: limit.MaxLogLimit + 1, Window: sec},
+		limit.LeakyBucket{Rate: limit.Per(1, sec), Burst: 1, Delay: 2},
+		limit.LeakyBucket{Rate: limit.Per(1, sec), Burst: -1},
+		limit.LeakyBucket{Rate: limit.Per(1, sec), Mode: 7},
+	} {
+		if err := p.Validate(); !errors.Is(err, limit.ErrInvalidPolicy) {
+			t.Errorf("%#v.Validate() = %v; want ErrInvalidPolicy", p, err)
+		}
+	}
+	for _, p := range []limit.Policy{
+		limit.TokenBucket{Rate: limit.Per(1, sec)},
+		limit.FixedWindow{Limit: 1, Window: sec},
+		limit.SlidingWindow{Limit: 1, Window: sec},
+		limit.SlidingLog{Limit: limit.MaxLogLimit, Window: sec},
+		limit.LeakyBucket{Rate: limit.Per(10, sec), Burst: 5, Delay: 3},
+	} {
+		if err := p.Validate(); err != nil {
+			t.Errorf("%v.Validate() = %v", p, err)
+		}
+	}
+}
+
+func TestParseAlgorithm(t *testing.T) {
+	for _, a := range []limit.Algorithm{limit.AlgFixedWindow, limit.AlgSlidingLog, limit.AlgSlidingWindow, limit.AlgTokenBucket, limit.AlgLeakyBucket} {
+		got, err := limit.ParseAlgorithm(a.String())
+		if err != nil || got != a {
+			t.Errorf("ParseAlgorithm(%q) = %v, %v", a.String(), got, err)
+		}
+	}
+	if _, err := limit.ParseAlgorithm("gcra"); !errors.Is(err, limit.ErrUnknownAlgorithm) {
+		t.Errorf("ParseAlgorithm(gcra) = %v", err)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	a := limit.Decision{Allowed: true, Remaining: 5, ResetAfter: time.Second, Index: 0}
+	b := limit.Decision{Allowed: true, Remaining: 2, ResetAfter: time.Second, Delay: time.Millisecond, Index: 1}
+	c := limit.Decision{Allowed: false, RetryAfter: time.Second, Index: 2}
+	d := limit.Decision{Allowed: false, RetryAfter: time.Minute, Index: 3}
+	if m := limit.Merge(a, b); !m.Allowed || m.Index != 1 || m.Delay != time.Millisecond {
+		t.Errorf("Merge(a, b) = %+v; want b's numbers with b's delay", m)
+	}
+	if m := limit.Merge(limit.Merge(b, c), a); m.Allowed || m.Index != 2 || m.Delay != time.Millisecond {
+		t.Errorf("refusal must win and keep the longest delay: %+v", m)
+	}
+	if m := limit.Merge(c, d); m.Index != 3 {
+		t.Errorf("longer retry-after must win: %+v", m)
+	}
+}
