@@ -1,0 +1,161 @@
+package redistest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Server is one redis-server process owned by a test.
+type Server struct {
+	// Addr is "127.0.0.1:port".
+	Addr string
+	// Port is the TCP port the server listens on.
+	Port int
+	// Dir is the server's working directory (a t.TempDir).
+	Dir string
+
+	args []string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start runs a standalone redis-server on a free loopback port, with no
+// persistence, and stops it at t.Cleanup. extra are more "--name value"
+// arguments.
+func Start(t testing.TB, extra ...string) *Server {
+	t.Helper()
+	s := newServer(t, t.TempDir(), extra...)
+	if err := s.start(); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(func() { s.Kill() })
+	return s
+}
+
+func newServer(t testing.TB, dir string, extra ...string) *Server {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redistest: redis-server not found (.ci/run installs it): %v", err)
+	}
+	port := FreePort(t)
+	args := []string{
+		"--port", strconv.Itoa(port),
+		"--bind", "127.0.0.1",
+		"--dir", dir,
+		"--save", "",
+		"--appendonly", "no",
+		"--protected-mode", "yes",
+		"--loglevel", "warning",
+	}
+	args = append(args, extra...)
+	return &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, args: args}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd := exec.Command("redis-server", s.args...)
+	cmd.Dir = s.Dir
+	logf, err := os.OpenFile(filepath.Join(s.Dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); logf.Close(); close(done) }()
+	s.cmd, s.done = cmd, done
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if err := ping(s.Addr); err == nil {
+			return nil
+		}
+		select {
+		case <-done:
+			b, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			return fmt.Errorf("redis-server exited: %s", b)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cmd.Process.Kill()
+	<-done
+	return fmt.Errorf("redis-server on %s did not answer PING within 5s", s.Addr)
+}
+
+// ping sends PING and waits for +PONG.
+func ping(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(line, "+PONG") {
+		return fmt.Errorf("unexpected reply %q", line)
+	}
+	return nil
+}
+
+// Kill stops the server with SIGKILL (as a crash would) and waits for it to
+// exit. It is safe to call on a stopped server.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Kill()
+	<-done
+}
+
+// Restart starts a killed server again on the same port and directory.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Kill()
+	if err := s.start(); err != nil {
+		t.Fatalf("redistest: restart: %v", err)
+	}
+}
+
+// CLI runs redis-cli against the server with args and returns its output.
+func (s *Server) CLI(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("redis-cli", append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(s.Port)}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redistest: redis-cli %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}

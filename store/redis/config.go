@@ -1,0 +1,140 @@
+package redis
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Config configures a Store. Only Addrs is required; every other field has a
+// documented zero-value default.
+type Config struct {
+	// Addrs are "host:port" addresses of a standalone Redis or of some
+	// nodes of a Redis Cluster (the client discovers the rest and detects
+	// which it is).
+	Addrs []string
+	// Username and Password authenticate (AUTH); empty means none.
+	Username, Password string
+	// DB is the database SELECTed on a standalone server; 0 by default.
+	DB int
+	// Prefix is prepended to every key. Zero means "tollgate:". It must not
+	// contain '{' or '}'.
+	Prefix string
+	// Clock returns the time in Unix nanoseconds, read in whole
+	// microseconds. Nil (the default) means the Redis server's TIME, so
+	// every gateway sharing the server agrees whatever its own clock.
+	Clock func() int64
+	// MinTTL is, when Clock is set, the least time to live of a key (an
+	// injected clock need not run at real speed). Zero means 10s.
+	MinTTL time.Duration
+	// Timeout bounds each round trip to Redis. Zero means 50ms.
+	Timeout time.Duration
+	// OnFailure is the answer when Redis fails, times out or the breaker
+	// is open, for Apply and ApplyAll; WithFailure chooses it per rule.
+	// The zero value is FailLocal.
+	OnFailure FailMode
+	// BreakerFailures is how many consecutive failures open the circuit
+	// breaker. Zero means 5.
+	BreakerFailures int
+	// BreakerCooldown is how long the breaker stays open before one
+	// half-open probe is let through. Zero means 200ms.
+	BreakerCooldown time.Duration
+	// CacheSize bounds the over-limit cache's entries. Zero means 65,536;
+	// negative disables the cache.
+	CacheSize int
+	// LocalMaxKeys bounds the in-memory store FailLocal decides with.
+	// Zero means 65,536.
+	LocalMaxKeys int
+}
+
+// Validate reports every problem with c.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Addrs) == 0 {
+		errs = append(errs, errors.New("redis: Addrs is empty"))
+	}
+	if strings.ContainsAny(c.Prefix, "{}") {
+		errs = append(errs, fmt.Errorf("redis: Prefix %q must not contain '{' or '}'", c.Prefix))
+	}
+	if c.Timeout < 0 || c.MinTTL < 0 || c.BreakerCooldown < 0 {
+		errs = append(errs, errors.New("redis: Timeout, MinTTL and BreakerCooldown must not be negative"))
+	}
+	if c.BreakerFailures < 0 || c.LocalMaxKeys < 0 {
+		errs = append(errs, errors.New("redis: BreakerFailures and LocalMaxKeys must not be negative"))
+	}
+	if c.OnFailure > FailLocal {
+		errs = append(errs, fmt.Errorf("redis: unknown OnFailure %d", c.OnFailure))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Prefix == "" {
+		c.Prefix = "tollgate:"
+	}
+	if c.MinTTL == 0 {
+		c.MinTTL = 10 * time.Second
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 50 * time.Millisecond
+	}
+	if c.BreakerFailures == 0 {
+		c.BreakerFailures = 5
+	}
+	if c.BreakerCooldown == 0 {
+		c.BreakerCooldown = 200 * time.Millisecond
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = 1 << 16
+	}
+	if c.LocalMaxKeys == 0 {
+		c.LocalMaxKeys = 1 << 16
+	}
+	return c
+}
+
+// FailMode is what a decision answers when Redis cannot.
+type FailMode uint8
+
+// The failure modes.
+const (
+	// FailLocal decides with an in-memory store and the same policy,
+	// each node alone, until Redis is back (the zero value).
+	FailLocal FailMode = iota
+	// FailOpen allows every request.
+	FailOpen
+	// FailClosed refuses every request, with RetryAfter the breaker's
+	// cooldown.
+	FailClosed
+)
+
+// String returns "local", "fail_open" or "fail_closed".
+func (m FailMode) String() string {
+	switch m {
+	case FailOpen:
+		return "fail_open"
+	case FailClosed:
+		return "fail_closed"
+	case FailLocal:
+		return "local"
+	}
+	return fmt.Sprintf("FailMode(%d)", uint8(m))
+}
+
+// ErrUnknownFailMode reports a name ParseFailMode does not know.
+var ErrUnknownFailMode = errors.New("unknown failure mode")
+
+// ParseFailMode reads "fail_open" (or "open"), "fail_closed" (or
+// "closed") or "local".
+func ParseFailMode(s string) (FailMode, error) {
+	switch s {
+	case "fail_open", "open":
+		return FailOpen, nil
+	case "fail_closed", "closed":
+		return FailClosed, nil
+	case "local":
+		return FailLocal, nil
+	}
+	return 0, fmt.Errorf("%w %q (want fail_open, fail_closed or local)", ErrUnknownFailMode, s)
+}

@@ -1,0 +1,54 @@
+// Package redis is a limit.Store whose state lives in Redis (standalone or
+// Redis Cluster), so that several gateways share one count.
+//
+// Every decision is one EVALSHA of a Lua script, one script per algorithm,
+// which runs a port of package limit's integer arithmetic in microseconds
+// (Lua numbers are doubles, exact below 2^53; Unix time in µs is about
+// 1.8e15). Each key's TTL is its state's idle instant, rounded up to the
+// millisecond, so expiry never changes a decision. Scripts are loaded with
+// SCRIPT LOAD on first use and re-sent when the server answers NOSCRIPT (a
+// restart, SCRIPT FLUSH, a failover).
+//
+// # Exactness
+//
+// The scripts compute exactly what package limit computes when the policy's
+// window (or emission interval, Rate.Period/Rate.Count) is a whole number of
+// microseconds and the clock is read in whole microseconds; otherwise they
+// compute it for the window or interval truncated to the microsecond. Policies
+// whose products could lose exactness are refused (a fixed or sliding
+// window's (limit+1) × window in µs at 2^53; a bucket's interval × (burst+2)
+// in µs, or a sliding log's window, at 2^50)
+// with an error wrapping limit.ErrInvalidPolicy: a sliding window of one
+// million per day (8.6e16) is out of range, one million per hour is not.
+//
+// # Time
+//
+// By default the scripts read the Redis server's TIME, so gateways with
+// skewed clocks agree. Config.Clock injects the caller's clock instead (the
+// conformance vectors use it); key TTLs are then at least Config.MinTTL,
+// since an injected clock need not advance at real speed (the script compares
+// the stored idle instant itself, so a longer TTL never changes a decision).
+//
+// # Keys and Redis Cluster
+//
+// A key is stored as Config.Prefix + key. A key without a Redis hash tag is
+// wrapped in one ("{key}"), so the few Redis keys a decision touches share a
+// slot. ApplyAll runs all its requests in one script, which in cluster mode
+// needs all their keys in one slot: give the keys a common hash tag
+// ("rule-a:{client}", "rule-b:{client}"); otherwise ApplyAll returns
+// ErrCrossSlot. MOVED and ASK redirects are followed by the client.
+//
+// # Failures
+//
+// Each call has a short timeout (Config.Timeout, default 50ms). Consecutive
+// failures open a circuit breaker, after which decisions are answered at
+// once by the failure mode (FailOpen, FailClosed or FailLocal, an in-memory
+// store with the same policy) until a half-open probe succeeds. The failure
+// mode is chosen per rule with Store.WithFailure.
+//
+// # Over-limit cache
+//
+// A key refused until instant T is answered locally, without a round trip,
+// until T. The cache is keyed by the policy as well as the key, so a changed
+// policy never sees a refusal made under the old one.
+package redis

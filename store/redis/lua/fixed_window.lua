@@ -1,0 +1,26 @@
+-- fixed_window: p1 = limit, p2 = window. A = window index, B = count.
+local function fixed_window(st, now, cost, force, limit, w)
+  local idx = idiv(math.max(now, 0), w)
+  local count = 0
+  if st[3] > 0 then
+    if st[1] == idx then
+      count = st[2]
+    elseif st[1] > idx then -- the clock went back: stay in the later window
+      idx, count = st[1], st[2]
+    end
+  end
+  local e = idx * w + w
+  local reset = untl(e, now)
+  if cost > limit - count and not force then
+    local idle = e
+    if count == 0 then reset, idle = 0, 0 end
+    local retry = -1
+    if cost <= limit then retry = math.max(reset, 1) end
+    return nil, {0, math.max(0, limit - count), reset, retry, 0, idle}
+  end
+  count = count + cost
+  if count == 0 then
+    return nil, {1, limit - count, 0, 0, 0, 0}
+  end
+  return {idx, count, e}, {1, math.max(0, limit - count), reset, 0, 0, e}
+end

@@ -1,0 +1,103 @@
+package redis
+
+import (
+	"fmt"
+	"math/bits"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/limit"
+)
+
+// maxExact bounds the products the scripts add to times: below it a double
+// holds every integer exactly, with room for a sum or two. maxProduct
+// bounds the sliding window's products, which are only compared and
+// divided.
+const (
+	maxExact   = 1 << 50
+	maxProduct = 1 << 53
+)
+
+// args is a policy in the scripts' terms: microseconds and counts.
+type args struct {
+	alg      limit.Algorithm
+	p        [4]int64
+	capacity int64 // Quota().Limit: a cost above it can never pass
+}
+
+// encode converts p to script parameters, refusing a policy the scripts
+// cannot compute exactly.
+func encode(p limit.Policy) (args, error) {
+	if p == nil {
+		return args{}, fmt.Errorf("%w: nil policy", limit.ErrInvalidPolicy)
+	}
+	if err := p.Validate(); err != nil {
+		return args{}, err
+	}
+	var a args
+	a.alg = p.Algorithm()
+	switch p := p.(type) {
+	case limit.FixedWindow:
+		w, err := micros("window", p.Window)
+		if err != nil {
+			return a, err
+		}
+		a.p = [4]int64{p.Limit, w}
+		a.capacity = p.Limit
+		return a, bound(p.Limit, w, maxProduct, "fixed_window: limit × window")
+	case limit.SlidingLog:
+		w, err := micros("window", p.Window)
+		if err != nil {
+			return a, err
+		}
+		a.p = [4]int64{p.Limit, w}
+		a.capacity = p.Limit
+		return a, bound(1, w, maxExact, "sliding_log: window")
+	case limit.SlidingWindow:
+		w, err := micros("window", p.Window)
+		if err != nil {
+			return a, err
+		}
+		a.p = [4]int64{p.Limit, w}
+		a.capacity = p.Limit
+		return a, bound(p.Limit+1, w, maxProduct, "sliding_window: (limit+1) × window")
+	case limit.TokenBucket:
+		t, err := micros("interval", time.Duration(p.Rate.Interval()))
+		if err != nil {
+			return a, err
+		}
+		b := p.Burst
+		if b == 0 {
+			b = p.Rate.Count
+		}
+		a.p = [4]int64{t, b}
+		a.capacity = b
+		return a, bound(t, b+2, maxExact, "token_bucket: interval × (burst+2)")
+	case limit.LeakyBucket:
+		t, err := micros("interval", time.Duration(p.Rate.Interval()))
+		if err != nil {
+			return a, err
+		}
+		a.p = [4]int64{t, p.Burst, int64(p.Mode), p.Delay}
+		a.capacity = p.Burst + 1
+		return a, bound(t, p.Burst+2, maxExact, "leaky_bucket: interval × (burst+2)")
+	}
+	return a, fmt.Errorf("%w: redis store: unsupported policy type %T", limit.ErrInvalidPolicy, p)
+}
+
+// micros returns d in whole microseconds, at least one.
+func micros(what string, d time.Duration) (int64, error) {
+	us := int64(d / time.Microsecond)
+	if us < 1 {
+		return 0, fmt.Errorf("%w: redis store: %s %v is below the store's 1µs resolution", limit.ErrInvalidPolicy, what, d)
+	}
+	return us, nil
+}
+
+// bound refuses x*y at or above max.
+func bound(x, y int64, max uint64, what string) error {
+	hi, lo := bits.Mul64(uint64(x), uint64(y))
+	if hi != 0 || lo >= max {
+		return fmt.Errorf("%w: redis store: %s = %d×%d exceeds %d, beyond exact Lua arithmetic", limit.ErrInvalidPolicy, what, x, y, max)
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package redis
+
+import (
+	"embed"
+	"strings"
+
+	"github.com/redis/rueidis"
+	"github.com/tollgate-dev/tollgate/limit"
+)
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+func luaFile(name string) string {
+	b, err := luaFiles.ReadFile("lua/" + name + ".lua")
+	if err != nil {
+		panic("redis: embedded script missing: " + name) // a build defect, not input
+	}
+	return string(b)
+}
+
+// scripts holds the five one-request scripts, indexed by limit.Algorithm,
+// and the all-or-nothing script for ApplyAll.
+type scripts struct {
+	one [6]*rueidis.Lua
+	all *rueidis.Lua
+}
+
+// scriptSource returns the source of the one-request script for alg.
+func scriptSource(alg limit.Algorithm) string {
+	var b strings.Builder
+	b.WriteString(luaFile("prelude"))
+	name := alg.String()
+	b.WriteString(luaFile(name))
+	if alg == limit.AlgSlidingLog {
+		b.WriteString("local IS_LOG = true\n")
+		b.WriteString(strings.ReplaceAll(luaFile("one"), "ALGORITHM", "(nil)"))
+	} else {
+		b.WriteString("local IS_LOG = false\nlocal sliding_log\n")
+		b.WriteString(strings.ReplaceAll(luaFile("one"), "ALGORITHM", name))
+	}
+	return b.String()
+}
+
+// allSource returns the source of the ApplyAll script.
+func allSource() string {
+	var b strings.Builder
+	b.WriteString(luaFile("prelude"))
+	for _, n := range []string{"fixed_window", "sliding_log", "sliding_window", "token_bucket", "leaky_bucket"} {
+		b.WriteString(luaFile(n))
+	}
+	b.WriteString(luaFile("all"))
+	return b.String()
+}
+
+func newScripts() *scripts {
+	s := &scripts{all: rueidis.NewLuaScript(allSource())}
+	for _, a := range []limit.Algorithm{limit.AlgFixedWindow, limit.AlgSlidingLog, limit.AlgSlidingWindow, limit.AlgTokenBucket, limit.AlgLeakyBucket} {
+		s.one[a] = rueidis.NewLuaScript(scriptSource(a))
+	}
+	return s
+}

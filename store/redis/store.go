@@ -1,0 +1,343 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/memory"
+)
+
+// ErrCrossSlot reports an ApplyAll whose keys hash to different Redis
+// Cluster slots: give them a common hash tag.
+var ErrCrossSlot = errors.New("redis: ApplyAll keys are in different cluster slots (give them a common {hash tag})")
+
+// Store is a limit.Store on Redis. It is safe for concurrent use; Close
+// releases its connections.
+type Store struct {
+	cfg     Config
+	client  rueidis.Client
+	cluster bool
+	scripts *scripts
+	now     func() int64 // local clock, for the over-limit cache
+	serverT bool         // scripts read the server's TIME
+	floorMS string       // the scripts' TTL floor, ms
+	breaker *breaker
+	cache   *overLimit
+	local   *memory.Store
+
+	stats counters
+	onNow func(us int64) // tests: the script's instant of each decision
+}
+
+type counters struct {
+	decisions, cacheHits, failures, timeouts     atomic.Uint64
+	failOpen, failClosed, failLocal, shortCircuit atomic.Uint64
+}
+
+// New connects to Redis as cfg says and returns the Store. It fails if cfg
+// is invalid or no address answers within cfg.Timeout (at least one
+// second for the first connection).
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	client, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:      cfg.Addrs,
+		Username:         cfg.Username,
+		Password:         cfg.Password,
+		SelectDB:         cfg.DB,
+		DisableCache:     true,
+		ConnWriteTimeout: max(cfg.Timeout, 100*time.Millisecond),
+		Dialer:           netDialer(max(cfg.Timeout, time.Second)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redis: connect %v: %w", cfg.Addrs, err)
+	}
+	s := &Store{
+		cfg:     cfg,
+		client:  client,
+		cluster: client.Mode() == rueidis.ClientModeCluster,
+		scripts: newScripts(),
+		now:     cfg.Clock,
+		serverT: cfg.Clock == nil,
+		breaker: newBreaker(cfg.BreakerFailures, cfg.BreakerCooldown),
+		cache:   newOverLimit(cfg.CacheSize),
+	}
+	if s.now == nil {
+		s.now = memory.NewClock()
+		s.floorMS = "0"
+	} else {
+		s.floorMS = fmt.Sprint(int64(cfg.MinTTL / time.Millisecond))
+	}
+	local, err := memory.New(memory.Config{MaxKeys: cfg.LocalMaxKeys, Clock: cfg.Clock})
+	if err != nil {
+		client.Close()
+		return nil, err
+	}
+	s.local = local
+	return s, nil
+}
+
+// Close releases the connections and the fallback store. Decisions after
+// Close fail over as if Redis were down.
+func (s *Store) Close() error {
+	s.client.Close()
+	return s.local.Close()
+}
+
+// redisKey returns the Redis key of key: the prefix, and key wrapped in a
+// hash tag unless it has one.
+func (s *Store) redisKey(key string) string {
+	if hasTag(key) {
+		return s.cfg.Prefix + key
+	}
+	return s.cfg.Prefix + "{" + key + "}"
+}
+
+// hasTag reports whether Redis Cluster would hash only part of key: a '{'
+// followed later by a '}' with at least one byte between.
+func hasTag(key string) bool {
+	i := strings.IndexByte(key, '{')
+	if i < 0 {
+		return false
+	}
+	j := strings.IndexByte(key[i+1:], '}')
+	return j > 0
+}
+
+// clockArg returns the scripts' now argument: µs, or -1 for server TIME.
+func (s *Store) clockArg() string {
+	if s.serverT {
+		return "-1"
+	}
+	return fmt.Sprint(s.cfg.Clock() / 1000)
+}
+
+// Apply charges cost against key under p, with the failure mode of
+// Config.OnFailure. It returns an error for a negative cost, an invalid
+// policy or a Redis error reply; a Redis that is down, slow or behind an
+// open breaker is answered by the failure mode, not by an error.
+func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
+	return s.apply(ctx, key, p, cost, s.cfg.OnFailure)
+}
+
+// ApplyAll applies the requests in one script call, all or nothing, with
+// the failure mode of Config.OnFailure. See limit.Store.
+func (s *Store) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decision, error) {
+	return s.applyAll(ctx, reqs, s.cfg.OnFailure)
+}
+
+// WithFailure returns a limit.Store sharing s (connections, breaker,
+// cache) that answers with mode when Redis cannot: the per-rule failure
+// policy.
+func (s *Store) WithFailure(mode FailMode) limit.Store { return rule{s, mode} }
+
+type rule struct {
+	s    *Store
+	mode FailMode
+}
+
+func (r rule) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
+	return r.s.apply(ctx, key, p, cost, r.mode)
+}
+
+func (r rule) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decision, error) {
+	return r.s.applyAll(ctx, reqs, r.mode)
+}
+
+func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int64, mode FailMode) (limit.Decision, error) {
+	if cost < 0 {
+		return limit.Decision{}, limit.ErrNegativeCost
+	}
+	a, err := encode(p)
+	if err != nil {
+		return limit.Decision{}, err
+	}
+	var now int64
+	if s.cache != nil {
+		now = s.now()
+		if d, ok := s.cache.get(key, p, cost, a.capacity, now); ok {
+			s.stats.cacheHits.Add(1)
+			d.Policy = p
+			return d, nil
+		}
+	}
+	ok, probe := s.breaker.allow()
+	if !ok {
+		s.stats.shortCircuit.Add(1)
+		return s.fail(ctx, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})
+	}
+	args := []string{s.clockArg(), s.floorMS, fmt.Sprint(min(cost, a.capacity+1)), "0",
+		fmt.Sprint(a.p[0]), fmt.Sprint(a.p[1]), fmt.Sprint(a.p[2]), fmt.Sprint(a.p[3])}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	vals, err := s.scripts.one[a.alg].Exec(cctx, s.client, []string{s.redisKey(key)}, args).AsIntSlice()
+	cancel()
+	if err != nil {
+		if isReply(err) || ctx.Err() != nil {
+			s.breaker.done(true, probe)
+			return limit.Decision{}, fmt.Errorf("redis: %w", err)
+		}
+		s.failed(err)
+		s.breaker.done(false, probe)
+		return s.fail(ctx, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})
+	}
+	s.breaker.done(true, probe)
+	if len(vals) < 7 {
+		return limit.Decision{}, fmt.Errorf("redis: script returned %d values, want 7", len(vals))
+	}
+	s.stats.decisions.Add(1)
+	if s.onNow != nil {
+		s.onNow(vals[6])
+	}
+	d := decode(vals, a)
+	d.Policy = p
+	if s.cache != nil && !d.Allowed {
+		s.cache.put(key, p, cost, now, d)
+	}
+	return d, nil
+}
+
+func (s *Store) failed(err error) {
+	s.stats.failures.Add(1)
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.stats.timeouts.Add(1)
+	}
+}
+
+// decode reads a script's decision {allowed, remaining, reset, retry,
+// delay, idle} in µs.
+func decode(v []int64, a args) limit.Decision {
+	d := limit.Decision{
+		Allowed:    v[0] == 1,
+		Limit:      a.capacity,
+		Remaining:  v[1],
+		ResetAfter: time.Duration(v[2]) * time.Microsecond,
+		RetryAfter: time.Duration(v[3]) * time.Microsecond,
+		Delay:      time.Duration(v[4]) * time.Microsecond,
+		IdleAt:     v[5] * 1000,
+	}
+	if v[3] < 0 {
+		d.RetryAfter = limit.Never
+	}
+	return d
+}
+
+func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMode) (limit.Decision, error) {
+	if len(reqs) == 0 {
+		return limit.Decision{Allowed: true}, nil
+	}
+	enc := make([]args, len(reqs))
+	keys := make([]string, len(reqs))
+	for i, r := range reqs {
+		if r.Cost < 0 {
+			return limit.Decision{}, limit.ErrNegativeCost
+		}
+		a, err := encode(r.Policy)
+		if err != nil {
+			return limit.Decision{}, err
+		}
+		enc[i], keys[i] = a, s.redisKey(r.Key)
+	}
+	if s.cluster {
+		slot := keySlot(keys[0])
+		for _, k := range keys[1:] {
+			if keySlot(k) != slot {
+				return limit.Decision{}, ErrCrossSlot
+			}
+		}
+	}
+	var now int64
+	if s.cache != nil {
+		now = s.now()
+		for i, r := range reqs {
+			if d, ok := s.cache.get(r.Key, r.Policy, r.Cost, enc[i].capacity, now); ok {
+				s.stats.cacheHits.Add(1)
+				d.Policy, d.Index = r.Policy, i
+				return d, nil
+			}
+		}
+	}
+	ok, probe := s.breaker.allow()
+	if !ok {
+		s.stats.shortCircuit.Add(1)
+		return s.fail(ctx, mode, reqs)
+	}
+	argv := make([]string, 0, 2+6*len(reqs))
+	argv = append(argv, s.clockArg(), s.floorMS)
+	for i, r := range reqs {
+		a := enc[i]
+		argv = append(argv, fmt.Sprint(int(a.alg)), fmt.Sprint(min(r.Cost, a.capacity+1)),
+			fmt.Sprint(a.p[0]), fmt.Sprint(a.p[1]), fmt.Sprint(a.p[2]), fmt.Sprint(a.p[3]))
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	vals, err := s.scripts.all.Exec(cctx, s.client, keys, argv).AsIntSlice()
+	cancel()
+	if err != nil {
+		if isReply(err) || ctx.Err() != nil {
+			s.breaker.done(true, probe)
+			return limit.Decision{}, fmt.Errorf("redis: %w", err)
+		}
+		s.failed(err)
+		s.breaker.done(false, probe)
+		return s.fail(ctx, mode, reqs)
+	}
+	s.breaker.done(true, probe)
+	if len(vals) < 6*len(reqs) {
+		return limit.Decision{}, fmt.Errorf("redis: script returned %d values, want %d", len(vals), 6*len(reqs)+1)
+	}
+	s.stats.decisions.Add(1)
+	var out limit.Decision
+	for i, r := range reqs {
+		d := decode(vals[6*i:], enc[i])
+		d.Policy, d.Index = r.Policy, i
+		if s.cache != nil && !d.Allowed {
+			s.cache.put(r.Key, r.Policy, r.Cost, now, d)
+		}
+		if i == 0 {
+			out = d
+		} else {
+			out = limit.Merge(out, d)
+		}
+	}
+	return out, nil
+}
+
+// fail answers reqs by mode when Redis could not.
+func (s *Store) fail(ctx context.Context, mode FailMode, reqs []limit.Request) (limit.Decision, error) {
+	switch mode {
+	case FailOpen:
+		s.stats.failOpen.Add(1)
+		q := reqs[0].Policy.Quota()
+		return limit.Decision{Allowed: true, Limit: q.Limit, Remaining: q.Limit, Policy: reqs[0].Policy}, nil
+	case FailClosed:
+		s.stats.failClosed.Add(1)
+		q := reqs[0].Policy.Quota()
+		return limit.Decision{Limit: q.Limit, RetryAfter: s.cfg.BreakerCooldown, ResetAfter: s.cfg.BreakerCooldown, Policy: reqs[0].Policy}, nil
+	}
+	s.stats.failLocal.Add(1)
+	if len(reqs) == 1 {
+		d, err := s.local.Apply(ctx, reqs[0].Key, reqs[0].Policy, reqs[0].Cost)
+		d.Policy = reqs[0].Policy
+		return d, err
+	}
+	return s.local.ApplyAll(ctx, reqs)
+}
+
+// isReply reports an error the server answered with (a script error, a
+// wrong type), as opposed to a failure to reach it.
+func isReply(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return false
+	}
+	_, moved := re.IsMoved()
+	_, ask := re.IsAsk()
+	return !moved && !ask && !re.IsTryAgain() && !re.IsClusterDown() && !re.IsLoading()
+}
