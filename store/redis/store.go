@@ -36,7 +36,7 @@ type Store struct {
 }
 
 type counters struct {
-	decisions, cacheHits, failures, timeouts     atomic.Uint64
+	decisions, cacheHits, failures, timeouts      atomic.Uint64
 	failOpen, failClosed, failLocal, shortCircuit atomic.Uint64
 }
 
