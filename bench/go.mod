@@ -1,7 +1,11 @@
 module github.com/tollgate-dev/tollgate/bench
 
-go 1.26
+go 1.26.0
 
-require github.com/tollgate-dev/tollgate v0.0.0
+require (
+	github.com/sethvargo/go-limiter v0.7.1
+	github.com/tollgate-dev/tollgate v0.0.0
+	golang.org/x/time v0.16.0
+)
 
 replace github.com/tollgate-dev/tollgate => ../

@@ -88,9 +88,9 @@ func (s *Store) rollback(undos []undo) {
 				delete(u.sh.logs, u.h)
 			}
 		case u.existed:
-			u.sh.states[u.h] = u.old
+			u.sh.states.put(u.h, u.old)
 		default:
-			delete(u.sh.states, u.h)
+			u.sh.states.remove(u.h)
 		}
 	}
 }

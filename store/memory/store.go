@@ -61,7 +61,7 @@ type Store struct {
 
 type shard struct {
 	mu     sync.Mutex
-	states map[uint64]limit.State
+	states table // fixed-size states
 	logs   map[uint64]*limit.Log
 	_      [64]byte // keep neighbouring shards' locks off one cache line
 }
@@ -98,7 +98,6 @@ func New(cfg Config) (*Store, error) {
 		s.now = NewClock()
 	}
 	for i := range s.shards {
-		s.shards[i].states = make(map[uint64]limit.State)
 		s.shards[i].logs = make(map[uint64]*limit.Log)
 	}
 	if cfg.SweepInterval > 0 {
@@ -170,18 +169,19 @@ type undo struct {
 func (s *Store) apply(sh *shard, h uint64, p limit.Policy, now, cost int64, u *undo) (limit.Decision, error) {
 	switch p := p.(type) {
 	case limit.Stateful:
-		st, existed := sh.states[h]
+		h = fixHash(h)
+		st, existed := sh.states.get(h)
 		next, d := p.Decide(st, now, cost)
 		if next != st {
 			if u != nil {
 				*u = undo{sh: sh, h: h, old: st, existed: existed}
 			}
 			if !existed {
-				s.makeRoom(sh, now)
+				s.makeRoom(sh, h, now)
 			}
-			sh.states[h] = next
+			sh.states.put(h, next)
 		} else if existed && st.IsIdle(now) {
-			delete(sh.states, h)
+			sh.states.remove(h)
 			s.expired.Add(1)
 		}
 		return d, nil
@@ -198,7 +198,7 @@ func (s *Store) apply(sh *shard, h uint64, p limit.Policy, now, cost int64, u *u
 				delete(sh.logs, h)
 			}
 		case fresh:
-			s.makeRoom(sh, now)
+			s.makeRoom(sh, h, now)
 			sh.logs[h] = l
 		}
 		if u != nil && d.Allowed && cost > 0 {
@@ -209,46 +209,48 @@ func (s *Store) apply(sh *shard, h uint64, p limit.Policy, now, cost int64, u *u
 	return limit.Decision{}, fmt.Errorf("memory: policy %v implements neither limit.Stateful nor limit.Logged", p)
 }
 
-// makeRoom frees a slot in a full shard before a new key is added.
-func (s *Store) makeRoom(sh *shard, now int64) {
-	if len(sh.states)+len(sh.logs) < s.perShard {
+// makeRoom frees a slot in a full shard before the new key h is added.
+func (s *Store) makeRoom(sh *shard, h uint64, now int64) {
+	if sh.states.n+len(sh.logs) < s.perShard {
 		return
 	}
-	// Drop idle states among a sample; failing that, evict the state that
-	// becomes idle soonest. Map iteration starts at a random place.
+	// Drop an idle state among a sample of eight; failing that, evict the
+	// sampled state that becomes idle soonest. The sample starts at the new
+	// key's home slot, a random place.
 	const sample = 8
-	var victim uint64
-	victimIdle := int64(1<<63 - 1)
-	found, seen := false, 0
-	for h, st := range sh.states {
-		if st.IsIdle(now) {
-			delete(sh.states, h)
-			s.expired.Add(1)
-			return
-		}
-		if st.Idle < victimIdle {
-			victim, victimIdle, found = h, st.Idle, true
-		}
-		if seen++; seen == sample {
-			break
+	t := &sh.states
+	victim, victimIdle := -1, int64(1<<63-1)
+	if len(t.slots) > 0 {
+		i, seen := t.home(h), 0
+		for range len(t.slots) {
+			if t.slots[i].h != 0 {
+				st := t.slots[i].st
+				if st.IsIdle(now) {
+					t.removeAt(i)
+					s.expired.Add(1)
+					return
+				}
+				if st.Idle < victimIdle {
+					victim, victimIdle = i, st.Idle
+				}
+				if seen++; seen == sample {
+					break
+				}
+			}
+			i = t.next(i)
 		}
 	}
-	if found && (len(sh.logs) == 0 || seen == sample) {
-		delete(sh.states, victim)
-		s.evictions.Add(1)
-		return
-	}
-	seen = 0
 	var logVictim uint64
 	logFound := false
-	for h, l := range sh.logs {
+	seen := 0
+	for lh, l := range sh.logs {
 		if l.IdleAt() <= now {
-			delete(sh.logs, h)
+			delete(sh.logs, lh)
 			s.expired.Add(1)
 			return
 		}
-		if idle := l.IdleAt(); !logFound || idle < victimIdle {
-			logVictim, victimIdle, logFound = h, idle, true
+		if idle := l.IdleAt(); idle < victimIdle {
+			logVictim, victimIdle, logFound = lh, idle, true
 		}
 		if seen++; seen == sample {
 			break
@@ -258,8 +260,8 @@ func (s *Store) makeRoom(sh *shard, now int64) {
 	case logFound:
 		delete(sh.logs, logVictim)
 		s.evictions.Add(1)
-	case found:
-		delete(sh.states, victim)
+	case victim >= 0:
+		t.removeAt(victim)
 		s.evictions.Add(1)
 	}
 }
@@ -290,12 +292,16 @@ func (s *Store) sweepShard(sh *shard, now int64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	n := 0
-	for h, st := range sh.states {
-		if st.IsIdle(now) {
-			delete(sh.states, h)
+	t := &sh.states
+	for i := 0; i < len(t.slots); {
+		if t.slots[i].h != 0 && t.slots[i].st.IsIdle(now) {
+			t.removeAt(i) // may shift a later entry into i: look again
 			n++
+			continue
 		}
+		i++
 	}
+	t.shrink()
 	for h, l := range sh.logs {
 		if l.IdleAt() <= now {
 			delete(sh.logs, h)
@@ -318,7 +324,7 @@ func (s *Store) Stats() Stats {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		st.Keys += len(sh.states) + len(sh.logs)
+		st.Keys += sh.states.n + len(sh.logs)
 		sh.mu.Unlock()
 	}
 	return st
