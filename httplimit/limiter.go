@@ -3,6 +3,7 @@ package httplimit
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -12,35 +13,115 @@ import (
 // Config configures a Limiter. The zero Config is ready to use.
 type Config struct {
 	// Wait blocks for d or until ctx is done, returning ctx.Err() in the
-	// latter case. Nil means a real timer. Tests inject a fake one so
-	// that no test sleeps.
+	// latter case. Nil means a real timer (Sleep). Tests inject a fake one
+	// so that no test sleeps.
 	Wait func(ctx context.Context, d time.Duration) error
 	// OnDelayCancelled, when set, is called when a client goes away while
-	// its request is being delayed (the request is then not served).
-	OnDelayCancelled func(r *http.Request, waited time.Duration)
+	// its request is delayed; the request is then not served (nginx drops
+	// it too). The charge stays: the request was admitted.
+	OnDelayCancelled func(r *http.Request, res *rules.Result)
 }
 
 // Limiter applies a rules.Engine to net/http requests. It is safe for
 // concurrent use.
 type Limiter struct {
-	engine atomic.Pointer[rules.Engine]
-	cfg    Config
+	engine    atomic.Pointer[rules.Engine]
+	wait      func(ctx context.Context, d time.Duration) error
+	cancelled func(r *http.Request, res *rules.Result)
+	cancels   atomic.Uint64
 }
 
 // New returns a Limiter over e.
 func New(e *rules.Engine, cfg Config) *Limiter {
-	l := &Limiter{cfg: cfg}
+	l := &Limiter{wait: cfg.Wait, cancelled: cfg.OnDelayCancelled}
+	if l.wait == nil {
+		l.wait = Sleep
+	}
 	l.engine.Store(e)
 	return l
 }
 
-// Swap replaces the engine for requests that start from now on.
+// Swap replaces the engine for requests that start from now on, e.g. on a
+// configuration reload. Counters live in the store, so rules that keep
+// their names and policies keep their counts.
 func (l *Limiter) Swap(e *rules.Engine) { l.engine.Store(e) }
 
-// Handler returns next wrapped by the limiter: the standard middleware
-// shape, func(http.Handler) http.Handler.
+// DelaysCancelled returns how many delayed requests ended because their
+// client went away.
+func (l *Limiter) DelaysCancelled() uint64 { return l.cancels.Load() }
+
+// Handler returns next wrapped by the limiter, the standard middleware
+// shape func(http.Handler) http.Handler:
+//
+//   - every response of a request some rule matched carries the rate-limit
+//     header fields;
+//   - a refused request is answered with the refusal (no body for HEAD)
+//     and next is not called;
+//   - a delayed request waits (capped) before next, and is dropped if its
+//     context ends first;
+//   - a store failure is allowed or refused as the engine's
+//     OnStoreError says (the engine logs it).
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res, _ := l.engine.Load().Decide(r.Context(), view{r})
+		if !res.Matched() && !res.Refused() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		var buf [10]rules.Header
+		setHeaders(w.Header(), res.AppendHeaders(buf[:0]))
+		if res.Refused() {
+			writeRefusal(w, r, res.Refusal())
+			return
+		}
+		if res.Outcome == rules.Delayed && res.Delay > 0 {
+			if err := l.wait(r.Context(), res.Delay); err != nil {
+				l.cancels.Add(1)
+				if l.cancelled != nil {
+					l.cancelled(r, &res)
+				}
+				return
+			}
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// setHeaders sets the fields in h with one allocation for all their value
+// slices. Names are canonical already.
+func setHeaders(h http.Header, hs []rules.Header) {
+	if len(hs) == 0 {
+		return
+	}
+	vals := make([]string, len(hs))
+	for i, f := range hs {
+		vals[i] = f.Value
+		h[f.Name] = vals[i : i+1 : i+1]
+	}
+}
+
+func writeRefusal(w http.ResponseWriter, r *http.Request, resp rules.Response) {
+	h := w.Header()
+	h.Set("Content-Type", resp.ContentType)
+	h.Set("X-Content-Type-Options", "nosniff")
+	if r.Method == http.MethodHead {
+		w.WriteHeader(resp.Status)
+		return
+	}
+	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	w.WriteHeader(resp.Status)
+	w.Write(resp.Body) //nolint:errcheck // the client may have gone; nothing to do
+}
+
+// Sleep waits d or until ctx is done, and returns ctx.Err() in the latter
+// case. It is the default Config.Wait.
+func Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -137,8 +137,8 @@ type Policy struct {
 	// Name is the policy's name in RateLimit-Policy headers and in the
 	// violated-policies of a refusal. Empty means the rule's name, with
 	// "-2", "-3", ... appended to the second and later policies of a rule
-	// (or the plan name for a tier: "rule-plan"). Names are sf-strings:
-	// printable ASCII only.
+	// (for a tier: "rule-plan", "rule-plan-2", ...). Names are made of
+	// letters, digits, '-', '_' and '.', and are unique within a rule.
 	Name string `yaml:"name" json:"name"`
 	// Algorithm is fixed_window, sliding_log, sliding_window,
 	// token_bucket or leaky_bucket (limit.ParseAlgorithm). Empty means

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
@@ -11,18 +12,18 @@ type Header struct {
 	Name, Value string
 }
 
-// The response header field names the engine produces.
+// The response header field names the engine produces, in canonical form.
 const (
-	HeaderRateLimitPolicy    = "Ratelimit-Policy"
-	HeaderRateLimit          = "Ratelimit"
-	HeaderRateLimitLimit     = "Ratelimit-Limit"
-	HeaderRateLimitRemaining = "Ratelimit-Remaining"
-	HeaderRateLimitReset     = "Ratelimit-Reset"
-	HeaderXRateLimitLimit    = "X-Ratelimit-Limit"
-	HeaderXRateLimitRemain   = "X-Ratelimit-Remaining"
-	HeaderXRateLimitReset    = "X-Ratelimit-Reset"
-	HeaderRetryAfter         = "Retry-After"
-	HeaderCacheControl       = "Cache-Control"
+	HeaderRateLimitPolicy     = "Ratelimit-Policy"
+	HeaderRateLimit           = "Ratelimit"
+	HeaderRateLimitLimit      = "Ratelimit-Limit"
+	HeaderRateLimitRemaining  = "Ratelimit-Remaining"
+	HeaderRateLimitReset      = "Ratelimit-Reset"
+	HeaderXRateLimitLimit     = "X-Ratelimit-Limit"
+	HeaderXRateLimitRemaining = "X-Ratelimit-Remaining"
+	HeaderXRateLimitReset     = "X-Ratelimit-Reset"
+	HeaderRetryAfter          = "Retry-After"
+	HeaderCacheControl        = "Cache-Control"
 )
 
 // The draft-10 structured-field parameter names, kept in one place because
@@ -46,69 +47,232 @@ type applied struct {
 }
 
 // Result is the engine's verdict on one request and everything the response
-// must carry because of it. It is a value: Decide returns it without
-// allocating, and it holds no reference to the request beyond the strings
-// the Request returned.
+// must carry because of it. Decide returns it by value without allocating;
+// it refers to the strings the Request returned, so use it while those are
+// valid.
 type Result struct {
 	// Outcome is Allowed, Delayed, Refused or Errored; shadow rules never
-	// change it. A request no rule matched is Allowed with Matched false.
+	// change it. A request no rule matched is Allowed, with Matched false.
 	Outcome Outcome
 	// Decision is the merged decision of the enforced rules: the most
-	// restrictive policy's (its Policy and Index name it). Zero when no
-	// enforced rule matched.
+	// restrictive policy's (Decision.Index is its position among them).
+	// Zero when no enforced rule matched.
 	Decision limit.Decision
-	// Shadow is the merged decision of the shadow rules, if any matched.
+	// Shadow is the merged decision of the shadow rules that matched.
 	Shadow limit.Decision
 	// Delay is how long to wait before serving a Delayed request:
-	// Decision.Delay capped by the rules' MaxDelay. Zero otherwise.
+	// Decision.Delay capped by the decisive rule's MaxDelay. Zero
+	// otherwise.
 	Delay time.Duration
 
-	e        *Engine
-	path     string
-	enforced int // applied[:enforced] are the enforced policies
-	n        int // applied count (enforced, then shadow)
-	headerN  int // applied[:headerN] are shown in headers... see listed
-	inline   [inlineApplied]applied
-	spill    []applied
-	shadowN  int
+	e             *Engine
+	path          string
+	enforced      int // applied[:enforced] are the enforced policies
+	n             int // applied count: enforced, then shadow
+	shadowMatched bool
+	inline        [inlineApplied]applied
+	spill         []applied
+}
+
+func (r *Result) add(a applied) {
+	if r.n < inlineApplied {
+		r.inline[r.n] = a
+	} else {
+		r.spill = append(r.spill, a)
+	}
+	r.n++
+}
+
+func (r *Result) at(i int) *applied {
+	if i < inlineApplied {
+		return &r.inline[i]
+	}
+	return &r.spill[i-inlineApplied]
 }
 
 // Matched reports whether any rule (enforced or shadow) applied.
 func (r *Result) Matched() bool { return r.n > 0 }
 
-// Refused reports whether the request must be answered with Refusal.
+// Refused reports whether the request must be answered with Refusal: an
+// enforced rule refused, or the store failed and Config.OnStoreError is
+// "refuse".
 func (r *Result) Refused() bool {
 	return r.Outcome == Refused || r.Outcome == Errored && r.e != nil && r.e.failClosed
 }
 
-// Response is a refusal to write: status, content type and body. Headers
-// (Retry-After, Cache-Control: no-store and the rate-limit fields) come
-// from AppendHeaders.
-type Response struct {
-	Status      int
-	ContentType string
-	// Body is the problem+json document (or the custom body). Write it
-	// only for methods other than HEAD.
-	Body []byte
+// Rule returns the name of the rule whose policy decided (the most
+// restrictive enforced one), or "" when no enforced rule matched.
+func (r *Result) Rule() string {
+	if r.enforced == 0 {
+		return ""
+	}
+	return r.at(r.Decision.Index).rule.name
+}
+
+// Policy returns the name of the most restrictive enforced policy, or ""
+// when no enforced rule matched.
+func (r *Result) Policy() string {
+	if r.enforced == 0 {
+		return ""
+	}
+	return r.at(r.Decision.Index).policy.name
+}
+
+// AppendViolatedPolicies appends to dst the names of the enforced policies
+// that refused: the most restrictive one (a store reports one). Nothing
+// unless Outcome is Refused.
+func (r *Result) AppendViolatedPolicies(dst []string) []string {
+	if r.Outcome != Refused || r.enforced == 0 {
+		return dst
+	}
+	return append(dst, r.at(r.Decision.Index).policy.name)
+}
+
+// resetSeconds is the t of the RateLimit field and the reset of the older
+// fields: on a refusal, when this request could pass (never earlier than
+// Retry-After points, as draft-10 asks); otherwise when the full allowance
+// is back. Whole seconds, rounded up.
+func resetSeconds(d limit.Decision) int64 {
+	if !d.Allowed && d.RetryAfter != limit.Never {
+		return ceilSeconds(d.RetryAfter)
+	}
+	return ceilSeconds(d.ResetAfter)
+}
+
+// retryAfterSeconds is the Retry-After of a refusal: delay-seconds rounded
+// up, at least 1. A request that can never pass (cost above capacity) is
+// told the time until the full allowance is back.
+func retryAfterSeconds(d limit.Decision) int64 {
+	ra := d.RetryAfter
+	if ra == limit.Never {
+		ra = d.ResetAfter
+	}
+	return max(ceilSeconds(ra), 1)
+}
+
+// headerSpan is a header whose value is static or a span of the dynamic
+// buffer.
+type headerSpan struct {
+	name       string
+	static     string
+	start, end int
 }
 
 // AppendHeaders appends the response header fields for this result to dst
 // and returns it: the configured rate-limit styles (for the enforced
-// policies and the shadow rules with ShadowHeaders), and on a refusal
-// Retry-After (delay-seconds, rounded up) and Cache-Control: no-store. The
-// values of fixed fields (RateLimit-Policy, limits) are built once by New;
-// the per-request values share one allocation.
+// policies, and for shadow rules with ShadowHeaders), and on a refusal
+// Retry-After (delay-seconds, rounded up) and Cache-Control: no-store.
+// Values fixed by the configuration are built once by New; the per-request
+// values share a single allocation.
 func (r *Result) AppendHeaders(dst []Header) []Header {
-	return dst
-}
-
-// Refusal returns the refusal to write when Refused reports true.
-func (r *Result) Refusal() Response {
-	return Response{}
-}
-
-// AppendViolatedPolicies appends the names of the enforced policies that
-// refused (the most restrictive one; the store reports one) to dst.
-func (r *Result) AppendViolatedPolicies(dst []string) []string {
+	e := r.e
+	if e == nil || r.n == 0 {
+		return dst
+	}
+	// The listed policies: enforced ones and shadow ones shown in
+	// headers. The reported one is the enforced decision's, or the shadow
+	// decision's when no enforced rule matched.
+	var dec limit.Decision
+	var top *applied
+	switch {
+	case r.enforced > 0:
+		dec, top = r.Decision, r.at(r.Decision.Index)
+	case r.shadowMatched && r.at(r.Shadow.Index).rule.headers:
+		dec, top = r.Shadow, r.at(r.Shadow.Index)
+	}
+	refused := r.Refused()
+	if top == nil && !refused {
+		return dst
+	}
+	var spans [12]headerSpan
+	ns := 0
+	var b [320]byte
+	buf := b[:0]
+	dyn := func(name string, start int) {
+		spans[ns] = headerSpan{name: name, start: start, end: len(buf)}
+		ns++
+	}
+	static := func(name, v string) {
+		spans[ns] = headerSpan{name: name, static: v}
+		ns++
+	}
+	if top != nil {
+		reset := resetSeconds(dec)
+		if e.styleDraft10 {
+			listed, only := 0, (*applied)(nil)
+			for i := 0; i < r.n; i++ {
+				if a := r.at(i); a.rule.headers {
+					listed++
+					only = a
+				}
+			}
+			if listed == 1 {
+				static(HeaderRateLimitPolicy, only.policy.sfItem)
+			} else {
+				start := len(buf)
+				first := true
+				for i := 0; i < r.n; i++ {
+					if a := r.at(i); a.rule.headers {
+						if !first {
+							buf = append(buf, ", "...)
+						}
+						first = false
+						buf = append(buf, a.policy.sfItem...)
+					}
+				}
+				dyn(HeaderRateLimitPolicy, start)
+			}
+			start := len(buf)
+			buf = append(buf, top.policy.sfName...)
+			buf = append(buf, ";"+paramRemaining+"="...)
+			buf = strconv.AppendInt(buf, min(dec.Remaining, maxSFInt), 10)
+			buf = append(buf, ";"+paramReset+"="...)
+			buf = strconv.AppendInt(buf, min(reset, maxSFInt), 10)
+			dyn(HeaderRateLimit, start)
+		}
+		if e.styleDraft6 {
+			static(HeaderRateLimitLimit, top.policy.limitText)
+			start := len(buf)
+			buf = strconv.AppendInt(buf, dec.Remaining, 10)
+			dyn(HeaderRateLimitRemaining, start)
+			start = len(buf)
+			buf = strconv.AppendInt(buf, reset, 10)
+			dyn(HeaderRateLimitReset, start)
+		}
+		if e.styleLegacy {
+			static(HeaderXRateLimitLimit, top.policy.limitText)
+			start := len(buf)
+			buf = strconv.AppendInt(buf, dec.Remaining, 10)
+			dyn(HeaderXRateLimitRemaining, start)
+			start = len(buf)
+			if e.resetEpoch {
+				now := e.now()
+				at := now.Add(time.Duration(reset) * time.Second).Unix()
+				if now.Nanosecond() != 0 {
+					at++ // round up, as the delta is
+				}
+				buf = strconv.AppendInt(buf, at, 10)
+			} else {
+				buf = strconv.AppendInt(buf, reset, 10)
+			}
+			dyn(HeaderXRateLimitReset, start)
+		}
+	}
+	if refused {
+		start := len(buf)
+		if r.Outcome == Refused {
+			buf = strconv.AppendInt(buf, retryAfterSeconds(r.Decision), 10)
+			dyn(HeaderRetryAfter, start)
+		}
+		static(HeaderCacheControl, "no-store")
+	}
+	s := string(buf)
+	for _, sp := range spans[:ns] {
+		v := sp.static
+		if v == "" {
+			v = s[sp.start:sp.end]
+		}
+		dst = append(dst, Header{Name: sp.name, Value: v})
+	}
 	return dst
 }

@@ -1,0 +1,175 @@
+package rules
+
+import (
+	"fmt"
+	"net/textproto"
+	"strings"
+)
+
+// matcher is a compiled Match. The zero matcher matches everything.
+type matcher struct {
+	methods  []string
+	hosts    []hostPattern
+	paths    []string
+	prefixes []string
+	patterns []pattern
+	headers  []headerMatch
+}
+
+type hostPattern struct {
+	name     string // lower-case; for a wildcard, the suffix with its dot
+	wildcard bool
+}
+
+type headerMatch struct {
+	name, value string // name canonical
+}
+
+// compileMatch compiles m, reporting its problems under path.
+func compileMatch(m Match, path string, ps *problems) matcher {
+	at := func(field string, i int) string { return fmt.Sprintf("%s.%s[%d]", path, field, i) }
+	var c matcher
+	for i, meth := range m.Methods {
+		if !isToken(meth) {
+			ps.add(at("methods", i), "%q is not a method", meth)
+		}
+		c.methods = append(c.methods, meth)
+	}
+	for i, h := range m.Hosts {
+		h = strings.ToLower(strings.TrimSpace(h))
+		switch {
+		case strings.HasPrefix(h, "*.") && len(h) > 2 && !strings.Contains(h[2:], "*"):
+			c.hosts = append(c.hosts, hostPattern{name: h[1:], wildcard: true})
+		case h == "" || strings.ContainsAny(h, "*/ "):
+			ps.add(at("hosts", i), "%q is not a host name or *.domain", m.Hosts[i])
+		default:
+			c.hosts = append(c.hosts, hostPattern{name: h})
+		}
+	}
+	for i, p := range m.Paths {
+		if !strings.HasPrefix(p, "/") {
+			ps.add(at("paths", i), "%q does not start with /", p)
+		}
+		c.paths = append(c.paths, p)
+	}
+	for i, p := range m.PathPrefixes {
+		if !strings.HasPrefix(p, "/") {
+			ps.add(at("path_prefixes", i), "%q does not start with /", p)
+		}
+		c.prefixes = append(c.prefixes, p)
+	}
+	for i, s := range m.Patterns {
+		p, err := parsePattern(s)
+		if err != nil {
+			ps.add(at("patterns", i), "%v", err)
+			continue
+		}
+		c.patterns = append(c.patterns, p)
+	}
+	for i, h := range m.Headers {
+		if !isToken(h.Name) {
+			ps.add(at("headers", i)+".name", "%q is not a header name", h.Name)
+			continue
+		}
+		c.headers = append(c.headers, headerMatch{name: textproto.CanonicalMIMEHeaderKey(h.Name), value: h.Value})
+	}
+	return c
+}
+
+// match reports whether req matches, given its host without port.
+func (m *matcher) match(req Request, method, host, path string) bool {
+	if len(m.methods) > 0 && !containsString(m.methods, method) {
+		return false
+	}
+	if len(m.hosts) > 0 {
+		ok := false
+		for _, h := range m.hosts {
+			if h.matches(host) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(m.paths) > 0 && !containsString(m.paths, path) {
+		return false
+	}
+	if len(m.prefixes) > 0 {
+		ok := false
+		for _, p := range m.prefixes {
+			if strings.HasPrefix(path, p) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	if len(m.patterns) > 0 {
+		ok := false
+		for i := range m.patterns {
+			if m.patterns[i].matches(method, host, path) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	for _, h := range m.headers {
+		v, ok := req.Header(h.name)
+		if !ok || v == "" || h.value != "" && v != h.value {
+			return false
+		}
+	}
+	return true
+}
+
+func (h hostPattern) matches(host string) bool {
+	if h.wildcard {
+		return len(host) > len(h.name) && strings.EqualFold(host[len(host)-len(h.name):], h.name)
+	}
+	return strings.EqualFold(host, h.name)
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// hostOnly returns host without its port and IPv6 brackets.
+func hostOnly(host string) string {
+	if strings.HasPrefix(host, "[") {
+		if i := strings.IndexByte(host, ']'); i > 0 {
+			return host[1:i]
+		}
+		return host
+	}
+	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host, ':') == i {
+		return host[:i]
+	}
+	return host
+}
+
+// isToken reports whether s is a non-empty RFC 9110 token.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 {
+			continue
+		}
+		return false
+	}
+	return true
+}

@@ -1,0 +1,163 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/limit"
+)
+
+// compiledPolicy is a Policy converted once to a limit.Policy, with the
+// fixed strings its headers need.
+type compiledPolicy struct {
+	name   string
+	policy limit.Policy
+	quota  limit.Quota
+	// keyPrefix is "rule\x1fpolicy\x1f", the namespace of its store keys.
+	keyPrefix string
+	// sfItem is the RateLimit-Policy list member: "name";q=100;w=60.
+	sfItem string
+	// sfName is the quoted name: "name".
+	sfName string
+	// limitText is the quota as decimal text, for the older headers.
+	limitText string
+}
+
+// toLimit converts p to a limit.Policy, or reports what is wrong and in
+// which field ("" for the policy as a whole).
+func (p Policy) toLimit() (limit.Policy, string, error) {
+	algName := p.Algorithm
+	if algName == "" {
+		algName = limit.AlgTokenBucket.String()
+	}
+	alg, err := limit.ParseAlgorithm(algName)
+	if err != nil {
+		return nil, "algorithm", err
+	}
+	var rate limit.Rate
+	if p.Rate != "" {
+		if rate, err = limit.ParseRate(p.Rate); err != nil {
+			return nil, "rate", err
+		}
+	}
+	var window time.Duration
+	if p.Window != "" {
+		if window, err = limit.ParsePeriod(p.Window); err != nil {
+			return nil, "window", err
+		}
+	}
+	var out limit.Policy
+	switch alg {
+	case limit.AlgTokenBucket, limit.AlgLeakyBucket:
+		switch {
+		case p.Rate == "":
+			return nil, "rate", fmt.Errorf("%s needs a rate (e.g. 100/s)", alg)
+		case p.Limit != 0:
+			return nil, "limit", fmt.Errorf("%s takes rate and burst, not limit", alg)
+		case p.Window != "":
+			return nil, "window", fmt.Errorf("%s takes rate and burst, not window", alg)
+		}
+		if alg == limit.AlgTokenBucket {
+			switch {
+			case p.Mode != "":
+				return nil, "mode", fmt.Errorf("token_bucket has no mode (leaky_bucket has)")
+			case p.Delay != 0:
+				return nil, "delay", fmt.Errorf("token_bucket has no delay (leaky_bucket has)")
+			}
+			out = limit.TokenBucket{Rate: rate, Burst: p.Burst}
+			break
+		}
+		lb := limit.LeakyBucket{Rate: rate, Burst: p.Burst, Delay: p.Delay}
+		switch strings.ToLower(p.Mode) {
+		case "", "shape":
+			lb.Mode = limit.Shape
+		case "police", "nodelay":
+			lb.Mode = limit.Police
+			if p.Delay != 0 {
+				return nil, "delay", fmt.Errorf("delay %d has no meaning in mode %q", p.Delay, p.Mode)
+			}
+		default:
+			return nil, "mode", fmt.Errorf("unknown mode %q (want shape, police or nodelay)", p.Mode)
+		}
+		out = lb
+	default:
+		switch {
+		case p.Burst != 0:
+			return nil, "burst", fmt.Errorf("%s takes limit and window (or rate), not burst", alg)
+		case p.Mode != "":
+			return nil, "mode", fmt.Errorf("%s has no mode", alg)
+		case p.Delay != 0:
+			return nil, "delay", fmt.Errorf("%s has no delay", alg)
+		}
+		limitN := p.Limit
+		if p.Rate != "" {
+			if p.Limit != 0 || p.Window != "" {
+				return nil, "rate", fmt.Errorf("%s: give either rate or limit and window, not both", alg)
+			}
+			limitN, window = rate.Count, rate.Period
+		}
+		switch alg {
+		case limit.AlgFixedWindow:
+			out = limit.FixedWindow{Limit: limitN, Window: window}
+		case limit.AlgSlidingWindow:
+			out = limit.SlidingWindow{Limit: limitN, Window: window}
+		default:
+			out = limit.SlidingLog{Limit: limitN, Window: window}
+		}
+	}
+	if err := out.Validate(); err != nil {
+		return nil, "", err
+	}
+	return out, "", nil
+}
+
+// compilePolicy builds the compiled form of p, named name, for rule.
+func compilePolicy(rule, name string, lp limit.Policy) *compiledPolicy {
+	q := lp.Quota()
+	cp := &compiledPolicy{
+		name:      name,
+		policy:    lp,
+		quota:     q,
+		keyPrefix: rule + keySep + name + keySep,
+		sfName:    strconv.Quote(name),
+		limitText: strconv.FormatInt(q.Limit, 10),
+	}
+	item := cp.sfName + ";" + paramQuota + "=" + strconv.FormatInt(min(q.Limit, maxSFInt), 10)
+	if w := ceilSeconds(q.Window); w > 0 {
+		item += ";" + paramWindow + "=" + strconv.FormatInt(min(w, maxSFInt), 10)
+	}
+	cp.sfItem = item
+	return cp
+}
+
+// maxSFInt is the largest structured-field Integer (RFC 9651 §3.3.1).
+const maxSFInt = 999_999_999_999_999
+
+// ceilSeconds is d in whole seconds, rounded up, never negative.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return s
+}
+
+// validName reports whether s is usable as a rule or policy name: letters,
+// digits, '-', '_', '.', and no more than 64 bytes.
+func validName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
