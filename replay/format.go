@@ -65,7 +65,7 @@ func DetectFormat(sample []byte) Format {
 			return FormatJSON
 		}
 		var r Record
-		r.reset()
+		r.reset(0)
 		if (clfParser{}).parse(line, &r) == nil {
 			return FormatCombined
 		}

@@ -30,8 +30,14 @@ type Record struct {
 	Fields [maxFields][]byte
 }
 
-func (r *Record) reset() {
-	*r = Record{Cost: 1}
+// reset clears r for the next line; nf is how many extra fields are in
+// use (the rest are never written).
+func (r *Record) reset(nf int) {
+	r.Time, r.Cost = 0, 1
+	r.Addr, r.User, r.Method, r.Path, r.Status, r.Key = nil, nil, nil, nil, nil, nil
+	for i := range nf {
+		r.Fields[i] = nil
+	}
 }
 
 // Parse errors: sentinel values, so that a malformed line costs no

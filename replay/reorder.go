@@ -16,9 +16,15 @@ type event struct {
 // the time of the last released event (clamped, counted), never dropped
 // and never allowed to move time backwards. Memory is the number of
 // events within one window of the newest.
+//
+// Most lines arrive in order, so events no older than the newest queued
+// one go to a FIFO (already sorted, O(1)), and only the stragglers to a
+// heap; release takes the earlier of the two heads.
 type reorderer struct {
 	window   int64
-	h        []event
+	fifo     []event // sorted by (t, seq); fifo[head:] are live
+	head     int
+	h        []event // binary min-heap of the out-of-order events
 	maxSeen  int64
 	released int64 // time of the last released event
 	started  bool
@@ -36,10 +42,6 @@ func (r *reorderer) push(t int64, key int32, cost int64) {
 		r.lateMax = max(r.lateMax, r.released-t)
 		t = r.released
 	}
-	if len(r.h) == 0 && !r.started {
-		r.maxSeen = t
-	}
-	r.maxSeen = max(r.maxSeen, t)
 	r.seq++
 	e := event{t: t, seq: r.seq, key: key, cost: cost}
 	if r.window <= 0 {
@@ -47,27 +49,72 @@ func (r *reorderer) push(t int64, key int32, cost int64) {
 		r.sink.apply(e)
 		return
 	}
-	r.h = append(r.h, e)
-	r.up(len(r.h) - 1)
+	if r.head == len(r.fifo) || t >= r.fifo[len(r.fifo)-1].t {
+		if r.head > 0 && r.head == len(r.fifo) {
+			r.fifo, r.head = r.fifo[:0], 0
+		} else if r.head > 4096 && r.head*2 >= len(r.fifo) {
+			n := copy(r.fifo, r.fifo[r.head:])
+			r.fifo, r.head = r.fifo[:n], 0
+		}
+		r.fifo = append(r.fifo, e)
+	} else {
+		r.h = append(r.h, e)
+		r.up(len(r.h) - 1)
+	}
+	r.maxSeen = max(r.maxSeen, t)
+	if !r.started && r.seq == 1 {
+		r.maxSeen = t
+	}
 	limit := r.maxSeen - r.window
-	for len(r.h) > 0 && r.h[0].t <= limit {
+	for {
+		e, ok := r.peek()
+		if !ok || e.t > limit {
+			return
+		}
 		r.sink.apply(r.pop())
 	}
 }
 
 // flush releases everything left, in order.
 func (r *reorderer) flush() {
-	for len(r.h) > 0 {
+	for {
+		if _, ok := r.peek(); !ok {
+			return
+		}
 		r.sink.apply(r.pop())
 	}
 }
 
+// peek returns the earliest queued event.
+func (r *reorderer) peek() (*event, bool) {
+	hasF, hasH := r.head < len(r.fifo), len(r.h) > 0
+	switch {
+	case hasF && hasH:
+		if less(&r.h[0], &r.fifo[r.head]) {
+			return &r.h[0], true
+		}
+		return &r.fifo[r.head], true
+	case hasF:
+		return &r.fifo[r.head], true
+	case hasH:
+		return &r.h[0], true
+	}
+	return nil, false
+}
+
+// pop removes and returns the earliest queued event; there must be one.
 func (r *reorderer) pop() event {
-	e := r.h[0]
-	n := len(r.h) - 1
-	r.h[0] = r.h[n]
-	r.h = r.h[:n]
-	r.down(0)
+	var e event
+	if len(r.h) > 0 && (r.head == len(r.fifo) || less(&r.h[0], &r.fifo[r.head])) {
+		e = r.h[0]
+		n := len(r.h) - 1
+		r.h[0] = r.h[n]
+		r.h = r.h[:n]
+		r.down(0)
+	} else {
+		e = r.fifo[r.head]
+		r.head++
+	}
 	r.started, r.released = true, e.t
 	return e
 }

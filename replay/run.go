@@ -157,7 +157,7 @@ func Run(ctx context.Context, r io.Reader, cfg Config) (*Report, error) {
 			in.Blank++
 			continue
 		}
-		rec.reset()
+		rec.reset(len(fields.Extra))
 		if err := parser.parse(line, &rec); err != nil {
 			if err == errHeader {
 				in.Header++

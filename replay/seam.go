@@ -6,34 +6,35 @@ package replay
 // seam burst, up to twice the limit, where the end of one window meets the
 // start of the next. It counts; it does not decide.
 type seamQueue struct {
-	at, cost []int64
-	off      int
-	sum      int64
+	ents []seamEntry
+	off  int
+	sum  int64
 }
+
+type seamEntry struct{ at, cost int64 }
 
 // add records an admitted request and returns the cost admitted in
 // (t−window, t] and the time of the oldest request in that span.
 func (q *seamQueue) add(t, cost, window int64) (int64, int64) {
-	for q.off < len(q.at) && q.at[q.off] <= t-window {
-		q.sum -= q.cost[q.off]
+	cut := t - window
+	for q.off < len(q.ents) && q.ents[q.off].at <= cut {
+		q.sum -= q.ents[q.off].cost
 		q.off++
 	}
-	if q.off == len(q.at) {
-		q.at, q.cost, q.off = q.at[:0], q.cost[:0], 0
-	} else if q.off > 0 && len(q.at) == cap(q.at) && q.off >= len(q.at)-q.off {
-		n := copy(q.at, q.at[q.off:])
-		copy(q.cost, q.cost[q.off:])
-		q.at, q.cost, q.off = q.at[:n], q.cost[:n], 0
+	if q.off == len(q.ents) {
+		q.ents, q.off = q.ents[:0], 0
+	} else if q.off > 0 && len(q.ents) == cap(q.ents) && q.off >= len(q.ents)-q.off {
+		n := copy(q.ents, q.ents[q.off:])
+		q.ents, q.off = q.ents[:n], 0
 	}
-	q.at = append(q.at, t)
-	q.cost = append(q.cost, cost)
+	q.ents = append(q.ents, seamEntry{t, cost})
 	q.sum += cost
-	return q.sum, q.at[q.off]
+	return q.sum, q.ents[q.off].at
 }
 
-// release frees the buffers once the newest entry has left the window.
+// release frees the buffer once the newest entry has left the window.
 func (q *seamQueue) release(now, window int64) {
-	if cap(q.at) > 0 && (len(q.at) == q.off || q.at[len(q.at)-1] <= now-window) {
+	if cap(q.ents) > 0 && (len(q.ents) == q.off || q.ents[len(q.ents)-1].at <= now-window) {
 		*q = seamQueue{}
 	}
 }
