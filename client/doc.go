@@ -5,10 +5,13 @@
 // A [Transport] wraps another RoundTripper (http.DefaultTransport by
 // default). For each request it:
 //
-//   - waits first if an earlier response from the same host said the
-//     allowance is spent (RateLimit "r=0", RateLimit-Remaining: 0 or
-//     X-RateLimit-Remaining: 0), until the advertised reset, instead of
-//     sending the request into a 429 ("pacing before refusal");
+//   - waits first if the host's allowance is spent, until the advertised
+//     reset, instead of sending the request into a 429 ("pacing before
+//     refusal"). The allowance is the remaining count of the newest
+//     response (RateLimit "r", RateLimit-Remaining or
+//     X-RateLimit-Remaining, with a reset) less the requests sent to that
+//     host since, so concurrent callers sharing the Transport do not all
+//     spend the same last unit;
 //   - on 429 and 503, honours Retry-After in both forms (delay-seconds and
 //     the three HTTP-date formats of RFC 9110), up to [Config.MaxWait];
 //     Retry-After takes precedence over the RateLimit fields;

@@ -98,14 +98,12 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var prev time.Duration // previous backoff, for DecorrelatedJitter
 	retries := 0           // backoff exponent: retries without a server hint
 	for attempt := 1; ; attempt++ {
-		if wait := t.pacer.wait(host, c.Now()); wait > 0 {
-			werr := &WaitError{Host: host, Wait: wait, FromServer: true, Attempts: attempt - 1}
-			if err := t.pause(ctx, werr); err != nil {
-				if attempt == 1 {
-					closeBody(req)
-				}
-				return nil, err
+		seq, err := t.acquire(ctx, host, attempt-1)
+		if err != nil {
+			if attempt == 1 {
+				closeBody(req)
 			}
+			return nil, err
 		}
 
 		out := req
@@ -127,7 +125,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			wait = backoff(c.Strategy, c.BaseDelay, c.MaxDelay, retries, prev, c.Rand)
 			prev, retries = wait, retries+1
 		} else {
-			ra, hasRA := t.observe(host, resp, now)
+			ra, hasRA := t.observe(host, seq, resp, now)
 			if !retryable(resp.StatusCode, rewindable, idem) || attempt >= c.MaxAttempts {
 				return resp, nil
 			}
@@ -177,25 +175,47 @@ func (t *Transport) pause(ctx context.Context, werr *WaitError) error {
 	return c.Sleep(ctx, d+extra)
 }
 
-// observe records the host's rate-limit state from resp and returns its
-// valid Retry-After on 429 and 503. Retry-After takes precedence over the
-// RateLimit fields; a response served from a cache (Age > 0) is ignored.
-func (t *Transport) observe(host string, resp *http.Response, now time.Time) (time.Duration, bool) {
+// observe records the host's rate-limit state from resp, the response to
+// request seq, and returns its valid Retry-After on 429 and 503.
+// Retry-After takes precedence over the RateLimit fields; a response
+// served from a cache (Age > 0) is ignored.
+func (t *Transport) observe(host string, seq uint64, resp *http.Response, now time.Time) (time.Duration, bool) {
 	if age, ok := parseDigits(resp.Header.Get("Age")); ok && age > 0 {
 		return 0, false
 	}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		if ra, ok := retryAfter(resp.Header, now); ok {
-			if ra > 0 {
-				t.pacer.hold(host, now.Add(ra), now)
-			}
+			t.pacer.holdUntil(host, now.Add(ra), now)
 			return ra, true
 		}
 	}
-	if a, ok := ParseAllowance(resp.Header, now); ok && a.spent() {
-		t.pacer.hold(host, now.Add(a.Reset), now)
+	if a, ok := ParseAllowance(resp.Header, now); ok {
+		t.pacer.observe(host, seq, a, now)
 	}
 	return 0, false
+}
+
+// maxPacingWaits bounds the waits for one attempt, in case an injected
+// Sleep does not move the injected clock.
+const maxPacingWaits = 100
+
+// acquire waits until the pacer lets a request to host go and returns its
+// sequence number, or fails at once with a WaitError when the wait exceeds
+// MaxWait or would reach ctx's deadline. sent is how many times the
+// request was sent already.
+func (t *Transport) acquire(ctx context.Context, host string, sent int) (uint64, error) {
+	c := &t.cfg
+	for range maxPacingWaits {
+		seq, wait := t.pacer.acquire(host, c.Now())
+		if wait == 0 {
+			return seq, nil
+		}
+		werr := &WaitError{Host: host, Wait: wait, FromServer: true, Attempts: sent}
+		if err := t.pause(ctx, werr); err != nil {
+			return 0, err
+		}
+	}
+	return t.pacer.force(host, c.Now()), nil
 }
 
 // retryable reports whether a response with status code is retried: 429
