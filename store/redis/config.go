@@ -63,7 +63,7 @@ func (c Config) Validate() error {
 	if c.BreakerFailures < 0 || c.LocalMaxKeys < 0 {
 		errs = append(errs, errors.New("redis: BreakerFailures and LocalMaxKeys must not be negative"))
 	}
-	if c.OnFailure > FailLocal {
+	if c.OnFailure > FailClosed {
 		errs = append(errs, fmt.Errorf("redis: unknown OnFailure %d", c.OnFailure))
 	}
 	return errors.Join(errs...)
