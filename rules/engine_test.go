@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -53,5 +54,104 @@ func TestDelayCappedByMaxDelay(t *testing.T) {
 		if delays[i] != want[i] {
 			t.Fatalf("delays %v, want %v", delays, want)
 		}
+	}
+}
+
+// TestMultiPolicyAllOrNothing: when one of several matching rules refuses,
+// none is charged (nginx's rule), and the refusal names the violated one.
+func TestMultiPolicyAllOrNothing(t *testing.T) {
+	e, _ := newEngine(t, Config{Rules: []Rule{
+		{Name: "global", Policies: []Policy{{Algorithm: "fixed_window", Limit: 10, Window: "1m"}}},
+		{Name: "login", Match: Match{Paths: []string{"/login"}}, Policies: []Policy{{Algorithm: "fixed_window", Limit: 1, Window: "1m"}}},
+	}})
+	decide(t, e, get("/login", "192.0.2.1")) // global 9, login 0
+	res := decide(t, e, get("/login", "192.0.2.1"))
+	if res.Outcome != Refused || res.Rule() != "login" {
+		t.Fatalf("second login: %v by %q", res.Outcome, res.Rule())
+	}
+	if vp := res.AppendViolatedPolicies(nil); len(vp) != 1 || vp[0] != "login" {
+		t.Fatalf("violated %v", vp)
+	}
+	// The refused login did not charge the global rule.
+	if res := decide(t, e, get("/other", "192.0.2.1")); res.Decision.Remaining != 8 {
+		t.Fatalf("global remaining %d, want 8", res.Decision.Remaining)
+	}
+}
+
+// TestNginxDelayTable replays the worked example of nginx limit_req
+// (rate=10r/s burst=5, seven requests at one instant) for the default,
+// nodelay and delay=3.
+func TestNginxDelayTable(t *testing.T) {
+	ms := time.Millisecond
+	tests := []struct {
+		name   string
+		policy Policy
+		want   []time.Duration // -1: refused
+	}{
+		{"default", Policy{Algorithm: "leaky_bucket", Rate: "10/s", Burst: 5}, []time.Duration{0, 100 * ms, 200 * ms, 300 * ms, 400 * ms, 500 * ms, -1}},
+		{"nodelay", Policy{Algorithm: "leaky_bucket", Rate: "10/s", Burst: 5, Mode: "nodelay"}, []time.Duration{0, 0, 0, 0, 0, 0, -1}},
+		{"delay=3", Policy{Algorithm: "leaky_bucket", Rate: "10/s", Burst: 5, Delay: 3}, []time.Duration{0, 0, 0, 0, 100 * ms, 200 * ms, -1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, _ := newEngine(t, Config{Rules: []Rule{{Name: "lb", Policies: []Policy{tt.policy}}}})
+			for i, want := range tt.want {
+				res := decide(t, e, get("/", "192.0.2.1"))
+				got := res.Delay
+				if res.Outcome == Refused {
+					got = -1
+				}
+				if wantOut := map[bool]Outcome{true: Delayed, false: Allowed}[want > 0]; want >= 0 && res.Outcome != wantOut {
+					t.Fatalf("request %d: outcome %v, want %v", i+1, res.Outcome, wantOut)
+				}
+				if got != want {
+					t.Fatalf("request %d: delay %v, want %v", i+1, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestDecideAllocatesNothingForAllowedIPRequest(t *testing.T) {
+	e, _ := newEngine(t, Config{Rules: []Rule{{
+		Name:     "per-ip",
+		Policies: []Policy{{Rate: "1000000/s"}},
+	}}})
+	r := get("/items/1", "192.0.2.1")
+	ctx := context.Background()
+	decide(t, e, r) // build the key once
+	n := testing.AllocsPerRun(1000, func() {
+		res, err := e.Decide(ctx, r)
+		if err != nil || res.Outcome != Allowed {
+			t.Fatal(res.Outcome, err)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("%v allocs per allowed request, want 0", n)
+	}
+	// Headers: one allocation for all per-request values.
+	res := decide(t, e, r)
+	var buf [8]Header
+	n = testing.AllocsPerRun(1000, func() { res.AppendHeaders(buf[:0]) })
+	if n != 1 {
+		t.Fatalf("%v allocs for the headers, want 1", n)
+	}
+}
+
+func TestDecideAllocatesNothingForTwoPolicies(t *testing.T) {
+	e, _ := newEngine(t, Config{Rules: []Rule{
+		{Name: "per-ip", Policies: []Policy{{Rate: "1000000/s"}, {Algorithm: "sliding_window", Rate: "100000000/h"}}},
+		{Name: "v6", Key: Key{"ip", "method"}, Policies: []Policy{{Rate: "1000000/s"}}},
+	}})
+	r := get("/items/1", "2001:db8::7")
+	ctx := context.Background()
+	decide(t, e, r)
+	n := testing.AllocsPerRun(1000, func() {
+		if res, err := e.Decide(ctx, r); err != nil || res.Outcome != Allowed {
+			t.Fatal(res.Outcome, err)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("%v allocs, want 0", n)
 	}
 }

@@ -1,0 +1,141 @@
+package rules
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/limit"
+)
+
+// recordingStore is a limit.Store that records the keys it is asked about
+// and allows everything. It exists to look at keys, which a real store
+// hides; decisions are tested against store/memory.
+type recordingStore struct{ keys []string }
+
+func (s *recordingStore) Apply(_ context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
+	s.keys = append(s.keys, key)
+	return limit.Decision{Allowed: true, Policy: p}, nil
+}
+
+func (s *recordingStore) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decision, error) {
+	for _, r := range reqs {
+		s.keys = append(s.keys, r.Key)
+	}
+	return limit.Decision{Allowed: true}, nil
+}
+
+func keysOf(t *testing.T, cfg Config, r *req) []string {
+	t.Helper()
+	s := &recordingStore{}
+	e, err := New(cfg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Decide(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	return s.keys
+}
+
+var oneRate = []Policy{{Rate: "10/s"}}
+
+func TestKeys(t *testing.T) {
+	long := strings.Repeat("k", 200)
+	tests := []struct {
+		name string
+		key  Key
+		r    *req
+		want []string // nil: the rule does not apply
+	}{
+		{"ip default", nil, get("/", "192.0.2.1"), []string{"r\x1fr\x1f192.0.2.1"}},
+		{"v6 /64", Key{"ip"}, get("/", "2001:db8::1"), []string{"r\x1fr\x1f2001:db8::/64"}},
+		{"header", Key{"header:x-api-key"}, get("/", "192.0.2.1").with("X-API-Key", "abc"), []string{"r\x1fr\x1fabc"}},
+		{"header missing: not applied", Key{"header:X-API-Key"}, get("/", "192.0.2.1"), nil},
+		{"query", Key{"query:api_key"}, &req{method: "GET", path: "/", query: map[string]string{"api_key": "q1"}}, []string{"r\x1fr\x1fq1"}},
+		{"composite", Key{"ip", "method", "path"}, get("/a", "192.0.2.1"), []string{"r\x1fr\x1f192.0.2.1\x1fGET\x1f/a"}},
+		{"host lower-cased without port", Key{"host"}, &req{method: "GET", host: "API.Example.com:443", path: "/"}, []string{"r\x1fr\x1fapi.example.com"}},
+		{"long value hashed", Key{"header:X-Key"}, get("/", "192.0.2.1").with("X-Key", long), []string{"r\x1fr\x1f#" + hashHex(long)}},
+		{"separator in value hashed", Key{"header:X-Key"}, get("/", "192.0.2.1").with("X-Key", "a\x1fb"), []string{"r\x1fr\x1f#" + hashHex("a\x1fb")}},
+		{"leading # hashed", Key{"header:X-Key"}, get("/", "192.0.2.1").with("X-Key", "#abc"), []string{"r\x1fr\x1f#" + hashHex("#abc")}},
+		{"no remote address: not applied", nil, &req{method: "GET", path: "/"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.r.header == nil {
+				tt.r.header = map[string]string{}
+			}
+			got := keysOf(t, Config{Rules: []Rule{{Name: "r", Key: tt.key, Policies: oneRate}}}, tt.r)
+			if strings.Join(got, "|") != strings.Join(tt.want, "|") {
+				t.Fatalf("keys %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func hashHex(s string) string {
+	var e Engine
+	b := e.appendClientValue(nil, s)
+	return string(b[1:])
+}
+
+func TestAnonymousBucket(t *testing.T) {
+	e, _ := newEngine(t, Config{Rules: []Rule{{
+		Name: "by-key", Key: Key{"header:X-API-Key"}, Anonymous: true,
+		Policies: []Policy{{Algorithm: "fixed_window", Limit: 2, Window: "1m"}},
+	}}})
+	// Clients without a key share one bucket, whoever they are.
+	decide(t, e, get("/", "192.0.2.1"))
+	decide(t, e, get("/", "192.0.2.2"))
+	if res := decide(t, e, get("/", "192.0.2.3")); res.Outcome != Refused {
+		t.Fatalf("third anonymous request: %v", res.Outcome)
+	}
+	// A keyed client has its own.
+	if res := decide(t, e, get("/", "192.0.2.3").with("X-API-Key", "k")); res.Outcome != Allowed {
+		t.Fatalf("keyed request: %v", res.Outcome)
+	}
+}
+
+func TestMissingKeyRuleDoesNotApply(t *testing.T) {
+	e, _ := newEngine(t, Config{Rules: []Rule{{
+		Name: "by-key", Key: Key{"header:X-API-Key"},
+		Policies: []Policy{{Algorithm: "fixed_window", Limit: 1, Window: "1m"}},
+	}}})
+	for i := 0; i < 5; i++ {
+		if res := decide(t, e, get("/", "192.0.2.1")); res.Outcome != Allowed || res.Matched() {
+			t.Fatalf("request %d without key: %v matched %v", i, res.Outcome, res.Matched())
+		}
+	}
+}
+
+// TestRulesNeverShareKeys: two rules with the same key and policy count
+// separately.
+func TestRulesNeverShareKeys(t *testing.T) {
+	p := []Policy{{Algorithm: "fixed_window", Limit: 2, Window: "1m"}}
+	e, _ := newEngine(t, Config{Rules: []Rule{
+		{Name: "a", Match: Match{Paths: []string{"/a"}}, Policies: p},
+		{Name: "b", Match: Match{Paths: []string{"/b"}}, Policies: p},
+	}})
+	decide(t, e, get("/a", "192.0.2.1"))
+	decide(t, e, get("/a", "192.0.2.1"))
+	if res := decide(t, e, get("/b", "192.0.2.1")); res.Outcome != Allowed || res.Decision.Remaining != 1 {
+		t.Fatalf("rule b after two on a: %v remaining %d", res.Outcome, res.Decision.Remaining)
+	}
+}
+
+func TestKeyCacheBounded(t *testing.T) {
+	c := newKeyCache(32)
+	for i := 0; i < 10000; i++ {
+		c.intern([]byte("key-" + strings.Repeat("x", i%50) + string(rune('a'+i%26))))
+	}
+	total := 0
+	for i := range c.shards {
+		total += len(c.shards[i].cur) + len(c.shards[i].old)
+	}
+	if total > 2*32+2*keyShards {
+		t.Fatalf("cache holds %d keys, capacity 32", total)
+	}
+	if a, b := c.intern([]byte("same")), c.intern([]byte("same")); a != b {
+		t.Fatal("intern changed the key")
+	}
+}

@@ -1,0 +1,105 @@
+package rules
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func tieredConfig(t *testing.T) Config {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "plans.txt")
+	if err := os.WriteFile(file, []byte("# API keys and their plans\nkey-pro pro\n\nkey-ent\tenterprise\nkey-both free\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return Config{Rules: []Rule{{
+		Name: "api",
+		Key:  Key{"header:X-API-Key"},
+		Tiers: &Tiers{
+			Plans: map[string][]Policy{
+				"free":       {{Algorithm: "fixed_window", Limit: 1, Window: "1m"}},
+				"pro":        {{Algorithm: "fixed_window", Limit: 3, Window: "1m"}},
+				"enterprise": {{Algorithm: "fixed_window", Limit: 5, Window: "1m"}},
+			},
+			Members:     map[string]string{"key-both": "pro"}, // wins over the file
+			MembersFile: file,
+			Default:     "free",
+		},
+	}}}
+}
+
+func TestTiers(t *testing.T) {
+	e, _ := newEngine(t, tieredConfig(t))
+	allowed := func(key string) int {
+		n := 0
+		for i := 0; i < 10; i++ {
+			res := decide(t, e, get("/", "192.0.2.1").with("X-API-Key", key))
+			if res.Outcome == Allowed {
+				n++
+			}
+		}
+		return n
+	}
+	for key, want := range map[string]int{"key-pro": 3, "key-ent": 5, "key-both": 3, "unknown-key": 1} {
+		if got := allowed(key); got != want {
+			t.Errorf("%s: %d allowed, want %d", key, got, want)
+		}
+	}
+	res := decide(t, e, get("/", "192.0.2.1").with("X-API-Key", "key-ent"))
+	h := headers(&res)
+	if h[HeaderRateLimitPolicy] != `"api-enterprise";q=5;w=60` {
+		t.Errorf("policy header %q", h[HeaderRateLimitPolicy])
+	}
+}
+
+func TestTierIdentityDiffersFromKey(t *testing.T) {
+	// Counted per IP, plan chosen by a header.
+	e, _ := newEngine(t, Config{Rules: []Rule{{
+		Name: "ip-by-plan",
+		Tiers: &Tiers{
+			Identity: Key{"header:X-Plan-Token"},
+			Plans: map[string][]Policy{
+				"free": {{Algorithm: "fixed_window", Limit: 1, Window: "1m"}},
+				"pro":  {{Algorithm: "fixed_window", Limit: 2, Window: "1m"}},
+			},
+			Members: map[string]string{"gold": "pro"},
+			Default: "free",
+		},
+	}}})
+	n := 0
+	for i := 0; i < 4; i++ {
+		if decide(t, e, get("/", "192.0.2.9").with("X-Plan-Token", "gold")).Outcome == Allowed {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("pro by token: %d allowed, want 2", n)
+	}
+	if decide(t, e, get("/", "192.0.2.10")).Outcome != Allowed || decide(t, e, get("/", "192.0.2.10")).Outcome != Refused {
+		t.Fatal("no token: want the free plan")
+	}
+}
+
+func TestLoadPlanMap(t *testing.T) {
+	dir := t.TempDir()
+	j := filepath.Join(dir, "plans.json")
+	os.WriteFile(j, []byte(`{"a":"free","b":"pro"}`), 0o600)
+	m, err := LoadPlanMap(j)
+	if err != nil || m["a"] != "free" || m["b"] != "pro" {
+		t.Fatalf("%v %v", m, err)
+	}
+	bad := filepath.Join(dir, "bad.txt")
+	os.WriteFile(bad, []byte("secret-key free extra\n"), 0o600)
+	if _, err := LoadPlanMap(bad); err == nil || !strings.Contains(err.Error(), "bad.txt:1") || strings.Contains(err.Error(), "secret-key") {
+		t.Fatalf("error %v: want the line, not the identity", err)
+	}
+	dup := filepath.Join(dir, "dup.txt")
+	os.WriteFile(dup, []byte("k free\nk pro\n"), 0o600)
+	if _, err := LoadPlanMap(dup); err == nil || !strings.Contains(err.Error(), "dup.txt:2") {
+		t.Fatalf("error %v", err)
+	}
+	if _, err := LoadPlanMap(filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("missing file: no error")
+	}
+}
