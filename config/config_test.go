@@ -29,7 +29,7 @@ func TestDefaultIsValid(t *testing.T) {
 	}
 	r := c.Rules[0]
 	if r.Name != "per-ip" || len(r.Key) != 1 || r.Key[0] != "ip" || len(r.Policies) != 1 ||
-		r.Policies[0].Rate != "10/s" || r.Policies[0].Burst != 20 {
+		r.Policies[0].Rate != "5/s" || r.Policies[0].Burst != 10 {
 		t.Fatalf("rule = %+v", r)
 	}
 }

@@ -1,0 +1,16 @@
+// Package fastlimit adapts tollgate's rule engine (package rules) to
+// fasthttp (github.com/valyala/fasthttp), and so to Fiber and other
+// frameworks built on it. It is the data path of tollgate's edge gateway,
+// offered as a library.
+//
+// It writes no rule, key, header or refusal logic of its own: [Request]
+// presents a *fasthttp.RequestCtx to [rules.Engine.Decide] without
+// allocating, [SetHeaders] copies the engine's header fields to the
+// response, and [WriteRefusal] writes the engine's refusal (status,
+// problem+json body, no body for HEAD). [Middleware] puts them together
+// around a fasthttp.RequestHandler.
+//
+// fasthttp has no per-request cancellation when a client goes away, so a
+// shaped (delayed) request waits its whole delay, which the engine caps by
+// rules.Config.MaxDelay.
+package fastlimit

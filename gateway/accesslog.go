@@ -1,0 +1,204 @@
+package gateway
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/rules"
+)
+
+// accessLog writes one line per request, as JSON lines or in the combined
+// format with the rule and outcome appended. Lines are buffered and
+// flushed every second and on Close.
+type accessLog struct {
+	combined bool
+	mu       sync.Mutex
+	w        *bufio.Writer
+	f        io.WriteCloser
+	pool     sync.Pool
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+func openAccessLog(path, format string) (*accessLog, error) {
+	var f io.WriteCloser = nopCloser{os.Stdout}
+	if path != "-" {
+		file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		f = file
+	}
+	a := &accessLog{
+		combined: format == "combined",
+		w:        bufio.NewWriterSize(f, 64<<10),
+		f:        f,
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	a.pool.New = func() any { return &entry{} }
+	go a.flusher()
+	return a, nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+func (a *accessLog) flusher() {
+	defer close(a.done)
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			a.mu.Lock()
+			a.w.Flush()
+			a.mu.Unlock()
+		case <-a.stop:
+			return
+		}
+	}
+}
+
+// Close flushes and closes the log.
+func (a *accessLog) Close() error {
+	close(a.stop)
+	<-a.done
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.w.Flush()
+	return a.f.Close()
+}
+
+// entry collects one request's fields before the proxy rewrites it.
+type entry struct {
+	start                          time.Time
+	method, host, uri, ua, referer []byte
+	rule, outcome                  string
+}
+
+func (a *accessLog) begin(ctx *fasthttp.RequestCtx) *entry {
+	e := a.pool.Get().(*entry)
+	e.start = time.Now()
+	h := &ctx.Request.Header
+	e.method = append(e.method[:0], h.Method()...)
+	e.host = append(e.host[:0], h.Host()...)
+	e.uri = append(e.uri[:0], h.RequestURI()...)
+	e.ua = append(e.ua[:0], h.UserAgent()...)
+	e.referer = append(e.referer[:0], h.Referer()...)
+	e.rule, e.outcome = "", ""
+	return e
+}
+
+// result records the decisive rule and the outcome.
+func (e *entry) result(res *rules.Result) {
+	if !res.Matched() {
+		return
+	}
+	e.outcome = res.Outcome.String()
+	var names [4]string
+	if v := res.AppendViolatedPolicies(names[:0]); len(v) > 0 {
+		e.rule = v[0]
+	}
+}
+
+func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
+	defer a.pool.Put(e)
+	status := ctx.Response.StatusCode()
+	size := ctx.Response.Header.ContentLength()
+	if size < 0 {
+		size = 0
+	}
+	var buf [512]byte
+	var rbuf [64]byte
+	remote := rbuf[:0]
+	if addr, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		remote = addr.AddrPort().Addr().Unmap().AppendTo(remote)
+	}
+	b := buf[:0]
+	now := time.Now()
+	if a.combined {
+		b = append(b, remote...)
+		b = append(b, " - - ["...)
+		b = now.AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
+		b = append(b, "] \""...)
+		b = append(b, e.method...)
+		b = append(b, ' ')
+		b = append(b, e.uri...)
+		b = append(b, " HTTP/1.1\" "...)
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(size), 10)
+		b = append(b, " \""...)
+		b = appendCombined(b, e.referer)
+		b = append(b, "\" \""...)
+		b = appendCombined(b, e.ua)
+		b = append(b, "\" rule="...)
+		b = append(b, orDash(e.rule)...)
+		b = append(b, " decision="...)
+		b = append(b, orDash(e.outcome)...)
+		b = append(b, '\n')
+	} else {
+		b = append(b, `{"time":"`...)
+		b = now.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","remote_addr":"`...)
+		b = append(b, remote...)
+		b = append(b, `","method":`...)
+		b = strconv.AppendQuote(b, string(e.method))
+		b = append(b, `,"host":`...)
+		b = strconv.AppendQuote(b, string(e.host))
+		b = append(b, `,"uri":`...)
+		b = strconv.AppendQuote(b, string(e.uri))
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, `,"bytes":`...)
+		b = strconv.AppendInt(b, int64(size), 10)
+		b = append(b, `,"duration_ms":`...)
+		b = strconv.AppendFloat(b, float64(now.Sub(e.start).Microseconds())/1000, 'f', 3, 64)
+		b = append(b, `,"user_agent":`...)
+		b = strconv.AppendQuote(b, string(e.ua))
+		b = append(b, `,"rule":`...)
+		b = strconv.AppendQuote(b, e.rule)
+		b = append(b, `,"decision":`...)
+		b = strconv.AppendQuote(b, e.outcome)
+		b = append(b, "}\n"...)
+	}
+	a.mu.Lock()
+	a.w.Write(b)
+	a.mu.Unlock()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// appendCombined appends a quoted-field value with quotes and backslashes
+// escaped, as nginx does.
+func appendCombined(b, v []byte) []byte {
+	if len(v) == 0 {
+		return append(b, '-')
+	}
+	for _, c := range v {
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c < 0x20 || c == 0x7f:
+			b = append(b, `\x`...)
+			b = append(b, "0123456789ABCDEF"[c>>4], "0123456789ABCDEF"[c&15])
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}

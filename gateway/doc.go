@@ -1,0 +1,25 @@
+// Package gateway is tollgate's edge gateway: a reverse proxy on fasthttp
+// that runs every request through the rule engine (package rules, adapted
+// by package fastlimit) before it reaches an upstream, built from one
+// config.Config.
+//
+// The traffic listener serves the data path; a separate admin listener
+// (loopback by default) serves /metrics (Prometheus), /healthz, /readyz and
+// /config (the running configuration with secrets masked). [Gateway.Reload]
+// validates a new configuration and swaps it in atomically: routes,
+// upstream clients and the rule engine are one immutable snapshot behind an
+// atomic.Pointer, and the store is kept, so the counters of unchanged rules
+// survive. [Gateway.Shutdown] stops accepting and lets in-flight requests
+// finish.
+//
+// The proxy appends the client to X-Forwarded-For and sets
+// X-Forwarded-Proto and X-Forwarded-Host, removes hop-by-hop header
+// fields, streams request and response bodies, passes WebSocket upgrades
+// through, and answers 502 (upstream unreachable) or 504 (timed out) with
+// an application/problem+json body.
+//
+// HTTP/2 is not offered to clients: fasthttp implements HTTP/1.1 only, and
+// fasthttp is the stack that reaches the throughput targets (see
+// BENCHMARKS.md); a gateway that needs HTTP/2 to clients can sit behind a
+// TLS terminator that speaks it, or use package httplimit on net/http.
+package gateway

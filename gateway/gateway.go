@@ -1,0 +1,318 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/memory"
+)
+
+// Gateway is a running edge gateway. Create it with New, start it with
+// Start, change its configuration with Reload or ReloadFile, and stop it
+// with Shutdown (graceful) or Close.
+type Gateway struct {
+	log  *slog.Logger
+	m    *metrics
+	snap atomic.Pointer[snapshot]
+
+	// mu serializes reloads and guards clients.
+	mu      sync.Mutex
+	clients map[string]*fasthttp.HostClient
+
+	store    limit.Store
+	memStore *memory.Store
+	storeCfg config.Store
+
+	server   *fasthttp.Server
+	ln       net.Listener
+	admin    *http.Server
+	adminLn  net.Listener
+	access   *accessLog
+	ready    atomic.Bool
+	tunnels  tunnels
+	serveErr chan error
+
+	// stop ends the watcher; done reports it has.
+	stop, done chan struct{}
+	closeOnce  sync.Once
+}
+
+// New builds a gateway from cfg (as returned by config.Load, so valid and
+// with defaults) without opening any socket. log may be nil (slog.Default).
+func New(cfg *config.Config, log *slog.Logger) (*Gateway, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	g := &Gateway{
+		log:      log,
+		clients:  map[string]*fasthttp.HostClient{},
+		serveErr: make(chan error, 2),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	if err := g.openStore(cfg.Store); err != nil {
+		return nil, err
+	}
+	g.m = newMetrics(g.liveKeys)
+	s, err := g.build(cfg)
+	if err != nil {
+		g.store = nil
+		if g.memStore != nil {
+			g.memStore.Close()
+		}
+		return nil, err
+	}
+	g.snap.Store(s)
+	if cfg.AccessLog.Path != "" {
+		if g.access, err = openAccessLog(cfg.Resolve(cfg.AccessLog.Path), cfg.AccessLog.Format); err != nil {
+			g.memStoreClose()
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+func (g *Gateway) openStore(sc config.Store) error {
+	switch {
+	case sc.Redis != nil:
+		return errors.New("store: redis is not available in this build yet; use store: memory")
+	default:
+		ms, err := memory.New(memory.Config{MaxKeys: sc.Memory.MaxKeys})
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		g.store, g.memStore = ms, ms
+	}
+	g.storeCfg = sc
+	return nil
+}
+
+func (g *Gateway) memStoreClose() {
+	if g.memStore != nil {
+		g.memStore.Close()
+	}
+}
+
+func (g *Gateway) liveKeys() float64 {
+	if g.memStore == nil {
+		return 0
+	}
+	return float64(g.memStore.Stats().Keys)
+}
+
+// Start opens the traffic and admin listeners and serves in the
+// background. It returns once both listen, or with the error that
+// prevented it.
+func (g *Gateway) Start() error {
+	s := g.snap.Load()
+	cfg := s.cfg
+	ln, err := net.Listen("tcp", cfg.Listen.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	if cfg.Listen.TLS != nil {
+		ln = tls.NewListener(ln, &tls.Config{
+			MinVersion: tls.VersionTLS12,
+			NextProtos: []string{"http/1.1"},
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+				return g.snap.Load().cert, nil
+			},
+		})
+	}
+	g.ln = ln
+	g.server = &fasthttp.Server{
+		Handler:               g.serve,
+		Name:                  "tollgate",
+		ReadTimeout:           cfg.Listen.ReadTimeout,
+		WriteTimeout:          cfg.Listen.WriteTimeout,
+		IdleTimeout:           cfg.Listen.IdleTimeout,
+		Concurrency:           cfg.Listen.MaxConns,
+		StreamRequestBody:     true,
+		NoDefaultServerHeader: true,
+		NoDefaultContentType:  true,
+		CloseOnShutdown:       true,
+		Logger:                fasthttpLogger{g.log},
+	}
+	if cfg.Admin.Addr != "off" {
+		if g.adminLn, err = net.Listen("tcp", cfg.Admin.Addr); err != nil {
+			ln.Close()
+			return fmt.Errorf("admin listen: %w", err)
+		}
+		g.admin = &http.Server{Handler: g.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := g.admin.Serve(g.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				g.serveErr <- fmt.Errorf("admin: %w", err)
+			}
+		}()
+	}
+	go func() {
+		if err := g.server.Serve(ln); err != nil {
+			g.serveErr <- fmt.Errorf("serve: %w", err)
+		}
+	}()
+	go g.watch()
+	g.ready.Store(true)
+	return nil
+}
+
+// Addr is the traffic listener's address, once started.
+func (g *Gateway) Addr() net.Addr { return g.ln.Addr() }
+
+// AdminAddr is the admin listener's address, or nil when it is off.
+func (g *Gateway) AdminAddr() net.Addr {
+	if g.adminLn == nil {
+		return nil
+	}
+	return g.adminLn.Addr()
+}
+
+// Err reports a listener that stopped serving on its own.
+func (g *Gateway) Err() <-chan error { return g.serveErr }
+
+// Config returns the running configuration.
+func (g *Gateway) Config() *config.Config { return g.snap.Load().cfg }
+
+// Reload validates-by-building cfg and, if it builds, swaps it in
+// atomically. The store is kept, so rules that did not change keep their
+// counters. Changes that need a restart (listener addresses, the store)
+// are refused: the old configuration keeps serving.
+func (g *Gateway) Reload(cfg *config.Config) error {
+	err := g.reload(cfg)
+	g.countReload(err)
+	return err
+}
+
+func (g *Gateway) reload(cfg *config.Config) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := g.snap.Load().cfg
+	var restart []string
+	if cfg.Listen.Addr != old.Listen.Addr || (cfg.Listen.TLS == nil) != (old.Listen.TLS == nil) {
+		restart = append(restart, "listen.addr/tls")
+	}
+	if cfg.Admin.Addr != old.Admin.Addr {
+		restart = append(restart, "admin.addr")
+	}
+	if !reflect.DeepEqual(storeShape(cfg.Store), storeShape(g.storeCfg)) {
+		restart = append(restart, "store")
+	}
+	if cfg.AccessLog.Path != old.AccessLog.Path || cfg.AccessLog.Format != old.AccessLog.Format {
+		restart = append(restart, "access_log")
+	}
+	if len(restart) > 0 {
+		return fmt.Errorf("reload refused: changes to %v need a restart", restart)
+	}
+	s, err := g.build(cfg)
+	if err != nil {
+		return err
+	}
+	g.snap.Store(s)
+	return nil
+}
+
+// storeShape is a store configuration without positions, for comparison.
+func storeShape(s config.Store) any {
+	type shape struct {
+		MaxKeys     int
+		URL         string
+		Timeout     time.Duration
+		OnError     string
+		Memory, Red bool
+	}
+	var sh shape
+	if s.Memory != nil {
+		sh.Memory, sh.MaxKeys = true, s.Memory.MaxKeys
+	}
+	if s.Redis != nil {
+		sh.Red, sh.URL, sh.Timeout, sh.OnError = true, s.Redis.URL, s.Redis.Timeout, s.Redis.OnError
+	}
+	return sh
+}
+
+// ReloadFile loads path and reloads it. A file that does not load is
+// logged and counted, and the old configuration keeps serving.
+func (g *Gateway) ReloadFile(path string) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		g.countReload(err)
+		return err
+	}
+	return g.Reload(cfg)
+}
+
+func (g *Gateway) countReload(err error) {
+	if err != nil {
+		g.m.reloads.WithLabelValues("failure").Inc()
+		g.m.reloadOK.Set(0)
+		g.log.Error("config reload failed; the previous configuration keeps serving", "err", err)
+		return
+	}
+	g.m.reloads.WithLabelValues("success").Inc()
+	g.m.reloadOK.Set(1)
+	g.log.Info("config reloaded", "rules", len(g.snap.Load().cfg.Rules))
+}
+
+// Shutdown stops accepting connections, waits for in-flight requests until
+// ctx ends, then releases everything. It returns ctx's error if requests
+// were still running when it ended.
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.ready.Store(false)
+	var err error
+	if g.server != nil {
+		err = g.server.ShutdownWithContext(ctx)
+	}
+	if g.admin != nil {
+		actx, cancel := context.WithTimeout(context.Background(), time.Second)
+		g.admin.Shutdown(actx)
+		cancel()
+	}
+	g.Close()
+	return err
+}
+
+// Close stops everything at once: listeners, tunnels, the watcher, the
+// store and the access log.
+func (g *Gateway) Close() error {
+	g.closeOnce.Do(func() {
+		g.ready.Store(false)
+		close(g.stop)
+		if g.server != nil {
+			<-g.done
+			g.server.Shutdown()
+		}
+		if g.admin != nil {
+			g.admin.Close()
+		}
+		g.tunnels.closeAll()
+		g.mu.Lock()
+		for _, c := range g.clients {
+			c.CloseIdleConnections()
+		}
+		g.mu.Unlock()
+		if g.access != nil {
+			g.access.Close()
+		}
+		g.memStoreClose()
+	})
+	return nil
+}
+
+// fasthttpLogger sends fasthttp's messages to slog.
+type fasthttpLogger struct{ log *slog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Warn(fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/tollgate-dev/tollgate/rules"
+)
+
+// metrics are the gateway's Prometheus collectors, on a registry of its
+// own. Label values are bounded by the configuration: rule and route
+// names, outcomes and status classes, never client keys.
+type metrics struct {
+	reg *prometheus.Registry
+
+	decisions      *prometheus.CounterVec   // rule, outcome
+	decisionTime   prometheus.Histogram     // seconds per Decide
+	storeErrors    *prometheus.CounterVec   // rule
+	upstreamTime   *prometheus.HistogramVec // route
+	upstreamStatus *prometheus.CounterVec   // route, class
+	reloads        *prometheus.CounterVec   // result
+	reloadOK       prometheus.Gauge
+}
+
+func newMetrics(liveKeys func() float64) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_decisions_total",
+			Help: "Rate-limit decisions by rule and outcome (allowed, delayed, refused, shadow_allowed, shadow_refused, error).",
+		}, []string{"rule", "outcome"}),
+		decisionTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tollgate_decision_duration_seconds",
+			Help:    "Time taken by the rule engine to decide one request, store included.",
+			Buckets: []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 5e-3, 0.025, 0.1},
+		}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_store_errors_total",
+			Help: "Store failures met while deciding, by rule.",
+		}, []string{"rule"}),
+		upstreamTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tollgate_upstream_duration_seconds",
+			Help:    "Time from sending a request upstream to its response headers, by route.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}, []string{"route"}),
+		upstreamStatus: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_upstream_responses_total",
+			Help: "Responses by route and status class (2xx, 3xx, 4xx, 5xx; error when no response came).",
+		}, []string{"route", "class"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_config_reloads_total",
+			Help: "Configuration reloads by result (success, failure).",
+		}, []string{"result"}),
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tollgate_config_last_reload_successful",
+			Help: "1 if the last reload attempt succeeded (or none was tried), 0 if it failed.",
+		}),
+	}
+	m.reloadOK.Set(1)
+	m.reg.MustRegister(m.decisions, m.decisionTime, m.storeErrors, m.upstreamTime,
+		m.upstreamStatus, m.reloads, m.reloadOK,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "tollgate_store_live_keys",
+			Help:        "Keys held by the store (memory store only).",
+			ConstLabels: prometheus.Labels{"store": "memory"},
+		}, liveKeys),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	for _, r := range []string{"success", "failure"} {
+		m.reloads.WithLabelValues(r)
+	}
+	return m
+}
+
+// ruleCounters are one rule's decision counters, resolved once per
+// snapshot so that counting on the request path is an array index.
+type ruleCounters struct {
+	byOutcome   [rules.Errored + 1]prometheus.Counter
+	storeErrors prometheus.Counter
+}
+
+// observer counts the engine's events; it is the rules.Observer of one
+// snapshot.
+type observer struct {
+	rules map[string]*ruleCounters
+}
+
+func (m *metrics) newObserver(cfg *rules.Config) *observer {
+	o := &observer{rules: make(map[string]*ruleCounters, len(cfg.Rules))}
+	for _, r := range cfg.Rules {
+		rc := &ruleCounters{storeErrors: m.storeErrors.WithLabelValues(r.Name)}
+		for out := rules.Allowed; out <= rules.Errored; out++ {
+			rc.byOutcome[out] = m.decisions.WithLabelValues(r.Name, out.String())
+		}
+		o.rules[r.Name] = rc
+	}
+	return o
+}
+
+// Observe implements rules.Observer.
+func (o *observer) Observe(ev rules.Event) {
+	rc := o.rules[ev.Rule]
+	if rc == nil || ev.Outcome > rules.Errored {
+		return
+	}
+	rc.byOutcome[ev.Outcome].Inc()
+	if ev.Outcome == rules.Errored {
+		rc.storeErrors.Inc()
+	}
+}
+
+// statusLabels are the upstream_responses_total classes, by statusIndex.
+var statusLabels = [7]string{"1xx", "2xx", "3xx", "4xx", "5xx", "error", "timeout"}
+
+const (
+	idxError   = 5
+	idxTimeout = 6
+)
+
+// statusIndex maps a status code to its class's index in statusLabels.
+func statusIndex(code int) int {
+	return min(max(code/100-1, 0), 4)
+}

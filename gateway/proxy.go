@@ -1,0 +1,162 @@
+package gateway
+
+import (
+	"errors"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// hopHeaders are the hop-by-hop fields (RFC 9110 §7.6.1) a proxy must not
+// forward, besides those the Connection field names. fasthttp handles
+// Connection and Transfer-Encoding itself.
+var hopHeaders = []string{
+	"Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Upgrade",
+}
+
+// removeConnectionListed deletes the fields named in Connection, then the
+// standard hop-by-hop ones.
+func removeRequestHop(h *fasthttp.RequestHeader) {
+	for _, v := range h.PeekAll("Connection") {
+		forEachToken(v, func(name []byte) { h.DelBytes(name) })
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+	h.ResetConnectionClose()
+}
+
+func removeResponseHop(h *fasthttp.ResponseHeader) {
+	for _, v := range h.PeekAll("Connection") {
+		forEachToken(v, func(name []byte) {
+			// close and keep-alive are fasthttp's own business.
+			if !equalFold(name, "close") && !equalFold(name, "keep-alive") {
+				h.DelBytes(name)
+			}
+		})
+	}
+	for _, k := range hopHeaders {
+		h.Del(k)
+	}
+}
+
+// forEachToken calls f with each comma-separated token of v, trimmed.
+func forEachToken(v []byte, f func([]byte)) {
+	for len(v) > 0 {
+		i := 0
+		for i < len(v) && v[i] != ',' {
+			i++
+		}
+		tok := v[:i]
+		for len(tok) > 0 && (tok[0] == ' ' || tok[0] == '\t') {
+			tok = tok[1:]
+		}
+		for len(tok) > 0 && (tok[len(tok)-1] == ' ' || tok[len(tok)-1] == '\t') {
+			tok = tok[:len(tok)-1]
+		}
+		if len(tok) > 0 {
+			f(tok)
+		}
+		if i == len(v) {
+			break
+		}
+		v = v[i+1:]
+	}
+}
+
+// setForwarded appends the peer to X-Forwarded-For (keeping what earlier
+// proxies wrote: trusting it is the next hop's decision, made with its own
+// trusted-proxy list) and sets X-Forwarded-Proto and X-Forwarded-Host,
+// replacing any value the client sent.
+func setForwarded(ctx *fasthttp.RequestCtx, scratch []byte) []byte {
+	h := &ctx.Request.Header
+	buf := scratch[:0]
+	if prior := h.Peek("X-Forwarded-For"); len(prior) > 0 {
+		buf = append(buf, prior...)
+		buf = append(buf, ", "...)
+	}
+	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		buf = a.AddrPort().Addr().Unmap().AppendTo(buf)
+	}
+	h.SetBytesV("X-Forwarded-For", buf)
+	if ctx.IsTLS() {
+		h.Set("X-Forwarded-Proto", "https")
+	} else {
+		h.Set("X-Forwarded-Proto", "http")
+	}
+	h.SetBytesV("X-Forwarded-Host", h.Host())
+	return buf
+}
+
+// proxy forwards the request to rt's upstream and fills the response,
+// streaming bodies both ways.
+func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *route) {
+	req := &ctx.Request
+	var scratch [128]byte
+	removeRequestHop(&req.Header)
+	setForwarded(ctx, scratch[:0])
+	if rt.basePath != "" {
+		uri := req.URI()
+		p := append(scratch[:0], rt.basePath...)
+		p = append(p, uri.PathOriginal()...)
+		uri.SetPathBytes(p)
+	}
+	setUpstream(req, rt)
+	req.SetTimeout(rt.timeout)
+	resp := &ctx.Response
+	start := time.Now()
+	err := rt.client.Do(req, resp)
+	if err != nil {
+		rt.upTime.Observe(time.Since(start).Seconds())
+		g.upstreamError(ctx, rt, err)
+		return
+	}
+	rt.upTime.Observe(time.Since(start).Seconds())
+	rt.upStatus[statusIndex(resp.StatusCode())].Inc()
+	removeResponseHop(&resp.Header)
+}
+
+// setUpstream points the request's URI and Host at rt's upstream.
+func setUpstream(req *fasthttp.Request, rt *route) {
+	uri := req.URI()
+	if rt.tls {
+		uri.SetScheme("https")
+	} else {
+		uri.SetScheme("http")
+	}
+	uri.SetHost(rt.hostHdr)
+	req.Header.SetHost(rt.hostHdr)
+}
+
+// upstreamError answers 504 for a timeout, 503 when the upstream's
+// connection limit is reached, and 502 otherwise.
+func (g *Gateway) upstreamError(ctx *fasthttp.RequestCtx, rt *route, err error) {
+	switch {
+	case isTimeout(err):
+		rt.upStatus[idxTimeout].Inc()
+		problem(ctx, fasthttp.StatusGatewayTimeout, "Gateway Timeout", "the upstream did not answer in time")
+	case errors.Is(err, fasthttp.ErrNoFreeConns):
+		rt.upStatus[idxError].Inc()
+		problem(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable", "the upstream connection limit is reached")
+	default:
+		rt.upStatus[idxError].Inc()
+		problem(ctx, fasthttp.StatusBadGateway, "Bad Gateway", "the upstream could not be reached")
+	}
+	g.log.Warn("upstream error", "route", rt.name, "err", err)
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) ||
+		errors.Is(err, os.ErrDeadlineExceeded) {
+		return true
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/fastlimit"
+	"github.com/tollgate-dev/tollgate/rules"
+)
+
+// serve is the traffic listener's handler: route, decide, then proxy.
+func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
+	s := g.snap.Load()
+	var ent *entry
+	if s.logAccess && g.access != nil {
+		ent = g.access.begin(ctx)
+		defer g.access.finish(ctx, ent)
+	}
+	rt := s.match(ctx.Host(), ctx.Path())
+	if rt == nil {
+		problem(ctx, fasthttp.StatusNotFound, "No route", "no route matches this host and path")
+		return
+	}
+	if max := s.cfg.Listen.MaxRequestBody; max > 0 && int64(ctx.Request.Header.ContentLength()) > max {
+		problem(ctx, fasthttp.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
+		return
+	}
+	var res rules.Result
+	if s.engine != nil {
+		t0 := time.Now()
+		res, _ = s.engine.Decide(ctx, fastlimit.Request{Ctx: ctx})
+		g.m.decisionTime.Observe(time.Since(t0).Seconds())
+		if ent != nil {
+			ent.result(&res)
+		}
+		if res.Refused() {
+			fastlimit.WriteRefusal(ctx, &res)
+			return
+		}
+		if res.Delay > 0 {
+			time.Sleep(res.Delay)
+		}
+	}
+	switch {
+	case rt.demo:
+		demo(ctx)
+	case isUpgrade(&ctx.Request.Header):
+		// The upstream's 101 response goes to the client raw through the
+		// tunnel: no rate-limit headers can be added to it.
+		g.websocket(ctx, rt)
+		return
+	default:
+		g.proxy(ctx, rt)
+	}
+	if res.Matched() {
+		fastlimit.SetHeaders(&ctx.Response.Header, &res)
+	}
+}
+
+// problem answers with an RFC 9457 application/problem+json body.
+func problem(ctx *fasthttp.RequestCtx, status int, title, detail string) {
+	ctx.Response.Reset()
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/problem+json")
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	b := ctx.Response.BodyWriter()
+	// Titles and details are fixed strings of this package: no escaping
+	// is needed.
+	_, _ = b.Write([]byte(`{"type":"about:blank","title":"` + title + `","status":` +
+		itoa(status) + `,"detail":"` + detail + `"}`))
+}
+
+func itoa(n int) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}

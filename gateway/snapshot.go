@@ -1,0 +1,202 @@
+package gateway
+
+import (
+	"cmp"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/rules"
+)
+
+// snapshot is everything one configuration serves with. It is immutable
+// once built and swapped whole on reload.
+type snapshot struct {
+	cfg    *config.Config
+	engine *rules.Engine // nil when there are no rules
+	routes []*route      // most specific first
+	cert   *tls.Certificate
+	// shown is the running configuration as /config serves it.
+	shown []byte
+	// logAccess is whether requests are written to the access log.
+	logAccess bool
+}
+
+// route is one compiled config.Route.
+type route struct {
+	name     string // metrics label: "host/path" as configured
+	host     string // lower case, no port; "" matches all
+	path     string
+	demo     bool
+	client   *fasthttp.HostClient
+	tls      bool
+	addr     string // upstream host:port, for WebSocket tunnels
+	hostHdr  string // upstream Host header
+	basePath string // upstream URL path prefix, without trailing slash
+
+	timeout     time.Duration
+	dialTimeout time.Duration
+	upTime      prometheus.Observer
+	upStatus    [7]prometheus.Counter // by statusIndex
+}
+
+// build compiles cfg into a snapshot over the gateway's store. It is
+// called with g.mu held (or before the gateway is shared).
+func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
+	s := &snapshot{cfg: cfg, logAccess: cfg.AccessLog.Path != ""}
+	if len(cfg.Rules) > 0 {
+		rc := cfg.Config // a copy: the observer and logger are per snapshot
+		rc.Observer = g.m.newObserver(&rc)
+		rc.Logger = g.log
+		e, err := rules.New(rc, g.store)
+		if err != nil {
+			return nil, fmt.Errorf("rules: %w", err)
+		}
+		s.engine = e
+	}
+	for _, rc := range cfg.Routes {
+		r, err := g.buildRoute(cfg, rc)
+		if err != nil {
+			return nil, err
+		}
+		s.routes = append(s.routes, r)
+	}
+	// Host-specific routes before catch-alls, then longest path first.
+	slices.SortStableFunc(s.routes, func(a, b *route) int {
+		if (a.host == "") != (b.host == "") {
+			if a.host == "" {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(len(b.path), len(a.path))
+	})
+	if t := cfg.Listen.TLS; t != nil {
+		cert, err := tls.LoadX509KeyPair(cfg.Resolve(t.Cert), cfg.Resolve(t.Key))
+		if err != nil {
+			return nil, fmt.Errorf("listen.tls: %w", err)
+		}
+		s.cert = &cert
+	}
+	shown, err := cfg.Masked()
+	if err != nil {
+		return nil, err
+	}
+	s.shown = shown
+	return s, nil
+}
+
+func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*route, error) {
+	r := &route{
+		name:        rc.Host + rc.Path,
+		host:        strings.ToLower(rc.Host),
+		path:        rc.Path,
+		timeout:     cfg.Upstream.ResponseTimeout,
+		dialTimeout: cfg.Upstream.DialTimeout,
+	}
+	r.upTime = g.m.upstreamTime.WithLabelValues(r.name)
+	for i, class := range statusLabels {
+		r.upStatus[i] = g.m.upstreamStatus.WithLabelValues(r.name, class)
+	}
+	if rc.Upstream == "demo" {
+		r.demo = true
+		return r, nil
+	}
+	u, err := url.Parse(rc.Upstream)
+	if err != nil {
+		return nil, fmt.Errorf("route %s: %w", r.name, err)
+	}
+	r.tls = u.Scheme == "https"
+	r.addr = u.Host
+	if u.Port() == "" {
+		port := "80"
+		if r.tls {
+			port = "443"
+		}
+		r.addr = net.JoinHostPort(u.Hostname(), port)
+	}
+	r.hostHdr = u.Host
+	r.basePath = strings.TrimSuffix(u.Path, "/")
+	r.client = g.client(cfg.Upstream, r.addr, r.tls)
+	return r, nil
+}
+
+// client returns the shared HostClient for an upstream with these
+// settings, so that a reload keeps warm keep-alive connections.
+func (g *Gateway) client(u config.Upstream, addr string, isTLS bool) *fasthttp.HostClient {
+	key := fmt.Sprintf("%s|%t|%v|%v|%v|%d", addr, isTLS, u.DialTimeout, u.ResponseTimeout, u.IdleConnTimeout, u.MaxConns)
+	if c, ok := g.clients[key]; ok {
+		return c
+	}
+	dialer := &net.Dialer{Timeout: u.DialTimeout, KeepAlive: 30 * time.Second}
+	c := &fasthttp.HostClient{
+		Addr:                          addr,
+		IsTLS:                         isTLS,
+		MaxConns:                      u.MaxConns,
+		MaxConnWaitTimeout:            u.ResponseTimeout,
+		MaxIdleConnDuration:           u.IdleConnTimeout,
+		StreamResponseBody:            true,
+		DisablePathNormalizing:        true,
+		DisableHeaderNamesNormalizing: false,
+		NoDefaultUserAgentHeader:      true,
+		MaxIdemponentCallAttempts:     1,
+		Dial: func(addr string) (net.Conn, error) {
+			return dialer.Dial("tcp", addr)
+		},
+	}
+	g.clients[key] = c
+	return c
+}
+
+// match returns the route for ctx, or nil.
+func (s *snapshot) match(host, path []byte) *route {
+	if i := lastColon(host); i >= 0 {
+		host = host[:i]
+	}
+	for _, r := range s.routes {
+		if r.host != "" && !equalFold(host, r.host) {
+			continue
+		}
+		if len(path) >= len(r.path) && string(path[:len(r.path)]) == r.path {
+			return r
+		}
+	}
+	return nil
+}
+
+// lastColon finds a port separator in a host (not inside an IPv6 literal).
+func lastColon(h []byte) int {
+	for i := len(h) - 1; i >= 0; i-- {
+		switch h[i] {
+		case ':':
+			return i
+		case ']':
+			return -1
+		}
+	}
+	return -1
+}
+
+func equalFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}
