@@ -81,7 +81,7 @@ func (clfParser) parse(line []byte, r *Record) error {
 		if sp2 := indexByte(rest, ' '); sp2 >= 0 {
 			rest = rest[:sp2]
 		}
-		r.Path = splitTarget(rest)
+		r.setTarget(rest)
 	}
 	for i < n && line[i] == ' ' {
 		i++

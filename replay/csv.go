@@ -54,9 +54,11 @@ func (p *csvParser) parse(line []byte, r *Record) error {
 			case slotMethod:
 				r.Method = f
 			case slotPath:
-				r.Path = splitTarget(f)
+				r.setTarget(f)
 			case slotStatus:
 				r.Status = f
+			case slotHost:
+				r.Host = f
 			case slotKey:
 				r.Key = f
 			case slotCost:

@@ -17,6 +17,7 @@ type Fields struct {
 	Status []string
 	Key    []string
 	Cost   []string
+	Host   []string
 	// Extra are the fields named by field:NAME key parts, in order; at
 	// most 8.
 	Extra []string
@@ -33,11 +34,12 @@ var DefaultFields = Fields{
 	Status: []string{"status", "status_code", "response"},
 	Key:    []string{"key"},
 	Cost:   []string{"cost", "weight"},
+	Host:   []string{"host", "server_name", "http_host", "vhost"},
 }
 
 // SetField overrides the names of one part from a "part=name[|name...]"
 // flag value, e.g. "addr=client.ip" or "time=ts|@timestamp". Parts: time,
-// addr (or ip), user, method, path, status, key, cost.
+// addr (or ip), user, method, path, status, key, cost, host.
 func (f *Fields) SetField(spec string) error {
 	part, names, ok := strings.Cut(spec, "=")
 	if !ok || names == "" {
@@ -61,8 +63,10 @@ func (f *Fields) SetField(spec string) error {
 		f.Key = list
 	case "cost":
 		f.Cost = list
+	case "host":
+		f.Host = list
 	default:
-		return fmt.Errorf("field %q: unknown part %q (want time, addr, user, method, path, status, key or cost)", spec, part)
+		return fmt.Errorf("field %q: unknown part %q (want time, addr, user, method, path, status, key, cost or host)", spec, part)
 	}
 	return nil
 }
@@ -79,7 +83,7 @@ func (f Fields) withDefaults() Fields {
 	return Fields{
 		Time: pick(f.Time, d.Time), Addr: pick(f.Addr, d.Addr), User: pick(f.User, d.User),
 		Method: pick(f.Method, d.Method), Path: pick(f.Path, d.Path), Status: pick(f.Status, d.Status),
-		Key: pick(f.Key, d.Key), Cost: pick(f.Cost, d.Cost), Extra: f.Extra,
+		Key: pick(f.Key, d.Key), Cost: pick(f.Cost, d.Cost), Host: pick(f.Host, d.Host), Extra: f.Extra,
 	}
 }
 
@@ -94,6 +98,7 @@ const (
 	slotStatus
 	slotKey
 	slotCost
+	slotHost
 	slotExtra // slotExtra+i is Extra[i]
 )
 
@@ -122,6 +127,7 @@ func newNameTable(f Fields) nameTable {
 	add(slotStatus, f.Status)
 	add(slotKey, f.Key)
 	add(slotCost, f.Cost)
+	add(slotHost, f.Host)
 	for i, n := range f.Extra {
 		add(slotExtra+i, []string{n})
 	}

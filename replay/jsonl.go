@@ -70,9 +70,11 @@ func (p *jsonParser) parse(line []byte, r *Record) error {
 			case slotMethod:
 				r.Method = val
 			case slotPath:
-				r.Path = splitTarget(val)
+				r.setTarget(val)
 			case slotStatus:
 				r.Status = val
+			case slotHost:
+				r.Host = val
 			case slotKey:
 				r.Key = val
 			case slotCost:

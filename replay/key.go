@@ -10,7 +10,8 @@ import (
 // joined by '|'. Parts: ip (client address, IPv6 aggregated to
 // IPv6Prefix bits), user, method, path, status, key (the CSV key column
 // or JSON "key" field), field:NAME (any JSON field or CSV column) and all
-// (one key for every request, a global limit).
+// (one key for every request, a global limit), and host when the log
+// has one.
 type KeySpec struct {
 	parts []keyPart
 	// IPv6Prefix is how many leading bits of an IPv6 client address form
@@ -49,6 +50,8 @@ func ParseKeySpec(s string) (KeySpec, error) {
 			k.parts = append(k.parts, keyPart{kind: slotPath})
 		case p == "status":
 			k.parts = append(k.parts, keyPart{kind: slotStatus})
+		case p == "host":
+			k.parts = append(k.parts, keyPart{kind: slotHost})
 		case p == "key":
 			k.parts = append(k.parts, keyPart{kind: slotKey})
 		case p == "all" || p == "global":
@@ -60,7 +63,7 @@ func ParseKeySpec(s string) (KeySpec, error) {
 			k.parts = append(k.parts, keyPart{kind: slotExtra, field: len(k.Extra)})
 			k.Extra = append(k.Extra, p[len("field:"):])
 		default:
-			return KeySpec{}, fmt.Errorf("key %q: unknown part %q (want ip, user, method, path, status, key, field:NAME or all)", s, p)
+			return KeySpec{}, fmt.Errorf("key %q: unknown part %q (want ip, user, method, path, status, host, key, field:NAME or all)", s, p)
 		}
 	}
 	if len(k.parts) == 0 {
@@ -107,6 +110,8 @@ func (k *KeySpec) append(dst []byte, r *Record) []byte {
 			v = r.Path
 		case slotStatus:
 			v = r.Status
+		case slotHost:
+			v = r.Host
 		case slotKey:
 			v = r.Key
 		case slotExtra:

@@ -19,6 +19,10 @@ type Record struct {
 	Method []byte
 	// Path is the request target without its query string.
 	Path []byte
+	// Query is the raw query string, without the '?'.
+	Query []byte
+	// Host is the request's host, when the log has it (JSON "host").
+	Host []byte
 	// Status is the response status code as written, e.g. "429".
 	Status []byte
 	// Key is the CSV key column, or a JSON field named "key".
@@ -34,7 +38,7 @@ type Record struct {
 // use (the rest are never written).
 func (r *Record) reset(nf int) {
 	r.Time, r.Cost = 0, 1
-	r.Addr, r.User, r.Method, r.Path, r.Status, r.Key = nil, nil, nil, nil, nil, nil
+	r.Addr, r.User, r.Method, r.Path, r.Query, r.Host, r.Status, r.Key = nil, nil, nil, nil, nil, nil, nil, nil
 	for i := range nf {
 		r.Fields[i] = nil
 	}
@@ -56,12 +60,20 @@ type lineParser interface {
 	parse(line []byte, r *Record) error
 }
 
-// splitTarget splits a request target at its query string.
-func splitTarget(t []byte) []byte {
+// setTarget splits a request target into r's path and query string.
+func (r *Record) setTarget(t []byte) {
 	for i, c := range t {
 		if c == '?' || c == '#' {
-			return t[:i]
+			r.Path = t[:i]
+			if c == '?' {
+				q := t[i+1:]
+				if j := indexByte(q, '#'); j >= 0 {
+					q = q[:j]
+				}
+				r.Query = q
+			}
+			return
 		}
 	}
-	return t
+	r.Path = t
 }

@@ -8,6 +8,7 @@ type event struct {
 	seq  int64
 	key  int32
 	cost int64
+	req  *engineRequest // the request itself, only when simulating Rules
 }
 
 // reorderer puts events back into time order within a bounded window: an
@@ -36,14 +37,14 @@ type reorderer struct {
 
 // push adds an event and releases every event now outside the window, in
 // order, to the simulator.
-func (r *reorderer) push(t int64, key int32, cost int64) {
+func (r *reorderer) push(t int64, key int32, cost int64, req *engineRequest) {
 	if r.started && t < r.released {
 		r.late++
 		r.lateMax = max(r.lateMax, r.released-t)
 		t = r.released
 	}
 	r.seq++
-	e := event{t: t, seq: r.seq, key: key, cost: cost}
+	e := event{t: t, seq: r.seq, key: key, cost: cost, req: req}
 	if r.window <= 0 {
 		r.started, r.released = true, t
 		r.sink.apply(e)

@@ -91,6 +91,11 @@ type PolicyReport struct {
 	Accuracy *Accuracy `json:"accuracy,omitempty"`
 	// Suggestion is the smallest capacity refusing no important key.
 	Suggestion *Suggestion `json:"suggestion,omitempty"`
+	// RefusedBy counts, for a rule set, refusals by the deciding rule.
+	RefusedBy map[string]int64 `json:"refused_by,omitempty"`
+	// StoreErrors counts store failures of a rule set (none expected
+	// from the in-memory store).
+	StoreErrors int64 `json:"store_errors,omitempty"`
 }
 
 // SeamBurst is the largest cost a fixed window admitted for one key in
@@ -213,12 +218,15 @@ func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 		rep.Busiest = append(rep.Busiest, keyCount(k, -1))
 	}
 	for i, r := range s.runs {
-		pr := PolicyReport{
-			Name:      r.spec.label(),
-			Policy:    r.spec.Policy.String(),
-			Algorithm: r.spec.Policy.Algorithm().String(),
-			Requests:  r.requests,
-			Refused:   r.refused,
+		pr := PolicyReport{Requests: r.requests, Refused: r.refused}
+		if r.engine != nil {
+			pr.Name, pr.Policy, pr.Algorithm = r.spec.Name, "rules", "rules"
+			pr.RefusedBy = r.engine.refusedBy
+			pr.StoreErrors = r.engine.errors
+		} else {
+			pr.Name = r.spec.label()
+			pr.Policy = r.spec.Policy.String()
+			pr.Algorithm = r.spec.Policy.Algorithm().String()
 		}
 		if r.requests > 0 {
 			pr.RefusedPercent = 100 * float64(r.refused) / float64(r.requests)

@@ -27,6 +27,9 @@ type Config struct {
 	Filter Filter
 	// Policies are simulated side by side, each on its own.
 	Policies []Policy
+	// Rules, if set, is also simulated, as the gateway would run it; it
+	// comes first in the report. Policies may then be empty.
+	Rules *Rules
 	// Reorder is the reordering window; zero means DefaultReorder,
 	// negative disables reordering.
 	Reorder time.Duration
@@ -56,7 +59,7 @@ type Config struct {
 var ErrNoPolicies = errors.New("replay: no policies to simulate")
 
 func (c *Config) defaults() error {
-	if len(c.Policies) == 0 {
+	if len(c.Policies) == 0 && c.Rules == nil {
 		return ErrNoPolicies
 	}
 	for _, p := range c.Policies {
@@ -113,7 +116,23 @@ func Run(ctx context.Context, r io.Reader, cfg Config) (*Report, error) {
 	fields := cfg.Fields
 	fields.Extra = cfg.Key.Extra
 	parser := newParser(format, fields)
-	sim := newSimulator(cfg.Policies, cfg.Suggest, cfg.Track)
+	var (
+		er         *engineRun
+		engineName string
+		strs       stringTable
+	)
+	if cfg.Rules != nil {
+		if er, err = newEngineRun(cfg.Rules); err != nil {
+			return nil, err
+		}
+		defer er.close()
+		engineName = cfg.Rules.Name
+		if engineName == "" {
+			engineName = "rules"
+		}
+		strs = stringTable{m: make(map[string]string), max: 1 << 16}
+	}
+	sim := newSimulator(cfg.Policies, er, engineName, cfg.Suggest, cfg.Track)
 	reo := &reorderer{window: int64(cfg.Reorder), sink: sim}
 	if cfg.Reorder < 0 {
 		reo.window = 0
@@ -175,7 +194,12 @@ func Run(ctx context.Context, r io.Reader, cfg Config) (*Report, error) {
 			continue
 		}
 		keyBuf = cfg.Key.append(keyBuf[:0], &rec)
-		reo.push(rec.Time, sim.intern(keyBuf), rec.Cost)
+		var req *engineRequest
+		if er != nil {
+			req = &engineRequest{method: strs.get(rec.Method), host: strs.get(rec.Host),
+				path: strs.get(rec.Path), query: strs.get(rec.Query), addr: parseAddr(rec.Addr)}
+		}
+		reo.push(rec.Time, sim.intern(keyBuf), rec.Cost, req)
 	}
 	reo.flush()
 	if cfg.Progress != nil {

@@ -19,6 +19,7 @@ type slot struct {
 // run is one user policy's simulation and its totals.
 type run struct {
 	spec   Policy
+	engine *engineRun // a gateway rule set instead of one policy
 	main   slot
 	shadow *slot // sliding_window only: the exact log on the same limit
 	unb    *slot // with suggestions: the same algorithm, never refusing
@@ -83,7 +84,7 @@ type simulator struct {
 // of idle sliding logs and seam trackers.
 const sweepEvery = 1 << 18
 
-func newSimulator(policies []Policy, suggest bool, track []string) *simulator {
+func newSimulator(policies []Policy, engine *engineRun, engineName string, suggest bool, track []string) *simulator {
 	s := &simulator{index: make(map[string]int32), suggest: suggest}
 	addSlot := func(p limit.Policy) *slot {
 		sl := &slot{}
@@ -97,6 +98,9 @@ func newSimulator(policies []Policy, suggest bool, track []string) *simulator {
 			s.nLogged++
 		}
 		return sl
+	}
+	if engine != nil {
+		s.runs = append(s.runs, &run{spec: Policy{Name: engineName}, engine: engine, seamIdx: -1})
 	}
 	for _, p := range policies {
 		r := &run{spec: p, seamIdx: -1}
@@ -118,7 +122,7 @@ func newSimulator(policies []Policy, suggest bool, track []string) *simulator {
 		}
 		s.runs = append(s.runs, r)
 	}
-	s.series = newSeries(len(policies))
+	s.series = newSeries(len(s.runs))
 	if len(track) > 0 {
 		s.track = make(map[string]bool, len(track))
 		for _, k := range track {
@@ -222,12 +226,17 @@ func (s *simulator) apply(e event) {
 	base := int(e.key) * len(s.runs)
 	for i, r := range s.runs {
 		r.requests++
-		d := s.decide(&r.main, e.key, e.t, e.cost)
-		s.series.outcome(b, i, d.Allowed)
-		if tb >= 0 {
-			ks.track.outcome(tb, i, d.Allowed)
+		var allowed bool
+		if r.engine != nil {
+			allowed = e.req == nil || r.engine.decide(e.req, e.t)
+		} else {
+			allowed = s.decide(&r.main, e.key, e.t, e.cost).Allowed
 		}
-		if d.Allowed {
+		s.series.outcome(b, i, allowed)
+		if tb >= 0 {
+			ks.track.outcome(tb, i, allowed)
+		}
+		if allowed {
 			if r.seamIdx >= 0 && e.cost > 0 {
 				q := &s.seams[int(e.key)*s.nSeam+r.seamIdx]
 				if n, from := q.add(e.t, e.cost, r.seamWindow); n > r.seamMax {
@@ -245,9 +254,9 @@ func (s *simulator) apply(e event) {
 		if r.shadow != nil {
 			exact := s.decide(r.shadow, e.key, e.t, e.cost)
 			r.compared++
-			if exact.Allowed != d.Allowed {
+			if exact.Allowed != allowed {
 				r.differ++
-				if d.Allowed {
+				if allowed {
 					r.falseAllow++
 				} else {
 					r.falseRefuse++

@@ -25,6 +25,7 @@ import (
 var commands = []*command{
 	serveCommand,
 	checkCommand,
+	replayCommand,
 	versionCommand,
 }
 
