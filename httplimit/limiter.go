@@ -78,7 +78,8 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			if err := l.wait(r.Context(), res.Delay); err != nil {
 				l.cancels.Add(1)
 				if l.cancelled != nil {
-					l.cancelled(r, &res)
+					rc := res // only this path lets the result escape
+					l.cancelled(r, &rc)
 				}
 				return
 			}

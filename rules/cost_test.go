@@ -22,7 +22,7 @@ func TestCosts(t *testing.T) {
 		{"GET", "/items", 9, Allowed},
 		{"GET", "/search", 4, Allowed},
 		{"POST", "/items", 2, Allowed},
-		{"GET", "/search", 2, Refused}, // costs 5, 2 left: refused, nothing charged
+		{"GET", "/search", 2, Refused},  // costs 5, 2 left: refused, nothing charged
 		{"POST", "/search", 2, Refused}, // first match wins: still 5
 		{"POST", "/items", 0, Allowed},
 	}
