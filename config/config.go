@@ -134,10 +134,16 @@ type RedisStore struct {
 	// URL is redis://[user:password@]host:port[/db]; the password is
 	// masked wherever the config is shown.
 	URL string `yaml:"url"`
+	// Cluster lists more host:port seeds of a Redis Cluster besides URL's
+	// host (the client discovers the rest).
+	Cluster []string `yaml:"cluster"`
+	// Prefix is prepended to every key. Default "tollgate:".
+	Prefix string `yaml:"prefix"`
 	// Timeout bounds one Redis round trip. Default 50ms.
 	Timeout time.Duration `yaml:"timeout"`
-	// OnError is what a decision does when Redis fails: "open" (allow,
-	// the default), "closed" (refuse) or "local" (decide in memory).
+	// OnError is what a decision does when Redis fails or is slow:
+	// "local" (decide in memory, each node alone; the default), "open"
+	// (allow) or "closed" (refuse).
 	OnError string `yaml:"on_error"`
 }
 

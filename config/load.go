@@ -109,7 +109,7 @@ func (c *Config) Defaults() {
 			r.Timeout = 50 * time.Millisecond
 		}
 		if r.OnError == "" {
-			r.OnError = "open"
+			r.OnError = "local"
 		}
 	}
 	if c.AccessLog.Path != "" && c.AccessLog.Format == "" {

@@ -128,10 +128,25 @@ func (c *Config) validateStore(ps *problems) {
 			ps.add(r.Pos, "store.redis.url is required")
 		case err != nil:
 			ps.add(r.Pos.Of("url"), "store.redis.url: %v", redactErr(err))
-		case u.Scheme != "redis" && u.Scheme != "rediss":
-			ps.add(r.Pos.Of("url"), "store.redis.url: scheme must be redis or rediss, got %q", u.Scheme)
+		case u.Scheme != "redis":
+			ps.add(r.Pos.Of("url"), "store.redis.url: scheme must be redis, got %q", u.Scheme)
+		case u.Port() == "":
+			ps.add(r.Pos.Of("url"), "store.redis.url: give the port, e.g. redis://localhost:6379")
 		}
-		if !slices.Contains([]string{"open", "closed", "local"}, r.OnError) {
+		if db := strings.TrimPrefix(u.Path, "/"); err == nil && db != "" {
+			if n, err := strconv.Atoi(db); err != nil || n < 0 {
+				ps.add(r.Pos.Of("url"), "store.redis.url: database %q is not a number", db)
+			}
+		}
+		for i, a := range r.Cluster {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				ps.add(r.Pos.Of("cluster"), "store.redis.cluster[%d] %q: want host:port", i, a)
+			}
+		}
+		if strings.ContainsAny(r.Prefix, "{}") {
+			ps.add(r.Pos.Of("prefix"), "store.redis.prefix %q must not contain { or }", r.Prefix)
+		}
+		if !slices.Contains([]string{"open", "closed", "local", "fail_open", "fail_closed"}, r.OnError) {
 			ps.add(r.Pos.Of("on_error"), "store.redis.on_error %q: want open, closed or local", r.OnError)
 		}
 	}

@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"reflect"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
 // Gateway is a running edge gateway. Create it with New, start it with
@@ -32,8 +36,9 @@ type Gateway struct {
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient
 
-	store    limit.Store
-	memStore *memory.Store
+	store      limit.Store
+	memStore   *memory.Store // nil unless the store is in memory
+	closeStore func() error
 	storeCfg config.Store
 
 	server   *fasthttp.Server
@@ -66,13 +71,15 @@ func New(cfg *config.Config, log *slog.Logger) (*Gateway, error) {
 	if err := g.openStore(cfg.Store); err != nil {
 		return nil, err
 	}
-	g.m = newMetrics(g.liveKeys)
+	var liveKeys func() float64
+	if g.memStore != nil {
+		liveKeys = g.liveKeys
+	}
+	g.m = newMetrics(liveKeys)
 	s, err := g.build(cfg)
 	if err != nil {
 		g.store = nil
-		if g.memStore != nil {
-			g.memStore.Close()
-		}
+		g.memStoreClose()
 		return nil, err
 	}
 	g.snap.Store(s)
@@ -88,30 +95,59 @@ func New(cfg *config.Config, log *slog.Logger) (*Gateway, error) {
 func (g *Gateway) openStore(sc config.Store) error {
 	switch {
 	case sc.Redis != nil:
-		return errors.New("store: redis is not available in this build yet; use store: memory")
+		rc, err := redisConfig(sc.Redis)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		rs, err := redis.New(ctx, rc)
+		if err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		g.store, g.closeStore = rs, rs.Close
 	default:
 		ms, err := memory.New(memory.Config{MaxKeys: sc.Memory.MaxKeys})
 		if err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
-		g.store, g.memStore = ms, ms
+		g.store, g.memStore, g.closeStore = ms, ms, ms.Close
 	}
 	g.storeCfg = sc
 	return nil
 }
 
 func (g *Gateway) memStoreClose() {
-	if g.memStore != nil {
-		g.memStore.Close()
+	if g.closeStore != nil {
+		g.closeStore()
 	}
 }
 
-func (g *Gateway) liveKeys() float64 {
-	if g.memStore == nil {
-		return 0
+// redisConfig translates the file's Redis section.
+func redisConfig(r *config.RedisStore) (redis.Config, error) {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return redis.Config{}, errors.New("store.redis.url is malformed")
 	}
-	return float64(g.memStore.Stats().Keys)
+	rc := redis.Config{
+		Addrs:   append([]string{u.Host}, r.Cluster...),
+		Prefix:  r.Prefix,
+		Timeout: r.Timeout,
+	}
+	if u.User != nil {
+		rc.Username = u.User.Username()
+		rc.Password, _ = u.User.Password()
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+		rc.DB, _ = strconv.Atoi(db)
+	}
+	if rc.OnFailure, err = redis.ParseFailMode(r.OnError); err != nil {
+		return redis.Config{}, fmt.Errorf("store.redis.on_error: %w", err)
+	}
+	return rc, nil
 }
+
+func (g *Gateway) liveKeys() float64 { return float64(g.memStore.Stats().Keys) }
 
 // Start opens the traffic and admin listeners and serves in the
 // background. It returns once both listen, or with the error that
@@ -226,18 +262,21 @@ func (g *Gateway) reload(cfg *config.Config) error {
 // storeShape is a store configuration without positions, for comparison.
 func storeShape(s config.Store) any {
 	type shape struct {
-		MaxKeys     int
-		URL         string
-		Timeout     time.Duration
-		OnError     string
-		Memory, Red bool
+		MaxKeys         int
+		URL, Prefix     string
+		Cluster         string
+		Timeout         time.Duration
+		OnError         string
+		Memory, IsRedis bool
 	}
 	var sh shape
 	if s.Memory != nil {
 		sh.Memory, sh.MaxKeys = true, s.Memory.MaxKeys
 	}
 	if s.Redis != nil {
-		sh.Red, sh.URL, sh.Timeout, sh.OnError = true, s.Redis.URL, s.Redis.Timeout, s.Redis.OnError
+		r := s.Redis
+		sh.IsRedis, sh.URL, sh.Prefix, sh.Timeout, sh.OnError = true, r.URL, r.Prefix, r.Timeout, r.OnError
+		sh.Cluster = strings.Join(r.Cluster, ",")
 	}
 	return sh
 }

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bufio"
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// seen records what the origin received.
+type seen struct {
+	header http.Header
+	host   string
+	path   string
+}
+
+func origin(t *testing.T) (*httptest.Server, chan seen) {
+	ch := make(chan seen, 100)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case ch <- seen{header: r.Header.Clone(), host: r.Host, path: r.URL.Path}:
+		default:
+		}
+		w.Header().Set("X-Origin", "yes")
+		w.Header().Set("Connection", "X-Internal")
+		w.Header().Set("X-Internal", "secret")
+		io.WriteString(w, "origin says hi")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, ch
+}
+
+const baseCfg = `listen: {addr: "127.0.0.1:0"}
+admin: {addr: "127.0.0.1:0"}
+reload: {watch: false}
+`
+
+// Requests over the limit get 429 with the rate-limit headers and a
+// problem+json body; allowed ones reach the origin with X-Forwarded-*
+// appended and hop-by-hop fields removed.
+func TestE2ELimitsAndProxies(t *testing.T) {
+	srv, seenCh := origin(t)
+	p := startServe(t, baseCfg+`routes:
+  - {path: /, upstream: "`+srv.URL+`/base"}
+headers: {styles: [draft10, legacy], reset: delta}
+rules:
+  - name: per-ip
+    policies: [{algorithm: fixed_window, limit: 3, window: 1h}]
+`)
+	for i := range 3 {
+		resp, body := get(t, p.url("/hello?x=1"), "X-Forwarded-For", "203.0.113.9",
+			"Connection", "X-Hop", "X-Hop", "drop me", "Host", "api.example")
+		if resp.StatusCode != 200 || body != "origin says hi" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+		if got, want := resp.Header.Get("X-Ratelimit-Remaining"), strconv.Itoa(2-i); got != want {
+			t.Errorf("request %d: X-RateLimit-Remaining = %q, want %q", i, got, want)
+		}
+		if !strings.Contains(resp.Header.Get("Ratelimit-Policy"), `"per-ip";q=3;w=3600`) {
+			t.Errorf("RateLimit-Policy = %q", resp.Header.Get("Ratelimit-Policy"))
+		}
+		if resp.Header.Get("X-Internal") != "" || resp.Header.Get("X-Origin") != "yes" {
+			t.Errorf("response hop-by-hop handling: %v", resp.Header)
+		}
+	}
+	s := <-seenCh
+	if got := s.header.Get("X-Forwarded-For"); got != "203.0.113.9, 127.0.0.1" {
+		t.Errorf("origin saw X-Forwarded-For %q, want the client's list with the peer appended", got)
+	}
+	if s.header.Get("X-Forwarded-Host") != "api.example" || s.header.Get("X-Forwarded-Proto") != "http" {
+		t.Errorf("origin saw X-Forwarded-Host %q, -Proto %q", s.header.Get("X-Forwarded-Host"), s.header.Get("X-Forwarded-Proto"))
+	}
+	if s.header.Get("X-Hop") != "" {
+		t.Errorf("a field named by Connection reached the origin")
+	}
+	if s.path != "/base/hello" {
+		t.Errorf("origin path = %q, want /base/hello", s.path)
+	}
+	resp, body := get(t, p.url("/hello"))
+	if resp.StatusCode != 429 {
+		t.Fatalf("4th request: %d, want 429", resp.StatusCode)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("refusal Content-Type = %q", ct)
+	}
+	ra, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+	if err != nil || ra <= 0 || ra > 3600 {
+		t.Errorf("Retry-After = %q", resp.Header.Get("Retry-After"))
+	}
+	var prob map[string]any
+	if err := json.Unmarshal([]byte(body), &prob); err != nil || prob["status"] != float64(429) {
+		t.Errorf("problem body %q: %v", body, err)
+	}
+	if resp.Header.Get("Ratelimit") == "" || resp.Header.Get("X-Ratelimit-Remaining") != "0" {
+		t.Errorf("refusal lacks rate-limit headers: %v", resp.Header)
+	}
+	if got := p.metric(`tollgate_decisions_total{outcome="refused",rule="per-ip"}`); got != "1" {
+		t.Errorf("refused metric = %q, want 1", got)
+	}
+	if got := p.metric(`tollgate_decisions_total{outcome="allowed",rule="per-ip"}`); got != "3" {
+		t.Errorf("allowed metric = %q, want 3", got)
+	}
+	if got := p.metric(`tollgate_upstream_responses_total{class="2xx",route="/"}`); got != "3" {
+		t.Errorf("upstream 2xx metric = %q, want 3", got)
+	}
+}
+
+// A good reload swaps rules and keeps the counters of unchanged ones; a
+// bad file is counted and the old configuration keeps serving. Both
+// SIGHUP and a file change trigger it.
+func TestE2EReload(t *testing.T) {
+	srv, _ := origin(t)
+	route := "routes: [{path: /, upstream: \"" + srv.URL + "\"}]\n"
+	rule := `rules:
+  - name: steady
+    policies: [{algorithm: fixed_window, limit: 3, window: 1h}]
+`
+	p := startServe(t, strings.Replace(baseCfg, "watch: false", "watch: true, interval: 50ms", 1)+route+rule)
+	status := func() int {
+		resp, _ := get(t, p.url("/"))
+		return resp.StatusCode
+	}
+	if status() != 200 || status() != 200 {
+		t.Fatal("first requests refused")
+	}
+	reloads := func(result string) string {
+		return p.metric(`tollgate_config_reloads_total{result="` + result + `"}`)
+	}
+
+	// Good reload by SIGHUP: a new rule, the old one unchanged. The
+	// file watcher may see the same change; either way it is one
+	// configuration.
+	added := rule + `  - name: paths
+    match: {paths: [/limited]}
+    policies: [{algorithm: fixed_window, limit: 1, window: 1h}]
+`
+	os.WriteFile(p.file, []byte(strings.Replace(baseCfg, "watch: false", "watch: true, interval: 50ms", 1)+route+added), 0o644)
+	p.signal(syscall.SIGHUP)
+	eventually(t, "a successful reload", func() bool { return reloads("success") != "0" })
+	// steady kept its count (2 used of 3): one more passes, then 429.
+	resp, _ := get(t, p.url("/limited"))
+	if resp.StatusCode != 200 {
+		t.Fatalf("after reload: %d, want 200 (steady's 3rd)", resp.StatusCode)
+	}
+	if s := status(); s != 429 {
+		t.Fatalf("after reload: %d, want 429: steady's counter did not survive the reload", s)
+	}
+
+	// A bad file, written without a signal: the watcher finds it,
+	// counts a failure, and the old rules keep serving.
+	os.WriteFile(p.file, []byte(baseCfg+route+"rules: [{name: x, policies: [{rate: 0/s}]}]\n"), 0o644)
+	eventually(t, "a failed reload", func() bool { return reloads("failure") != "0" })
+	if got := p.metric("tollgate_config_last_reload_successful"); got != "0" {
+		t.Errorf("last_reload_successful = %q after a bad file", got)
+	}
+	if s := status(); s != 429 {
+		t.Fatalf("after a bad reload: %d, want 429 from the old rules", s)
+	}
+	if !strings.Contains(p.logText(), "rate") {
+		t.Errorf("the bad reload was not logged with its problem")
+	}
+	resp, body := get(t, "http://"+p.admin+"/config")
+	if resp.StatusCode != 200 || !strings.Contains(body, "name: paths") {
+		t.Errorf("/config does not show the running config: %d %q", resp.StatusCode, body)
+	}
+}
+
+// SIGTERM stops accepting, lets an in-flight request finish, and exits 0.
+func TestE2EShutdownWithInFlight(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+		io.WriteString(w, "finished")
+	}))
+	defer srv.Close()
+	p := startServe(t, baseCfg+"routes: [{path: /, upstream: \""+srv.URL+"\"}]\nshutdown_timeout: 20s\n")
+	done := make(chan string, 1)
+	go func() {
+		resp, err := http.Get(p.url("/slow"))
+		if err != nil {
+			done <- "error: " + err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		done <- fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}()
+	<-entered
+	p.signal(syscall.SIGTERM)
+	eventually(t, "the listener to close", func() bool {
+		c, err := net.DialTimeout("tcp", p.addr, time.Second)
+		if err != nil {
+			return true
+		}
+		c.Close()
+		return false
+	})
+	select {
+	case r := <-done:
+		t.Fatalf("in-flight request ended before its origin answered: %s", r)
+	default:
+	}
+	close(release)
+	if r := <-done; r != "200 finished" {
+		t.Fatalf("in-flight request = %q, want 200 finished", r)
+	}
+	if code := p.wait(10 * time.Second); code != 0 {
+		t.Fatalf("exit code %d, want 0", code)
+	}
+}
+
+// A dead upstream answers 502 and a slow one 504, both problem+json.
+func TestE2EUpstreamErrors(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	p := startServe(t, baseCfg+`upstream: {response_timeout: 300ms}
+routes:
+  - {path: /dead, upstream: "http://`+freeAddr(t)+`"}
+  - {path: /slow, upstream: "`+slow.URL+`"}
+`)
+	resp, body := get(t, p.url("/dead"))
+	if resp.StatusCode != 502 || resp.Header.Get("Content-Type") != "application/problem+json" || !strings.Contains(body, `"status":502`) {
+		t.Errorf("dead upstream: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	resp, body = get(t, p.url("/slow"))
+	if resp.StatusCode != 504 || !strings.Contains(body, `"status":504`) {
+		t.Errorf("slow upstream: %d %q", resp.StatusCode, body)
+	}
+	resp, _ = get(t, p.url("/nothing-routes-here"))
+	if resp.StatusCode != 404 {
+		t.Errorf("unrouted path: %d, want 404", resp.StatusCode)
+	}
+	if got := p.metric(`tollgate_upstream_responses_total{class="timeout",route="/slow"}`); got != "1" {
+		t.Errorf("timeout metric = %q", got)
+	}
+}
+
+// A WebSocket upgrade passes through to the origin, and bytes flow both
+// ways afterwards.
+func TestE2EWebSocket(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			http.Error(w, "want an upgrade", 400)
+			return
+		}
+		h := sha1.Sum([]byte(r.Header.Get("Sec-WebSocket-Key") + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+		c, rw, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		fmt.Fprintf(rw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+			base64.StdEncoding.EncodeToString(h[:]))
+		rw.Flush()
+		// Echo every line, upper-cased, until the client closes.
+		for {
+			line, err := rw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			rw.WriteString(strings.ToUpper(line))
+			rw.Flush()
+		}
+	}))
+	defer srv.Close()
+	p := startServe(t, baseCfg+"routes: [{path: /, upstream: \""+srv.URL+"\"}]\n"+
+		"rules: [{name: ws, policies: [{rate: 100/s}]}]\n")
+	c, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "GET /chat HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 101 || resp.Header.Get("Sec-Websocket-Accept") != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" {
+		t.Fatalf("upgrade: %d %v", resp.StatusCode, resp.Header)
+	}
+	for _, msg := range []string{"hello\n", "second message\n"} {
+		io.WriteString(c, msg)
+		got, err := br.ReadString('\n')
+		if err != nil || got != strings.ToUpper(msg) {
+			t.Fatalf("echo of %q = %q, %v", msg, got, err)
+		}
+	}
+}
