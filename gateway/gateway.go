@@ -39,7 +39,7 @@ type Gateway struct {
 	store      limit.Store
 	memStore   *memory.Store // nil unless the store is in memory
 	closeStore func() error
-	storeCfg config.Store
+	storeCfg   config.Store
 
 	server   *fasthttp.Server
 	ln       net.Listener
