@@ -84,8 +84,8 @@ func (r *engineRequest) Path() string   { return r.path }
 func (r *engineRequest) Query(name string) (string, bool) {
 	return rules.QueryValue(r.query, name)
 }
-func (r *engineRequest) Header(string) (string, bool)  { return "", false }
-func (r *engineRequest) RemoteAddr() netip.AddrPort     { return r.addr }
+func (r *engineRequest) Header(string) (string, bool) { return "", false }
+func (r *engineRequest) RemoteAddr() netip.AddrPort   { return r.addr }
 
 // strings interns the few distinct methods, hosts, paths and queries of a
 // log so that queued requests do not each allocate their own copies.
