@@ -104,10 +104,7 @@ func (e *entry) result(res *rules.Result) {
 		return
 	}
 	e.outcome = res.Outcome.String()
-	var names [4]string
-	if v := res.AppendViolatedPolicies(names[:0]); len(v) > 0 {
-		e.rule = v[0]
-	}
+	e.rule = res.Rule()
 }
 
 func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// zeros is an endless reader of zero bytes.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// peakRSS is the process's peak resident memory in bytes (VmHWM).
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Skip("no VmHWM")
+	return 0
+}
+
+// A large download and a large upload pass through without the gateway
+// holding them in memory: its peak RSS stays far below the body size.
+func TestE2EStreamsBodies(t *testing.T) {
+	const size = 256 << 20
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" {
+			n, _ := io.Copy(io.Discard, r.Body)
+			fmt.Fprint(w, n)
+			return
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(size))
+		io.CopyN(w, zeros{}, size)
+	}))
+	defer srv.Close()
+	p := startServe(t, baseCfg+"routes: [{path: /, upstream: \""+srv.URL+"\"}]\n"+
+		"rules: [{name: r, policies: [{rate: 100/s}]}]\n")
+	resp, err := http.Get(p.url("/big"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil || n != size {
+		t.Fatalf("download: %d bytes, %v", n, err)
+	}
+	resp, err = http.Post(p.url("/up"), "application/octet-stream", io.LimitReader(zeros{}, size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != strconv.Itoa(size) {
+		t.Fatalf("upload: origin counted %q bytes, want %d", body, size)
+	}
+	if peak := peakRSS(t, p.cmd.Process.Pid); peak > 96<<20 {
+		t.Fatalf("gateway peak RSS %d MiB while moving %d MiB each way: bodies are being buffered", peak>>20, size>>20)
+	} else {
+		t.Logf("gateway peak RSS %d MiB for %d MiB down and up", peak>>20, size>>20)
+	}
+}
+
+// selfSigned writes a certificate and key for 127.0.0.1 and returns their
+// paths and a pool trusting the certificate.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "tollgate test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+// TLS is terminated with the configured certificate; the origin learns
+// the scheme from X-Forwarded-Proto. The access log records every request
+// with its rule and decision, in a form replay reads (JSON lines).
+func TestE2ETLSAndAccessLog(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	protos := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		protos <- r.Header.Get("X-Forwarded-Proto")
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	logFile := filepath.Join(dir, "access.log")
+	p := startServe(t, fmt.Sprintf(`listen: {addr: "127.0.0.1:0", tls: {cert: %q, key: %q}}
+admin: {addr: "127.0.0.1:0"}
+routes: [{path: /, upstream: %q}]
+access_log: {path: %q, format: json}
+rules:
+  - name: login
+    match: {paths: [/login], methods: [POST]}
+    policies: [{algorithm: fixed_window, limit: 1, window: 1h}]
+`, certFile, keyFile, srv.URL, logFile))
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	codes := []int{}
+	for _, path := range []string{"/login", "/login", "/other"} {
+		method := "POST"
+		if path == "/other" {
+			method = "GET"
+		}
+		req, _ := http.NewRequest(method, "https://"+p.addr+path, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	if fmt.Sprint(codes) != "[200 429 200]" {
+		t.Fatalf("codes = %v, want [200 429 200]", codes)
+	}
+	if got := <-protos; got != "https" {
+		t.Errorf("X-Forwarded-Proto = %q, want https", got)
+	}
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(10 * time.Second); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	f, err := os.Open(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines []map[string]any
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("access log line %q: %v", sc.Text(), err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 3 {
+		t.Fatalf("access log has %d lines, want 3", len(lines))
+	}
+	want := []struct {
+		method, uri, decision, rule string
+		status                      float64
+	}{
+		{"POST", "/login", "allowed", "login", 200},
+		{"POST", "/login", "refused", "login", 429},
+		{"GET", "/other", "", "", 200},
+	}
+	for i, w := range want {
+		l := lines[i]
+		if l["method"] != w.method || l["uri"] != w.uri || l["status"] != w.status ||
+			l["decision"] != w.decision || l["rule"] != w.rule || l["remote_addr"] != "127.0.0.1" {
+			t.Errorf("line %d = %v, want %+v", i, l, w)
+		}
+		if _, err := time.Parse(time.RFC3339Nano, l["time"].(string)); err != nil {
+			t.Errorf("line %d time: %v", i, err)
+		}
+	}
+}
