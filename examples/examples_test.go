@@ -1,0 +1,139 @@
+package examples
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/gateway"
+	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/memory"
+)
+
+// Every example loads, validates and compiles.
+func TestExamplesAreValid(t *testing.T) {
+	files, _ := filepath.Glob("*.yaml")
+	if len(files) < 4 {
+		t.Fatalf("found %d examples, want at least 4", len(files))
+	}
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			cfg, err := config.Load(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := memory.New(memory.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			if _, err := rules.New(cfg.Config, st); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// serveExample runs an example in-process against a test origin, on a
+// loopback port, without the admin listener.
+func serveExample(t *testing.T, file string) string {
+	t.Helper()
+	cfg, err := config.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "origin")
+	}))
+	t.Cleanup(origin.Close)
+	cfg.Listen.Addr = "127.0.0.1:0"
+	cfg.Admin.Addr = "off"
+	for i := range cfg.Routes {
+		cfg.Routes[i].Upstream = origin.URL
+	}
+	g, err := gateway.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return "http://" + g.Addr().String()
+}
+
+func do(t *testing.T, method, url string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+func TestLoginBruteForce(t *testing.T) {
+	base := serveExample(t, "login-bruteforce.yaml")
+	for i := range 5 {
+		if resp, _ := do(t, "POST", base+"/login", "X-Login-User", "alice"); resp.StatusCode != 200 {
+			t.Fatalf("attempt %d: %d", i+1, resp.StatusCode)
+		}
+	}
+	resp, body := do(t, "POST", base+"/login", "X-Login-User", "alice")
+	if resp.StatusCode != 429 || !strings.HasPrefix(body, "Too many login attempts. Try again in ") {
+		t.Fatalf("6th attempt: %d %q", resp.StatusCode, body)
+	}
+	if resp, _ := do(t, "GET", base+"/login"); resp.StatusCode != 200 {
+		t.Fatalf("GET /login is not an attempt, got %d", resp.StatusCode)
+	}
+}
+
+func TestAPIKeyTiers(t *testing.T) {
+	base := serveExample(t, "api-key-tiers.yaml")
+	resp, _ := do(t, "GET", base+"/items", "X-API-Key", "k-3f9a1c0d2e")
+	if p := resp.Header.Get("Ratelimit-Policy"); !strings.Contains(p, "q=200") {
+		t.Errorf("pro key: RateLimit-Policy = %q, want the pro plan's burst 200", p)
+	}
+	resp, _ = do(t, "GET", base+"/items", "X-API-Key", "someone-unknown")
+	if p := resp.Header.Get("Ratelimit-Policy"); !strings.Contains(p, "q=20;") {
+		t.Errorf("unknown key: RateLimit-Policy = %q, want the free plan", p)
+	}
+	resp, _ = do(t, "GET", base+"/search?q=x", "X-API-Key", "k-0c1d2e3f40")
+	if r := resp.Header.Get("X-Ratelimit-Remaining"); r != "15" {
+		t.Errorf("search on free: X-RateLimit-Remaining = %q, want 15 (cost 5 of 20)", r)
+	}
+}
+
+func TestPerIPAPI(t *testing.T) {
+	base := serveExample(t, "per-ip-api.yaml")
+	resp, _ := do(t, "GET", base+"/api/v1/things")
+	if !strings.Contains(resp.Header.Get("Ratelimit-Policy"), `"per-second";q=200`) {
+		t.Errorf("RateLimit-Policy = %q", resp.Header.Get("Ratelimit-Policy"))
+	}
+	resp, _ = do(t, "GET", base+"/static/app.js")
+	if resp.Header.Get("Ratelimit-Policy") != "" {
+		t.Errorf("a path outside /api/ was limited")
+	}
+}
+
+func TestWriteShaping(t *testing.T) {
+	base := serveExample(t, "write-shaping.yaml")
+	for range 3 {
+		if resp, _ := do(t, "GET", base+"/v1/things"); resp.StatusCode != 200 || resp.Header.Get("Ratelimit") != "" {
+			t.Fatalf("reads must pass unlimited: %d %v", resp.StatusCode, resp.Header)
+		}
+	}
+	resp, _ := do(t, "POST", base+"/v1/things")
+	if resp.StatusCode != 200 || resp.Header.Get("Ratelimit") == "" {
+		t.Fatalf("write: %d, headers %v", resp.StatusCode, resp.Header)
+	}
+}
