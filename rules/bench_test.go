@@ -44,3 +44,13 @@ func BenchmarkStoreApply(b *testing.B) {
 		e.store.Apply(ctx, "per-ip\x1fper-ip\x1f192.0.2.1", p.policy, 1)
 	}
 }
+
+func BenchmarkAppendHeaders(b *testing.B) {
+	e, _ := newEngine(b, Config{Rules: []Rule{{Name: "per-ip", Policies: []Policy{{Rate: "1000000000/s"}}}}})
+	res, _ := e.Decide(context.Background(), get("/items/1", "192.0.2.1"))
+	var buf [8]Header
+	b.ReportAllocs()
+	for b.Loop() {
+		res.AppendHeaders(buf[:0])
+	}
+}

@@ -6,9 +6,11 @@ import (
 )
 
 // keyCache interns store keys, so that building the key of a returning
-// client does not allocate a string. It holds at most about twice its
-// capacity: each shard keeps a current and a previous generation, and
-// drops the previous one when the current fills.
+// client does not allocate a string. It is indexed by the key's 64-bit
+// hash and checks the bytes, so a collision costs an allocation, never a
+// wrong key. It holds at most about twice its capacity: each shard keeps a
+// current and a previous generation, and drops the previous one when the
+// current fills.
 type keyCache struct {
 	seed     maphash.Seed
 	perShard int
@@ -19,7 +21,7 @@ const keyShards = 16
 
 type keyShard struct {
 	mu       sync.Mutex
-	cur, old map[string]string
+	cur, old map[uint64]string
 	_        [40]byte // keep shards on separate cache lines
 }
 
@@ -29,7 +31,7 @@ func newKeyCache(capacity int) *keyCache {
 	}
 	c := &keyCache{seed: maphash.MakeSeed(), perShard: max(capacity/keyShards, 1)}
 	for i := range c.shards {
-		c.shards[i].cur = make(map[string]string)
+		c.shards[i].cur = make(map[uint64]string)
 	}
 	return c
 }
@@ -40,20 +42,21 @@ func (c *keyCache) intern(b []byte) string {
 	if c == nil {
 		return string(b)
 	}
-	s := &c.shards[maphash.Bytes(c.seed, b)%keyShards]
+	h := maphash.Bytes(c.seed, b)
+	s := &c.shards[h%keyShards]
 	s.mu.Lock()
-	if v, ok := s.cur[string(b)]; ok {
+	if v, ok := s.cur[h]; ok && v == string(b) {
 		s.mu.Unlock()
 		return v
 	}
-	v, ok := s.old[string(b)]
-	if !ok {
+	v, ok := s.old[h]
+	if !ok || v != string(b) {
 		v = string(b)
 	}
 	if len(s.cur) >= c.perShard {
-		s.old, s.cur = s.cur, make(map[string]string, c.perShard)
+		s.old, s.cur = s.cur, make(map[uint64]string, c.perShard)
 	}
-	s.cur[v] = v
+	s.cur[h] = v
 	s.mu.Unlock()
 	return v
 }

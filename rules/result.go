@@ -37,7 +37,7 @@ const (
 
 // inlineApplied is how many applied policies a Result holds without
 // allocating.
-const inlineApplied = 8
+const inlineApplied = 4
 
 // applied is one policy applied to a request.
 type applied struct {
@@ -150,14 +150,6 @@ func retryAfterSeconds(d limit.Decision) int64 {
 	return max(ceilSeconds(ra), 1)
 }
 
-// headerSpan is a header whose value is static or a span of the dynamic
-// buffer.
-type headerSpan struct {
-	name       string
-	static     string
-	start, end int
-}
-
 // AppendHeaders appends the response header fields for this result to dst
 // and returns it: the configured rate-limit styles (for the enforced
 // policies, and for shadow rules with ShadowHeaders), and on a refusal
@@ -169,9 +161,9 @@ func (r *Result) AppendHeaders(dst []Header) []Header {
 	if e == nil || r.n == 0 {
 		return dst
 	}
-	// The listed policies: enforced ones and shadow ones shown in
-	// headers. The reported one is the enforced decision's, or the shadow
-	// decision's when no enforced rule matched.
+	// The listed policies are the enforced ones and the shadow ones shown
+	// in headers. The reported one is the enforced decision's, or the
+	// shadow decision's when no enforced rule matched.
 	var dec limit.Decision
 	var top *applied
 	switch {
@@ -184,22 +176,23 @@ func (r *Result) AppendHeaders(dst []Header) []Header {
 	if top == nil && !refused {
 		return dst
 	}
-	var spans [12]headerSpan
-	ns := 0
-	var b [320]byte
+	// Phase one writes every per-request value into buf and records
+	// where each ends; phase two turns buf into one string and slices it.
+	// Fixed values are appended with Value set and end < 0.
+	first := len(dst)
+	var b [128]byte
 	buf := b[:0]
-	dyn := func(name string, start int) {
-		spans[ns] = headerSpan{name: name, start: start, end: len(buf)}
-		ns++
-	}
-	static := func(name, v string) {
-		spans[ns] = headerSpan{name: name, static: v}
-		ns++
+	var ends [8]int
+	ne := 0
+	mark := func(name string) {
+		dst = append(dst, Header{Name: name})
+		ends[ne] = len(buf)
+		ne++
 	}
 	if top != nil {
 		reset := resetSeconds(dec)
 		if e.styleDraft10 {
-			listed, only := 0, (*applied)(nil)
+			listed, only := 0, top
 			for i := 0; i < r.n; i++ {
 				if a := r.at(i); a.rule.headers {
 					listed++
@@ -207,44 +200,38 @@ func (r *Result) AppendHeaders(dst []Header) []Header {
 				}
 			}
 			if listed == 1 {
-				static(HeaderRateLimitPolicy, only.policy.sfItem)
+				dst = append(dst, Header{Name: HeaderRateLimitPolicy, Value: only.policy.sfItem})
 			} else {
-				start := len(buf)
-				first := true
+				sep := false
 				for i := 0; i < r.n; i++ {
 					if a := r.at(i); a.rule.headers {
-						if !first {
+						if sep {
 							buf = append(buf, ", "...)
 						}
-						first = false
+						sep = true
 						buf = append(buf, a.policy.sfItem...)
 					}
 				}
-				dyn(HeaderRateLimitPolicy, start)
+				mark(HeaderRateLimitPolicy)
 			}
-			start := len(buf)
 			buf = append(buf, top.policy.sfName...)
 			buf = append(buf, ";"+paramRemaining+"="...)
 			buf = strconv.AppendInt(buf, min(dec.Remaining, maxSFInt), 10)
 			buf = append(buf, ";"+paramReset+"="...)
 			buf = strconv.AppendInt(buf, min(reset, maxSFInt), 10)
-			dyn(HeaderRateLimit, start)
+			mark(HeaderRateLimit)
 		}
 		if e.styleDraft6 {
-			static(HeaderRateLimitLimit, top.policy.limitText)
-			start := len(buf)
+			dst = append(dst, Header{Name: HeaderRateLimitLimit, Value: top.policy.limitText})
 			buf = strconv.AppendInt(buf, dec.Remaining, 10)
-			dyn(HeaderRateLimitRemaining, start)
-			start = len(buf)
+			mark(HeaderRateLimitRemaining)
 			buf = strconv.AppendInt(buf, reset, 10)
-			dyn(HeaderRateLimitReset, start)
+			mark(HeaderRateLimitReset)
 		}
 		if e.styleLegacy {
-			static(HeaderXRateLimitLimit, top.policy.limitText)
-			start := len(buf)
+			dst = append(dst, Header{Name: HeaderXRateLimitLimit, Value: top.policy.limitText})
 			buf = strconv.AppendInt(buf, dec.Remaining, 10)
-			dyn(HeaderXRateLimitRemaining, start)
-			start = len(buf)
+			mark(HeaderXRateLimitRemaining)
 			if e.resetEpoch {
 				now := e.now()
 				at := now.Add(time.Duration(reset) * time.Second).Unix()
@@ -255,24 +242,27 @@ func (r *Result) AppendHeaders(dst []Header) []Header {
 			} else {
 				buf = strconv.AppendInt(buf, reset, 10)
 			}
-			dyn(HeaderXRateLimitReset, start)
+			mark(HeaderXRateLimitReset)
 		}
 	}
 	if refused {
-		start := len(buf)
 		if r.Outcome == Refused {
 			buf = strconv.AppendInt(buf, retryAfterSeconds(r.Decision), 10)
-			dyn(HeaderRetryAfter, start)
+			mark(HeaderRetryAfter)
 		}
-		static(HeaderCacheControl, "no-store")
+		dst = append(dst, Header{Name: HeaderCacheControl, Value: "no-store"})
+	}
+	if ne == 0 {
+		return dst
 	}
 	s := string(buf)
-	for _, sp := range spans[:ns] {
-		v := sp.static
-		if v == "" {
-			v = s[sp.start:sp.end]
+	start, k := 0, 0
+	for i := first; i < len(dst); i++ {
+		if dst[i].Value == "" {
+			dst[i].Value = s[start:ends[k]]
+			start = ends[k]
+			k++
 		}
-		dst = append(dst, Header{Name: sp.name, Value: v})
 	}
 	return dst
 }
