@@ -13,13 +13,16 @@ import (
 // several requests in flight does not send more than the host said it
 // would accept. It is safe for concurrent use and holds at most max hosts.
 //
-// Every request sent to a host gets a sequence number. A response to
-// request s that reports r remaining leaves r - (requests sent after s)
-// for new requests: those in flight will be charged too. A response older
-// than one already heard from is stale and ignored. When the budget is
-// spent, new requests wait for the reported reset; after it the budget is
-// unknown again and requests flow until a response says otherwise.
-// Retry-After puts the host on hold, which a later response never shortens.
+// A response that reports r remaining with a reset leaves r - (requests
+// still in flight) for new requests until that reset: those in flight may
+// be charged too, or may have been counted in r already; counting them
+// again errs on the polite side. Until the reset the budget only shrinks:
+// responses to concurrent requests arrive in any order, and a response
+// the server answered earlier must not restore units a later one spent.
+// When the budget is spent new requests wait for the reset; after it the
+// budget is unknown again and requests flow until a response says
+// otherwise. Retry-After puts the host on hold, which a later response
+// never shortens.
 type pacer struct {
 	mu    sync.Mutex
 	hosts map[string]*hostState
@@ -27,16 +30,15 @@ type pacer struct {
 }
 
 type hostState struct {
-	sent   uint64    // sequence number of the latest request sent
-	heard  uint64    // sequence number of the newest response with an allowance
-	budget int64     // requests that may still go before reset
-	reset  time.Time // when budget stops applying; zero: no budget known
-	hold   time.Time // nothing is sent before this (Retry-After)
+	inflight int64     // requests acquired and not yet done
+	budget   int64     // requests that may still go before reset
+	reset    time.Time // when budget stops applying; zero: no budget known
+	hold     time.Time // nothing is sent before this (Retry-After)
 }
 
 // active reports whether st still constrains anything at now.
 func (st *hostState) active(now time.Time) bool {
-	return st.hold.After(now) || st.reset.After(now)
+	return st.inflight > 0 || st.hold.After(now) || st.reset.After(now)
 }
 
 // end is the instant after which st constrains nothing.
@@ -51,54 +53,57 @@ func newPacer(max int) *pacer {
 	return &pacer{hosts: make(map[string]*hostState), max: max}
 }
 
-// acquire asks to send a request to host at now. It returns the request's
-// sequence number and zero, or the time to wait before asking again.
-func (p *pacer) acquire(host string, now time.Time) (seq uint64, wait time.Duration) {
+// acquire asks to send a request to host at now. It returns zero when the
+// request may go (it is then in flight until done), or the time to wait
+// before asking again.
+func (p *pacer) acquire(host string, now time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.state(host, now)
 	if d := st.hold.Sub(now); d > 0 {
-		return 0, d
+		return d
 	}
 	if !st.reset.IsZero() {
 		if !st.reset.After(now) {
 			st.reset = time.Time{} // reset passed: budget unknown again
 		} else if st.budget <= 0 {
-			return 0, st.reset.Sub(now)
+			return st.reset.Sub(now)
 		} else {
 			st.budget--
 		}
 	}
-	st.sent++
-	return st.sent, 0
+	st.inflight++
+	return 0
 }
 
-// force numbers a request sent to host regardless of its state.
-func (p *pacer) force(host string, now time.Time) uint64 {
+// force puts a request to host in flight regardless of its state.
+func (p *pacer) force(host string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state(host, now).inflight++
+}
+
+// done ends a request to host at now, recording the allowance its
+// response reported when known. An allowance without a reset says nothing
+// to wait for and changes nothing.
+func (p *pacer) done(host string, a Allowance, known bool, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := p.state(host, now)
-	st.sent++
-	return st.sent
-}
-
-// observe records the allowance a reported in the response to request seq,
-// read at now. Only a spent-or-counted allowance with a known reset is
-// kept: without a reset there is nothing to wait for.
-func (p *pacer) observe(host string, seq uint64, a Allowance, now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	st := p.state(host, now)
-	if seq < st.heard || seq > st.sent {
-		return // stale, or from before the entry was evicted and remade
+	if st.inflight > 0 {
+		st.inflight--
 	}
-	st.heard = seq
-	if a.Reset <= 0 {
-		st.reset = time.Time{}
+	if !known || a.Reset <= 0 {
 		return
 	}
-	st.budget = a.Remaining - int64(st.sent-seq)
-	st.reset = now.Add(a.Reset)
+	budget, reset := a.Remaining-st.inflight, now.Add(a.Reset)
+	if st.reset.After(now) {
+		budget = min(budget, st.budget)
+		if st.reset.After(reset) {
+			reset = st.reset
+		}
+	}
+	st.budget, st.reset = budget, reset
 }
 
 // holdUntil puts host on hold until t (Retry-After). Holds only ever

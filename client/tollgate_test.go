@@ -4,6 +4,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -147,5 +149,40 @@ func TestThousandRequestsAtFiftyPerSecond(t *testing.T) {
 				t.Errorf("took %v of injected time, want 19s-%v", elapsed, tc.slowest)
 			}
 		})
+	}
+}
+
+// TestConcurrentCallersShareTheAllowance: one client (one Transport)
+// used by 8 goroutines against the 50/s limit, in real time. The pacer
+// counts requests in flight against the advertised remaining, so the
+// callers do not all spend the last unit. 200 requests by default (about
+// 3s); TOLLGATE_CLIENT_LOAD=1 runs the full 1,000 (about 19s).
+func TestConcurrentCallersShareTheAllowance(t *testing.T) {
+	total := 200
+	if os.Getenv("TOLLGATE_CLIENT_LOAD") != "" {
+		total = 1000
+	}
+	const workers = 8
+	srv := newLimited(t, limitedOptions{policy: rules.Policy{Algorithm: "token_bucket", Rate: "50/s"}})
+	c := mustClient(t, Config{MaxAttempts: 10})
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(total) {
+				ok, err := fetch(c, srv.srv.URL)
+				if err != nil || !ok {
+					t.Errorf("ok=%v err=%v", ok, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	t.Logf("%d requests from %d goroutines in %v; %d on the wire, %d refused", total, workers, elapsed, srv.wire.Load(), srv.refused.Load())
+	if n := srv.refused.Load(); n > 3 {
+		t.Errorf("%d requests refused on the wire, want at most a few", n)
 	}
 }

@@ -98,8 +98,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var prev time.Duration // previous backoff, for DecorrelatedJitter
 	retries := 0           // backoff exponent: retries without a server hint
 	for attempt := 1; ; attempt++ {
-		seq, err := t.acquire(ctx, host, attempt-1)
-		if err != nil {
+		if err := t.acquire(ctx, host, attempt-1); err != nil {
 			if attempt == 1 {
 				closeBody(req)
 			}
@@ -118,6 +117,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 		var wait time.Duration
 		werr := &WaitError{Host: host, Attempts: attempt}
+		ra, hasRA := t.observe(host, resp, now)
 		if err != nil {
 			if ctx.Err() != nil || !rewindable || !idem || attempt >= c.MaxAttempts {
 				return nil, err
@@ -125,7 +125,6 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			wait = backoff(c.Strategy, c.BaseDelay, c.MaxDelay, retries, prev, c.Rand)
 			prev, retries = wait, retries+1
 		} else {
-			ra, hasRA := t.observe(host, seq, resp, now)
 			if !retryable(resp.StatusCode, rewindable, idem) || attempt >= c.MaxAttempts {
 				return resp, nil
 			}
@@ -175,23 +174,29 @@ func (t *Transport) pause(ctx context.Context, werr *WaitError) error {
 	return c.Sleep(ctx, d+extra)
 }
 
-// observe records the host's rate-limit state from resp, the response to
-// request seq, and returns its valid Retry-After on 429 and 503.
-// Retry-After takes precedence over the RateLimit fields; a response
-// served from a cache (Age > 0) is ignored.
-func (t *Transport) observe(host string, seq uint64, resp *http.Response, now time.Time) (time.Duration, bool) {
+// observe ends a request in the pacer, recording the host's rate-limit
+// state from resp (nil after a transport error), and returns its valid
+// Retry-After on 429 and 503. Retry-After takes precedence over the
+// RateLimit fields; a response served from a cache (Age > 0) says
+// nothing.
+func (t *Transport) observe(host string, resp *http.Response, now time.Time) (time.Duration, bool) {
+	if resp == nil {
+		t.pacer.done(host, Allowance{}, false, now)
+		return 0, false
+	}
 	if age, ok := parseDigits(resp.Header.Get("Age")); ok && age > 0 {
+		t.pacer.done(host, Allowance{}, false, now)
 		return 0, false
 	}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		if ra, ok := retryAfter(resp.Header, now); ok {
 			t.pacer.holdUntil(host, now.Add(ra), now)
+			t.pacer.done(host, Allowance{}, false, now)
 			return ra, true
 		}
 	}
-	if a, ok := ParseAllowance(resp.Header, now); ok {
-		t.pacer.observe(host, seq, a, now)
-	}
+	a, ok := ParseAllowance(resp.Header, now)
+	t.pacer.done(host, a, ok, now)
 	return 0, false
 }
 
@@ -199,23 +204,23 @@ func (t *Transport) observe(host string, seq uint64, resp *http.Response, now ti
 // Sleep does not move the injected clock.
 const maxPacingWaits = 100
 
-// acquire waits until the pacer lets a request to host go and returns its
-// sequence number, or fails at once with a WaitError when the wait exceeds
-// MaxWait or would reach ctx's deadline. sent is how many times the
-// request was sent already.
-func (t *Transport) acquire(ctx context.Context, host string, sent int) (uint64, error) {
+// acquire waits until the pacer lets a request to host go, or fails at
+// once with a WaitError when the wait exceeds MaxWait or would reach ctx's
+// deadline. sent is how many times the request was sent already.
+func (t *Transport) acquire(ctx context.Context, host string, sent int) error {
 	c := &t.cfg
 	for range maxPacingWaits {
-		seq, wait := t.pacer.acquire(host, c.Now())
+		wait := t.pacer.acquire(host, c.Now())
 		if wait == 0 {
-			return seq, nil
+			return nil
 		}
 		werr := &WaitError{Host: host, Wait: wait, FromServer: true, Attempts: sent}
 		if err := t.pause(ctx, werr); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	return t.pacer.force(host, c.Now()), nil
+	t.pacer.force(host, c.Now())
+	return nil
 }
 
 // retryable reports whether a response with status code is retried: 429
