@@ -167,6 +167,8 @@ func (r *Result) AppendHeaders(dst []Header) []Header {
 	var dec limit.Decision
 	var top *applied
 	switch {
+	case r.Outcome == Errored:
+		// The store failed: there are no counts to report.
 	case r.enforced > 0:
 		dec, top = r.Decision, r.at(r.Decision.Index)
 	case r.shadowMatched && r.at(r.Shadow.Index).rule.headers:
