@@ -55,7 +55,7 @@ func serveExample(t *testing.T, file string) string {
 	for i := range cfg.Routes {
 		cfg.Routes[i].Upstream = origin.URL
 	}
-	g, err := gateway.New(cfg, nil)
+	g, err := gateway.New(cfg, gateway.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,8 +28,9 @@ import (
 // Start, change its configuration with Reload or ReloadFile, and stop it
 // with Shutdown (graceful) or Close.
 type Gateway struct {
-	log  *slog.Logger
-	m    *metrics
+	log    *slog.Logger
+	adjust func(*config.Config)
+	m      *metrics
 	snap atomic.Pointer[snapshot]
 
 	// mu serializes reloads and guards clients.
@@ -55,14 +56,26 @@ type Gateway struct {
 	closeOnce  sync.Once
 }
 
+// Options are a gateway's settings that do not come from the file.
+type Options struct {
+	// Logger receives the gateway's logs. Nil means slog.Default().
+	Logger *slog.Logger
+	// Adjust, when set, is applied to every configuration loaded by
+	// ReloadFile before it is used, as it was to the first one (command
+	// line overrides of the listener addresses, for example).
+	Adjust func(*config.Config)
+}
+
 // New builds a gateway from cfg (as returned by config.Load, so valid and
-// with defaults) without opening any socket. log may be nil (slog.Default).
-func New(cfg *config.Config, log *slog.Logger) (*Gateway, error) {
+// with defaults) without opening any socket.
+func New(cfg *config.Config, opts Options) (*Gateway, error) {
+	log := opts.Logger
 	if log == nil {
 		log = slog.Default()
 	}
 	g := &Gateway{
 		log:      log,
+		adjust:   opts.Adjust,
 		clients:  map[string]*fasthttp.HostClient{},
 		serveErr: make(chan error, 2),
 		stop:     make(chan struct{}),
@@ -288,6 +301,9 @@ func (g *Gateway) ReloadFile(path string) error {
 	if err != nil {
 		g.countReload(err)
 		return err
+	}
+	if g.adjust != nil {
+		g.adjust(cfg)
 	}
 	return g.Reload(cfg)
 }

@@ -23,6 +23,8 @@ var serveCommand = &command{
 		file := fs.String("config", "", "configuration `file` (YAML); empty runs the embedded default")
 		logFormat := fs.String("log-format", "text", "log format: text or json")
 		logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+		listen := fs.String("listen", "", "traffic listener `address`, overriding the file's listen.addr")
+		admin := fs.String("admin", "", "admin listener `address` (or off), overriding the file's admin.addr")
 		return func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if len(args) == 1 && *file == "" {
 				*file = args[0] // tollgate serve FILE
@@ -35,7 +37,15 @@ var serveCommand = &command{
 				fmt.Fprintf(stderr, "tollgate serve: %v\n", err)
 				return exitUsage
 			}
-			return serve(ctx, *file, log, stdout, stderr)
+			adjust := func(c *config.Config) {
+				if *listen != "" {
+					c.Listen.Addr = *listen
+				}
+				if *admin != "" {
+					c.Admin.Addr = *admin
+				}
+			}
+			return serve(ctx, *file, adjust, log, stdout, stderr)
 		}
 	},
 }
@@ -55,7 +65,7 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("-log-format %q: want text or json", format)
 }
 
-func serve(ctx context.Context, file string, log *slog.Logger, stdout, stderr io.Writer) int {
+func serve(ctx context.Context, file string, adjust func(*config.Config), log *slog.Logger, stdout, stderr io.Writer) int {
 	cfg := config.Default()
 	if file != "" {
 		var err error
@@ -66,7 +76,13 @@ func serve(ctx context.Context, file string, log *slog.Logger, stdout, stderr io
 			return exitFail
 		}
 	}
-	g, err := gateway.New(cfg, log)
+	adjust(cfg)
+	// Catch SIGHUP before anything can send it (its default action
+	// would end the process).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	g, err := gateway.New(cfg, gateway.Options{Logger: log, Adjust: adjust})
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate serve: %v\n", err)
 		return exitFail
@@ -81,10 +97,6 @@ func serve(ctx context.Context, file string, log *slog.Logger, stdout, stderr io
 	if file == "" {
 		printTryIt(stdout, g)
 	}
-
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	for {
 		select {
 		case <-hup:

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -307,5 +308,55 @@ func TestE2EWebSocket(t *testing.T) {
 		if err != nil || got != strings.ToUpper(msg) {
 			t.Fatalf("echo of %q = %q, %v", msg, got, err)
 		}
+	}
+}
+
+// With no file, serve runs the embedded default: a demo origin behind a
+// per-IP limit, and it prints how to try it.
+func TestE2EEmbeddedDefault(t *testing.T) {
+	bin := tollgateBinary(t)
+	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0")
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	sc := bufio.NewScanner(stderr)
+	var addr string
+	for sc.Scan() {
+		if m := servingRE.FindStringSubmatch(sc.Text()); m != nil {
+			addr = m[1]
+			break
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	if addr == "" {
+		t.Fatal("no serving line")
+	}
+	codes := map[int]int{}
+	var first *http.Response
+	for range 30 {
+		resp, body := get(t, "http://"+addr+"/")
+		if first == nil {
+			first = resp
+			if !strings.Contains(body, "demo origin") {
+				t.Errorf("demo body = %q", body)
+			}
+		}
+		codes[resp.StatusCode]++
+	}
+	if first.StatusCode != 200 || first.Header.Get("Ratelimit") == "" || first.Header.Get("Ratelimit-Policy") == "" {
+		t.Errorf("first response: %d %v", first.StatusCode, first.Header)
+	}
+	if codes[429] == 0 || codes[200] < 10 {
+		t.Errorf("30 quick requests: %v, want 10+ allowed then 429s", codes)
+	}
+	if !strings.Contains(stdout.String(), "curl -i localhost:") {
+		t.Errorf("no try-it message on stdout:\n%s", stdout.String())
 	}
 }

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestCLIExitCodes(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte("rules: [{name: r, policies: [{rate: 10/s}]}]\n"), 0o644)
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("listen:\n  adr: x\nrules:\n  - name: r\n    policies: [{rate: 0/s}]\n"), 0o644)
+
+	cases := []struct {
+		args       []string
+		code       int
+		out, errOut string
+	}{
+		{nil, exitUsage, "", "usage: tollgate <command>"},
+		{[]string{"nope"}, exitUsage, "", `unknown command "nope"`},
+		{[]string{"--help"}, exitOK, "serve", ""},
+		{[]string{"help", "check"}, exitOK, "", "usage: tollgate check [flags] FILE"},
+		{[]string{"serve", "-h"}, exitOK, "", "-config file"},
+		{[]string{"serve", "-bogus"}, exitUsage, "", "flag provided but not defined"},
+		{[]string{"version"}, exitOK, "tollgate ", ""},
+		{[]string{"check"}, exitUsage, "", "usage: tollgate check"},
+		{[]string{"check", good}, exitOK, "valid", ""},
+		{[]string{"check", "-q", good}, exitOK, "", ""},
+		{[]string{"check", bad}, exitFail, "", bad + ":2:3: listen: unknown key \"adr\""},
+		{[]string{"check", filepath.Join(dir, "missing.yaml")}, exitFail, "", "no such file"},
+	}
+	for _, c := range cases {
+		code, out, errOut := runCLI(c.args...)
+		if code != c.code || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.errOut) {
+			t.Errorf("tollgate %q = %d\nstdout: %s\nstderr: %s\nwant %d, stdout containing %q, stderr containing %q",
+				c.args, code, out, errOut, c.code, c.out, c.errOut)
+		}
+	}
+}
+
+// check reports every problem at once, each with file:line, and the
+// summary of a valid file says what it will do.
+func TestCheckSummaryAndAllProblems(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte(`rules:
+  - name: a
+    policies: [{rate: 0/s}]
+  - name: b
+    policies: [{rate: 10/s, burst: -1}]
+client_ip: {trusted_proxies: [10.0.0.0/33]}
+`), 0o644)
+	code, _, errOut := runCLI("check", bad)
+	if code != exitFail {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{bad + ":3:", bad + ":5:", bad + ":6:", "3 problem(s)"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("check output lacks %q:\n%s", want, errOut)
+		}
+	}
+	code, out, _ := runCLI("check", "../../examples/api-key-tiers.yaml")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"valid", "api-key", `default plan "free"`, "token_bucket rate 100/s burst 200", "per-ip-ceiling"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
