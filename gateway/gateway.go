@@ -31,7 +31,7 @@ type Gateway struct {
 	log    *slog.Logger
 	adjust func(*config.Config)
 	m      *metrics
-	snap atomic.Pointer[snapshot]
+	snap   atomic.Pointer[snapshot]
 
 	// mu serializes reloads and guards clients.
 	mu      sync.Mutex

@@ -22,8 +22,8 @@ func TestCLIExitCodes(t *testing.T) {
 	os.WriteFile(bad, []byte("listen:\n  adr: x\nrules:\n  - name: r\n    policies: [{rate: 0/s}]\n"), 0o644)
 
 	cases := []struct {
-		args       []string
-		code       int
+		args        []string
+		code        int
 		out, errOut string
 	}{
 		{nil, exitUsage, "", "usage: tollgate <command>"},
