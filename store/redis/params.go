@@ -3,6 +3,9 @@ package redis
 import (
 	"fmt"
 	"math/bits"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
@@ -21,7 +24,39 @@ const (
 type args struct {
 	alg      limit.Algorithm
 	p        [4]int64
-	capacity int64 // Quota().Limit: a cost above it can never pass
+	capacity int64     // Quota().Limit: a cost above it can never pass
+	strs     [4]string // p, formatted for the wire
+}
+
+// encoded remembers the encoding of recently used policies (a gateway has
+// a few, from its configuration), so a decision formats no parameters.
+type encoded struct {
+	m sync.Map // limit.Policy -> args
+	n atomic.Int64
+}
+
+const maxEncoded = 4096
+
+// get returns encode(p), from the memo when it can.
+func (e *encoded) get(p limit.Policy) (args, error) {
+	if p != nil {
+		if a, ok := e.m.Load(p); ok {
+			return a.(args), nil
+		}
+	}
+	a, err := encode(p)
+	if err != nil {
+		return a, err
+	}
+	for i, v := range a.p {
+		a.strs[i] = strconv.FormatInt(v, 10)
+	}
+	if e.n.Load() < maxEncoded {
+		if _, loaded := e.m.LoadOrStore(p, a); !loaded {
+			e.n.Add(1)
+		}
+	}
+	return a, nil
 }
 
 // encode converts p to script parameters, refusing a policy the scripts

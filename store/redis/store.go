@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +35,8 @@ type Store struct {
 
 	stats counters
 	onNow func(us int64) // tests: the script's instant of each decision
+	enc   encoded
+	argv  sync.Pool // *[]string
 }
 
 type counters struct {
@@ -56,6 +60,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		DisableCache:     true,
 		ConnWriteTimeout: max(cfg.Timeout, 100*time.Millisecond),
 		Dialer:           netDialer(max(cfg.Timeout, time.Second)),
+		MaxFlushDelay:    max(cfg.FlushDelay, 0),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("redis: connect %v: %w", cfg.Addrs, err)
@@ -117,7 +122,15 @@ func (s *Store) clockArg() string {
 	if s.serverT {
 		return "-1"
 	}
-	return fmt.Sprint(s.cfg.Clock() / 1000)
+	return strconv.FormatInt(s.cfg.Clock()/1000, 10)
+}
+
+func (s *Store) getArgv() *[]string {
+	if v, ok := s.argv.Get().(*[]string); ok {
+		return v
+	}
+	v := make([]string, 0, 16)
+	return &v
 }
 
 // Apply charges cost against key under p, with the failure mode of
@@ -156,7 +169,7 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 	if cost < 0 {
 		return limit.Decision{}, limit.ErrNegativeCost
 	}
-	a, err := encode(p)
+	a, err := s.enc.get(p)
 	if err != nil {
 		return limit.Decision{}, err
 	}
@@ -174,11 +187,15 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 		s.stats.shortCircuit.Add(1)
 		return s.fail(ctx, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})
 	}
-	args := []string{s.clockArg(), s.floorMS, fmt.Sprint(min(cost, a.capacity+1)), "0",
-		fmt.Sprint(a.p[0]), fmt.Sprint(a.p[1]), fmt.Sprint(a.p[2]), fmt.Sprint(a.p[3])}
+	argv := s.getArgv()
+	args := append((*argv)[:0], s.redisKey(key), s.clockArg(), s.floorMS, strconv.FormatInt(min(cost, a.capacity+1), 10), "0",
+		a.strs[0], a.strs[1], a.strs[2], a.strs[3])
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
-	vals, err := s.scripts.one[a.alg].Exec(cctx, s.client, []string{s.redisKey(key)}, args).AsIntSlice()
+	vals, err := s.scripts.one[a.alg].Exec(cctx, s.client, args[:1], args[1:]).AsIntSlice()
 	cancel()
+	clear(args)
+	*argv = args[:0]
+	s.argv.Put(argv)
 	if err != nil {
 		if isReply(err) || ctx.Err() != nil {
 			s.breaker.done(true, probe)
@@ -239,7 +256,7 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 		if r.Cost < 0 {
 			return limit.Decision{}, limit.ErrNegativeCost
 		}
-		a, err := encode(r.Policy)
+		a, err := s.enc.get(r.Policy)
 		if err != nil {
 			return limit.Decision{}, err
 		}
@@ -273,8 +290,8 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 	argv = append(argv, s.clockArg(), s.floorMS)
 	for i, r := range reqs {
 		a := enc[i]
-		argv = append(argv, fmt.Sprint(int(a.alg)), fmt.Sprint(min(r.Cost, a.capacity+1)),
-			fmt.Sprint(a.p[0]), fmt.Sprint(a.p[1]), fmt.Sprint(a.p[2]), fmt.Sprint(a.p[3]))
+		argv = append(argv, strconv.Itoa(int(a.alg)), strconv.FormatInt(min(r.Cost, a.capacity+1), 10),
+			a.strs[0], a.strs[1], a.strs[2], a.strs[3])
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	vals, err := s.scripts.all.Exec(cctx, s.client, keys, argv).AsIntSlice()
