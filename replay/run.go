@@ -110,47 +110,11 @@ func Run(ctx context.Context, r io.Reader, cfg Config) (*Report, error) {
 	if format == FormatAuto {
 		format = DetectFormat(src.peek(64 << 10))
 	}
-	if err := cfg.Key.check(format); err != nil {
+	p, err := newPipeline(&cfg, format)
+	if err != nil {
 		return nil, err
 	}
-	fields := cfg.Fields
-	fields.Extra = cfg.Key.Extra
-	parser := newParser(format, fields)
-	var (
-		er         *engineRun
-		engineName string
-		strs       stringTable
-	)
-	if cfg.Rules != nil {
-		if er, err = newEngineRun(cfg.Rules); err != nil {
-			return nil, err
-		}
-		defer er.close()
-		engineName = cfg.Rules.Name
-		if engineName == "" {
-			engineName = "rules"
-		}
-		strs = stringTable{m: make(map[string]string), max: 1 << 16}
-	}
-	sim := newSimulator(cfg.Policies, er, engineName, cfg.Suggest, cfg.Track)
-	reo := &reorderer{window: int64(cfg.Reorder), sink: sim}
-	if cfg.Reorder < 0 {
-		reo.window = 0
-	}
-	in := InputStats{Format: format.String(), Reorder: max(cfg.Reorder, 0), Key: cfg.Key.String()}
-	var (
-		rec    Record
-		keyBuf = make([]byte, 0, 256)
-	)
-	bad := func(line []byte, err error) {
-		in.Malformed++
-		if len(in.Examples) < cfg.Examples {
-			if len(line) > 240 {
-				line = line[:240]
-			}
-			in.Examples = append(in.Examples, Malformed{Line: src.line, Reason: err.Error(), Text: string(line)})
-		}
-	}
+	defer p.close()
 	for {
 		line, err := src.next()
 		if err != nil {
@@ -158,13 +122,13 @@ func Run(ctx context.Context, r io.Reader, cfg Config) (*Report, error) {
 				break
 			}
 			if err == errTooLong {
-				bad(nil, err)
+				p.bad(src.line, nil, err)
 				continue
 			}
 			return nil, fmt.Errorf("replay: reading line %d: %w", src.line+1, err)
 		}
-		in.Lines++
-		if in.Lines&0xffff == 0 {
+		p.line(src.line, line)
+		if p.in.Lines&0xffff == 0 {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -172,40 +136,107 @@ func Run(ctx context.Context, r io.Reader, cfg Config) (*Report, error) {
 				cfg.Progress(src.raw.n.Load())
 			}
 		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			in.Blank++
-			continue
-		}
-		rec.reset(len(fields.Extra))
-		if err := parser.parse(line, &rec); err != nil {
-			if err == errHeader {
-				in.Header++
-				continue
-			}
-			bad(line, err)
-			continue
-		}
-		if rec.Cost < 0 {
-			bad(line, errBadCost)
-			continue
-		}
-		if !cfg.Filter.match(&rec) {
-			in.Filtered++
-			continue
-		}
-		keyBuf = cfg.Key.append(keyBuf[:0], &rec)
-		var req *engineRequest
-		if er != nil {
-			req = &engineRequest{method: strs.get(rec.Method), host: strs.get(rec.Host),
-				path: strs.get(rec.Path), query: strs.get(rec.Query), addr: parseAddr(rec.Addr)}
-		}
-		reo.push(rec.Time, sim.intern(keyBuf), rec.Cost, req)
 	}
-	reo.flush()
+	p.reo.flush()
 	if cfg.Progress != nil {
 		cfg.Progress(src.raw.n.Load())
 	}
-	in.Late, in.LateMax = reo.late, time.Duration(reo.lateMax)
-	in.Simulated = sim.events
-	return buildReport(sim, &cfg, in), nil
+	p.in.Late, p.in.LateMax = p.reo.late, time.Duration(p.reo.lateMax)
+	p.in.Simulated = p.sim.events
+	return buildReport(p.sim, &cfg, p.in), nil
+}
+
+// pipeline is the per-line path: parse, filter, key, reorder, simulate.
+type pipeline struct {
+	cfg    *Config
+	parser lineParser
+	nExtra int
+	er     *engineRun
+	strs   stringTable
+	sim    *simulator
+	reo    *reorderer
+	in     InputStats
+	rec    Record
+	keyBuf []byte
+}
+
+func newPipeline(cfg *Config, format Format) (*pipeline, error) {
+	if err := cfg.Key.check(format); err != nil {
+		return nil, err
+	}
+	fields := cfg.Fields
+	fields.Extra = cfg.Key.Extra
+	p := &pipeline{cfg: cfg, parser: newParser(format, fields), nExtra: len(fields.Extra),
+		keyBuf: make([]byte, 0, 256)}
+	engineName := ""
+	if cfg.Rules != nil {
+		var err error
+		if p.er, err = newEngineRun(cfg.Rules); err != nil {
+			return nil, err
+		}
+		engineName = cfg.Rules.Name
+		if engineName == "" {
+			engineName = "rules"
+		}
+		p.strs = stringTable{m: make(map[string]string), max: 1 << 16}
+	}
+	p.sim = newSimulator(cfg.Policies, p.er, engineName, cfg.Suggest, cfg.Track)
+	p.reo = &reorderer{window: int64(cfg.Reorder), sink: p.sim}
+	if cfg.Reorder < 0 {
+		p.reo.window = 0
+	}
+	p.in = InputStats{Format: format.String(), Reorder: max(cfg.Reorder, 0), Key: cfg.Key.String()}
+	return p, nil
+}
+
+func (p *pipeline) close() {
+	if p.er != nil {
+		p.er.close()
+	}
+}
+
+// bad counts a malformed line and keeps the first few as examples.
+func (p *pipeline) bad(n int64, line []byte, err error) {
+	p.in.Malformed++
+	if len(p.in.Examples) < p.cfg.Examples {
+		if len(line) > 240 {
+			line = line[:240]
+		}
+		p.in.Examples = append(p.in.Examples, Malformed{Line: n, Reason: err.Error(), Text: string(line)})
+	}
+}
+
+// line processes line number n. It does not allocate for a well-formed
+// line whose key has been seen before (outside Rules simulation).
+func (p *pipeline) line(n int64, line []byte) {
+	p.in.Lines++
+	if len(bytes.TrimSpace(line)) == 0 {
+		p.in.Blank++
+		return
+	}
+	rec := &p.rec
+	rec.reset(p.nExtra)
+	if err := p.parser.parse(line, rec); err != nil {
+		if err == errHeader {
+			p.in.Header++
+			return
+		}
+		p.bad(n, line, err)
+		return
+	}
+	if rec.Cost < 0 {
+		p.bad(n, line, errBadCost)
+		return
+	}
+	if !p.cfg.Filter.match(rec) {
+		p.in.Filtered++
+		return
+	}
+	p.keyBuf = p.cfg.Key.append(p.keyBuf[:0], rec)
+	var req *engineRequest
+	if p.er != nil {
+		req = &engineRequest{method: p.strs.get(rec.Method), host: p.strs.get(rec.Host),
+			path: p.strs.get(rec.Path), query: p.strs.get(rec.Query), addr: parseAddr(rec.Addr)}
+	}
+	p.reo.push(rec.Time, p.sim.intern(p.keyBuf), rec.Cost, req)
 }

@@ -6,44 +6,26 @@ import "errors"
 var errTime = errors.New("bad timestamp")
 
 // monthIndex maps the three-letter English month abbreviations of the
-// common log format to 1..12, or 0.
+// common log format (any case) to 1..12, or 0.
 func monthIndex(b []byte) int {
 	if len(b) != 3 {
 		return 0
 	}
-	switch b[0] | 0x20 {
-	case 'j':
-		switch {
-		case b[1]|0x20 == 'a':
-			return 1
-		case b[2]|0x20 == 'n':
-			return 6
-		case b[2]|0x20 == 'l':
-			return 7
+	k := uint32(b[0]|0x20)<<16 | uint32(b[1]|0x20)<<8 | uint32(b[2]|0x20)
+	for i, m := range monthKeys {
+		if m == k {
+			return i + 1
 		}
-	case 'f':
-		return 2
-	case 'm':
-		if b[2]|0x20 == 'r' {
-			return 3
-		}
-		return 5
-	case 'a':
-		if b[1]|0x20 == 'p' {
-			return 4
-		}
-		return 8
-	case 's':
-		return 9
-	case 'o':
-		return 10
-	case 'n':
-		return 11
-	case 'd':
-		return 12
 	}
 	return 0
 }
+
+var monthKeys = func() (k [12]uint32) {
+	for i, m := range []string{"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"} {
+		k[i] = uint32(m[0])<<16 | uint32(m[1])<<8 | uint32(m[2])
+	}
+	return k
+}()
 
 // daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian
 // date (Howard Hinnant's algorithm).

@@ -1,0 +1,252 @@
+package replay
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseTimes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string // RFC 3339
+		ok   bool
+	}{
+		{"17/May/2015:10:05:03 +0000", "2015-05-17T10:05:03Z", true},
+		{"17/May/2015:10:05:03 +0530", "2015-05-17T04:35:03Z", true},
+		{"17/May/2015:10:05:03 -0700", "2015-05-17T17:05:03Z", true},
+		{"[01/Jan/2000:00:00:00 +0100]", "1999-12-31T23:00:00Z", true},
+		{"29/Feb/2024:23:59:59 +0000", "2024-02-29T23:59:59Z", true},
+		{"2015-05-17T10:05:03Z", "2015-05-17T10:05:03Z", true},
+		{"2015-05-17T10:05:03.250+02:00", "2015-05-17T08:05:03.25Z", true},
+		{"2015-05-17 10:05:03.123456789-0700", "2015-05-17T17:05:03.123456789Z", true},
+		{"2015-05-17T10:05:03", "2015-05-17T10:05:03Z", true},
+		{"1431857103", "2015-05-17T10:05:03Z", true},
+		{"1431857103.5", "2015-05-17T10:05:03.5Z", true},
+		{"1431857103500", "2015-05-17T10:05:03.5Z", true},
+		{"1431857103500000", "2015-05-17T10:05:03.5Z", true},
+		{"1431857103500000000", "2015-05-17T10:05:03.5Z", true},
+		{"17/Mai/2015:10:05:03 +0000", "", false},
+		{"2015-13-17T10:05:03Z", "", false},
+		{"2015-05-17T10:05:03+25:00", "", false},
+		{"yesterday", "", false},
+		{"", "", false},
+	} {
+		got, ok := parseAnyTime([]byte(tc.in))
+		if ok != tc.ok {
+			t.Errorf("%q: ok %v, want %v", tc.in, ok, tc.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		want, err := time.Parse(time.RFC3339Nano, tc.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want.UnixNano() {
+			t.Errorf("%q: %v, want %v", tc.in, time.Unix(0, got).UTC(), want)
+		}
+	}
+}
+
+func TestParseCLF(t *testing.T) {
+	var r Record
+	r.reset(0)
+	line := `2001:db8::1 - alice [17/May/2015:10:05:03 +0000] "POST /api/v1/items?id=3&x=y HTTP/1.1" 429 12 "-" "curl/8"`
+	if err := (clfParser{}).parse([]byte(line), &r); err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Addr) != "2001:db8::1" || string(r.User) != "alice" || string(r.Method) != "POST" ||
+		string(r.Path) != "/api/v1/items" || string(r.Query) != "id=3&x=y" || string(r.Status) != "429" {
+		t.Errorf("parsed %+v", r)
+	}
+	// Common format (no referer or agent) and an escaped quote in the request.
+	r.reset(0)
+	line = `10.0.0.1 - - [17/May/2015:10:05:03 +0000] "GET /a\"b HTTP/1.0" 200 -`
+	if err := (clfParser{}).parse([]byte(line), &r); err != nil || string(r.Status) != "200" || string(r.Path) != `/a\"b` {
+		t.Errorf("common: %v %+v", err, r)
+	}
+	for _, bad := range []string{
+		`10.0.0.1 - - 17/May/2015:10:05:03 +0000 "GET / HTTP/1.1" 200 1`,
+		`10.0.0.1 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1`,
+		`10.0.0.1 - - [not a time] "GET / HTTP/1.1" 200 1`,
+		`10.0.0.1 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1"`,
+	} {
+		r.reset(0)
+		if err := (clfParser{}).parse([]byte(bad), &r); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+// The gateway's own JSON access log, as gateway/accesslog.go writes it.
+const gatewayJSON = `{"time":"2026-11-30T01:00:00.5Z","remote_addr":"192.0.2.7","method":"GET","host":"api.example.com","uri":"/v1/items?page=2","status":200,"bytes":512,"duration_ms":1.250,"user_agent":"curl/8","rule":"","decision":"allowed"}
+{"time":"2026-11-30T01:00:00.6Z","remote_addr":"192.0.2.7","method":"GET","host":"api.example.com","uri":"/v1/items","status":200,"bytes":512,"duration_ms":1.250,"user_agent":"curl/8","rule":"","decision":"allowed"}
+{"time":"2026-11-30T01:00:00.7Z","remote_addr":"192.0.2.8","method":"POST","host":"api.example.com","uri":"/v1/orders","status":429,"bytes":0,"duration_ms":0.1,"user_agent":"x","rule":"per-ip","decision":"refused"}
+`
+
+func TestJSONLines(t *testing.T) {
+	rep, err := Run(context.Background(), strings.NewReader(gatewayJSON), Config{
+		Policies: policies(t, "fixed_window:limit=1,window=1s"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Input.Format != "json" || rep.Input.Simulated != 3 || rep.Input.Keys != 2 {
+		t.Fatalf("input %+v", rep.Input)
+	}
+	if p := rep.Policies[0]; p.Refused != 1 || p.TopRefused[0].Key != "192.0.2.7" {
+		t.Errorf("policy %+v; want 192.0.2.7's second request refused", p)
+	}
+
+	// Configurable field names, nested values skipped, a field as the key,
+	// a numeric epoch time and a cost.
+	in := `{"meta":{"time":"x","a":[1,{"b":"}"}]},"ts":1431857103,"tenant":"acme","w":3}
+{"ts":1431857103.2,"tenant":"acme","w":3}
+{"ts":1431857103.4,"tenant":"globex","w":1}
+`
+	var f Fields
+	if err := f.SetField("time=ts"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SetField("cost=w"); err != nil {
+		t.Fatal(err)
+	}
+	key, err := ParseKeySpec("field:tenant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Run(context.Background(), strings.NewReader(in), Config{
+		Format: FormatJSON, Fields: f, Key: key,
+		Policies: policies(t, "token_bucket:rate=5/s,burst=5"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// acme: cost 3 at t=0 leaves 2 tokens, cost 3 at 0.2 s (one more token
+	// refilled: 3) passes... 2 + 0.2×5 = 3 ≥ 3, so both pass; globex passes.
+	if p := rep.Policies[0]; rep.Input.Simulated != 3 || rep.Input.Keys != 2 || p.Refused != 0 {
+		t.Errorf("input %+v, refused %d", rep.Input, p.Refused)
+	}
+	if rep.Busiest[0].Key != "acme" || rep.Busiest[0].Requests != 2 {
+		t.Errorf("busiest %+v", rep.Busiest)
+	}
+}
+
+func TestCSV(t *testing.T) {
+	// Positional: timestamp,key,cost,path; a cost above the burst is refused.
+	in := "2026-11-30T00:00:00Z,alice,1,/a\n2026-11-30T00:00:00Z,alice,10,/a\n2026-11-30T00:00:01Z,bob,,/b\n"
+	rep, err := Run(context.Background(), strings.NewReader(in), Config{
+		Key: mustKey(t, "key"), Policies: policies(t, "token_bucket:rate=1/s,burst=5"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Input.Format != "csv" || rep.Input.Simulated != 3 || rep.Policies[0].Refused != 1 {
+		t.Errorf("input %+v, refused %d; want csv, 3, 1", rep.Input, rep.Policies[0].Refused)
+	}
+	// A header names the columns, in any order; quoted fields.
+	in = "user,ts,path\n\"carol\",1764460800,/x\n\"carol, jr\",1764460800,/y\ncarol,1764460800,/x\n"
+	var f Fields
+	if err := f.SetField("time=ts"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Run(context.Background(), strings.NewReader(in), Config{
+		Format: FormatCSV, Fields: f, Key: mustKey(t, "user,path"),
+		Policies: policies(t, "fixed_window:limit=1,window=1m"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Input.Header != 1 || rep.Input.Simulated != 3 || rep.Input.Keys != 2 || rep.Policies[0].Refused != 1 {
+		t.Errorf("header csv: input %+v, refused %d", rep.Input, rep.Policies[0].Refused)
+	}
+	if k := rep.Policies[0].TopRefused[0].Key; k != "carol|/x" {
+		t.Errorf("refused key %q, want carol|/x", k)
+	}
+}
+
+func mustKey(t testing.TB, s string) KeySpec {
+	t.Helper()
+	k, err := ParseKeySpec(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func TestDetectFormat(t *testing.T) {
+	for in, want := range map[string]Format{
+		"\n" + gatewayJSON: FormatJSON,
+		`1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1` + "\n": FormatCombined,
+		"timestamp,key\n1431857103,a\n": FormatCSV,
+	} {
+		if got := DetectFormat([]byte(in)); got != want {
+			t.Errorf("%q: %v, want %v", in[:20], got, want)
+		}
+	}
+}
+
+func TestGzipInput(t *testing.T) {
+	raw, err := os.ReadFile("testdata/apache_excerpt.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(raw)
+	zw.Close()
+	cfg := Config{Policies: policies(t, "token_bucket:rate=1/s,burst=20")}
+	rep, err := Run(context.Background(), &buf, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the plain file: 373 requests, 35 refused (testdata/reference.py).
+	if rep.Input.Simulated != 373 || rep.Policies[0].Refused != 35 {
+		t.Errorf("gzip: %d simulated, %d refused; want 373, 35", rep.Input.Simulated, rep.Policies[0].Refused)
+	}
+}
+
+func TestMalformedLinesSkipped(t *testing.T) {
+	raw, err := os.ReadFile("testdata/apache_excerpt.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(raw), "\n")
+	// Interleave 8 bad lines and 2 blank ones with the 373 good ones.
+	var b strings.Builder
+	bad := 0
+	for i, l := range lines {
+		if i%40 == 5 {
+			b.WriteString("garbage line number " + string(rune('A'+bad)) + "\n")
+			bad++
+		}
+		if i == 100 {
+			b.WriteString("\n   \n")
+			b.WriteString(strings.Repeat("x", readBufSize+10) + "\n") // too long
+			bad++
+		}
+		b.WriteString(l)
+	}
+	rep, err := Run(context.Background(), strings.NewReader(b.String()), Config{
+		Format: FormatCombined, Examples: 3, Policies: policies(t, "token_bucket:rate=1/s,burst=20"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := rep.Input
+	if in.Malformed != int64(bad) || in.Blank != 2 || in.Simulated != 373 || len(in.Examples) != 3 {
+		t.Fatalf("input %+v; want %d malformed, 2 blank, 373 simulated, 3 examples", in, bad)
+	}
+	if in.Examples[0].Line != 6 || in.Examples[0].Text != "garbage line number A" || in.Examples[0].Reason == "" {
+		t.Errorf("first example %+v", in.Examples[0])
+	}
+	if rep.Policies[0].Refused != 35 {
+		t.Errorf("refused %d, want 35 as without the bad lines", rep.Policies[0].Refused)
+	}
+}

@@ -1,0 +1,166 @@
+package replay
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The real log is up to 59 s out of order (see testdata/reference.py,
+// which sorts it). With a window wider than any disorder the simulation
+// sees it in time order, so moving lines further within their minute
+// changes nothing.
+func TestReorderWindowRestoresOrder(t *testing.T) {
+	raw, err := os.ReadFile("testdata/apache_excerpt.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(strings.TrimSuffix(string(raw), "\n"), "\n")
+	cfg := func() Config {
+		return Config{Reorder: 5 * time.Minute, Policies: policies(t, "sliding_log:limit=20,window=30s", "token_bucket:rate=1/s,burst=20")}
+	}
+	base, err := Run(context.Background(), strings.NewReader(string(raw)), cfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	minute := func(l string) string { // "17/May/2015:10:05"
+		i := strings.IndexByte(l, '[')
+		return l[i+1 : i+18]
+	}
+	for i := range lines { // local swaps: a few lines apart, same minute
+		if j := i + rng.IntN(4); j < len(lines) && minute(lines[i]) == minute(lines[j]) {
+			lines[i], lines[j] = lines[j], lines[i]
+		}
+	}
+	for i := range lines {
+		if !strings.HasSuffix(lines[i], "\n") {
+			lines[i] += "\n"
+		}
+	}
+	rep, err := Run(context.Background(), strings.NewReader(strings.Join(lines, "")), cfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range base.Policies {
+		if a, b := base.Policies[i].Refused, rep.Policies[i].Refused; a != b || a == 0 {
+			t.Errorf("%s: %d refused in file order, %d shuffled", base.Policies[i].Name, a, b)
+		}
+	}
+	if rep.Input.Late != 0 {
+		t.Errorf("%d late", rep.Input.Late)
+	}
+	// Without the window the same file's disorder is visible: requests
+	// arrive "late" and are clamped.
+	noWindow := cfg()
+	noWindow.Reorder = -1
+	rep, err = Run(context.Background(), strings.NewReader(string(raw)), noWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Input.Late == 0 || rep.Input.LateMax < 30*time.Second {
+		t.Errorf("without reordering: %d late, at most %v; want many, up to ~59s", rep.Input.Late, rep.Input.LateMax)
+	}
+}
+
+func TestReordererOrderAndLateness(t *testing.T) {
+	sim := newSimulator(policies(t, "fixed_window:limit=1000,window=1h"), nil, "", false, nil)
+	var got []int64
+	r := &reorderer{window: 10, sink: sim}
+	sim.intern([]byte("k"))
+	// Times, with 2 arriving after their instant was released (late).
+	in := []int64{100, 95, 104, 99, 111, 90, 120, 108, 130, 131, 125, 140}
+	for _, tm := range in {
+		r.push(tm, 0, 1, nil)
+		for sim.events > int64(len(got)) {
+			got = append(got, sim.now)
+		}
+	}
+	r.flush()
+	for sim.events > int64(len(got)) {
+		got = append(got, sim.now)
+	}
+	// 90 arrives after 111 has released everything up to 101: it is late,
+	// and clamped to the last released time.
+	for i := 1; i < len(got); i++ {
+		if got[i] < got[i-1] {
+			t.Fatalf("released out of order: %v", got)
+		}
+	}
+	if len(got) != len(in) {
+		t.Fatalf("released %d of %d", len(got), len(in))
+	}
+	if r.late == 0 {
+		t.Errorf("no late events in %v → %v", in, got)
+	}
+}
+
+func TestKeysAndFilters(t *testing.T) {
+	log := strings.Join([]string{
+		`2001:db8:1:2:aaaa::1 - - [17/May/2015:10:05:03 +0000] "GET /api/a HTTP/1.1" 200 1`,
+		`2001:db8:1:2:bbbb::9 - - [17/May/2015:10:05:03 +0000] "GET /api/b HTTP/1.1" 200 1`,
+		`[2001:db8:1:3::1]:443 - - [17/May/2015:10:05:03 +0000] "POST /api/a HTTP/1.1" 500 1`,
+		`192.0.2.1:5555 - bob [17/May/2015:10:05:03 +0000] "GET /static/x HTTP/1.1" 404 1`,
+		`192.0.2.1 - bob [17/May/2015:10:05:04 +0000] "get /api/a HTTP/1.1" 201 1`,
+	}, "\n")
+	run := func(key string, prefix int, f Filter) *Report {
+		t.Helper()
+		k := mustKey(t, key)
+		k.IPv6Prefix = prefix
+		rep, err := Run(context.Background(), strings.NewReader(log), Config{
+			Key: k, Filter: f, Policies: policies(t, "fixed_window:limit=100,window=1m"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	keys := func(rep *Report) map[string]int64 {
+		m := map[string]int64{}
+		for _, b := range rep.Busiest {
+			m[b.Key] = b.Requests
+		}
+		return m
+	}
+	got := keys(run("ip", 0, Filter{}))
+	if got["2001:db8:1:2::/64"] != 2 || got["2001:db8:1:3::/64"] != 1 || got["192.0.2.1"] != 2 || len(got) != 3 {
+		t.Errorf("ip keys (IPv6 /64): %v", got)
+	}
+	got = keys(run("ip", 128, Filter{}))
+	if got["2001:db8:1:2:aaaa::1"] != 1 || len(got) != 4 {
+		t.Errorf("ip keys (IPv6 whole): %v", got)
+	}
+	got = keys(run("ip", 48, Filter{}))
+	if got["2001:db8:1::/48"] != 3 {
+		t.Errorf("ip keys (IPv6 /48): %v", got)
+	}
+	got = keys(run("user,path", 0, Filter{}))
+	if got["-|/api/a"] != 2 || got["bob|/api/a"] != 1 || got["bob|/static/x"] != 1 {
+		t.Errorf("user,path keys: %v", got)
+	}
+	got = keys(run("method,status", 0, Filter{}))
+	if got["GET|200"] != 2 || got["POST|500"] != 1 {
+		t.Errorf("method,status keys: %v", got)
+	}
+	got = keys(run("all", 0, Filter{}))
+	if got["*"] != 5 {
+		t.Errorf("all: %v", got)
+	}
+	rep := run("ip", 0, Filter{PathPrefixes: []string{"/api/"}, Methods: []string{"GET"}, Statuses: []string{"2xx"}})
+	if rep.Input.Simulated != 3 || rep.Input.Filtered != 2 {
+		t.Errorf("filter: %d simulated, %d filtered; want 3, 2", rep.Input.Simulated, rep.Input.Filtered)
+	}
+	if err := (Filter{Statuses: []string{"5x"}}).Validate(); err == nil {
+		t.Error("status filter 5x accepted")
+	}
+	if _, err := ParseKeySpec("ip,bogus"); err == nil {
+		t.Error("key part bogus accepted")
+	}
+	if _, err := Run(context.Background(), strings.NewReader(log), Config{
+		Key: mustKey(t, "field:x"), Policies: policies(t, "fixed_window:limit=1,window=1s")}); err == nil {
+		t.Error("field: key accepted for a combined log")
+	}
+}
