@@ -184,7 +184,7 @@ func TestDetectFormat(t *testing.T) {
 	for in, want := range map[string]Format{
 		"\n" + gatewayJSON: FormatJSON,
 		`1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1` + "\n": FormatCombined,
-		"timestamp,key\n1431857103,a\n": FormatCSV,
+		"timestamp,key\n1431857103,a\n":                                          FormatCSV,
 	} {
 		if got := DetectFormat([]byte(in)); got != want {
 			t.Errorf("%q: %v, want %v", in[:20], got, want)
