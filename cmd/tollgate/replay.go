@@ -257,6 +257,7 @@ func replayOnce(ctx context.Context, in *replayInput, cfg replay.Config, showBar
 			progressbar.OptionSetWidth(30),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
+			progressbar.OptionSetRenderBlankState(true),
 		)
 		cfg.Progress = func(n int64) { _ = bar.Set64(n) }
 		defer bar.Finish()

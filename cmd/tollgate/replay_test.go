@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// excerpt is 373 lines of a real Apache log (see replay/testdata); the
+// figures below come from replay/testdata/reference.py, an independent
+// computation.
+const excerpt = "../../replay/testdata/apache_excerpt.log"
+
+func TestReplayText(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"replay", "-policy", "token_bucket:rate=1/s,burst=20", "-suggest", excerpt}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	out := stdout.String()
+	for _, want := range []string{
+		"373 requests simulated, 30 distinct keys",
+		"refused 35 (9.38%)",
+		"the busiest client, 75.97.9.59 (273 requests), would have been refused 35 times, first at 2015-05-18T08:05:22Z",
+		"burst 49 refuses none of the 10 busiest keys (token_bucket:rate=1/s,burst=49)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// stderr is not a terminal: no progress bar, nothing at all.
+	if stderr.Len() != 0 {
+		t.Errorf("stderr: %q", stderr.String())
+	}
+}
+
+func TestReplayJSONAndHTMLFromStdin(t *testing.T) {
+	data, err := os.ReadFile(excerpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	o := registerReplayFlags(fs)
+	dir := t.TempDir()
+	html := filepath.Join(dir, "r.html")
+	if err := fs.Parse([]string{"-policy", "fixed_window:limit=20,window=30s", "-json", "-", "-html", html, "-progress", "never"}); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := runReplay(context.Background(), o, "-", bytes.NewReader(data), &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Input struct {
+			Simulated int64 `json:"simulated"`
+		} `json:"input"`
+		Policies []struct {
+			Refused int64 `json:"refused"`
+			Seam    struct {
+				Admitted int64 `json:"admitted"`
+			} `json:"seam"`
+		} `json:"policies"`
+		Timelines []struct {
+			Key string `json:"key"`
+		} `json:"timelines"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("stdout is not the JSON report: %v\n%.500s", err, stdout.String())
+	}
+	if rep.Input.Simulated != 373 || len(rep.Policies) != 1 || rep.Policies[0].Refused != 117 || rep.Policies[0].Seam.Admitted != 26 {
+		t.Errorf("JSON report %+v; want 373 simulated, 117 refused, seam 26", rep)
+	}
+	// Standard input was spooled so that the second pass could record the
+	// busiest keys' timelines.
+	if len(rep.Timelines) != 5 || rep.Timelines[0].Key != "75.97.9.59" {
+		t.Errorf("timelines %+v", rep.Timelines)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil || !bytes.Contains(page, []byte(`id="report-data"`)) {
+		t.Errorf("HTML report: %v, %d bytes", err, len(page))
+	}
+}
+
+func TestReplayConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tollgate.yaml")
+	yaml := `rules:
+  - name: per-ip
+    key: ip
+    policies:
+      - algorithm: token_bucket
+        rate: 1/s
+        burst: 20
+`
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"replay", "-config", cfg, "-json", "-", excerpt}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var rep struct {
+		Policies []struct {
+			Name      string           `json:"name"`
+			Refused   int64            `json:"refused"`
+			RefusedBy map[string]int64 `json:"refused_by"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Policies) != 1 || rep.Policies[0].Refused != 35 || rep.Policies[0].RefusedBy["per-ip"] != 35 {
+		t.Errorf("config replay: %+v; want 35 refused by per-ip", rep.Policies)
+	}
+}
+
+func TestReplayProgressAlways(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"replay", "-progress", "always", "-policy", "token_bucket:rate=1/s", excerpt}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if stderr.Len() == 0 {
+		t.Error("-progress always drew nothing on stderr")
+	}
+}
+
+func TestReplayUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"replay", excerpt},
+		{"replay", "-policy", "token_bucket:rate=fast", excerpt},
+		{"replay", "-policy", "token_bucket:rate=1/s", "-format", "xml", excerpt},
+		{"replay", "-policy", "token_bucket:rate=1/s", "-key", "ip,shoe", excerpt},
+		{"replay", "-policy", "token_bucket:rate=1/s", "a", "b"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d (%s)", args, code, exitUsage, stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"replay", "-policy", "token_bucket:rate=1/s", "/nonexistent/log"}, &stdout, &stderr); code != exitFail {
+		t.Errorf("missing file: exit %d, want %d", code, exitFail)
+	}
+}
