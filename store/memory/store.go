@@ -108,16 +108,6 @@ func New(cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// NewClock returns a clock reading Unix nanoseconds through the monotonic
-// clock from one wall-clock reading taken now: cheaper than time.Now on
-// every call, and it never goes backwards. It does not follow later steps
-// of the system clock.
-func NewClock() func() int64 {
-	base := time.Now()
-	wall := base.UnixNano()
-	return func() int64 { return wall + int64(time.Since(base)) }
-}
-
 // Close stops the sweeper and waits for it. It is safe to call more than
 // once; the store still answers after Close, without sweeping.
 func (s *Store) Close() error {
@@ -170,6 +160,19 @@ func (s *Store) apply(sh *shard, h uint64, p limit.Policy, now, cost int64, u *u
 	switch p := p.(type) {
 	case limit.Stateful:
 		h = fixHash(h)
+		if i := sh.states.find(h); i >= 0 && u == nil {
+			// The common case, an existing key alone: update in place.
+			slot := &sh.states.slots[i]
+			next, d := p.Decide(slot.st, now, cost)
+			switch {
+			case next != slot.st:
+				slot.st = next
+			case next.IsIdle(now):
+				sh.states.removeAt(i)
+				s.expired.Add(1)
+			}
+			return d, nil
+		}
 		st, existed := sh.states.get(h)
 		next, d := p.Decide(st, now, cost)
 		if next != st {
