@@ -1,0 +1,24 @@
+// Package eventual is the eventual consistency tier: each node decides
+// locally, at in-process speed, against its local view of a key's global
+// state, and every sync interval pushes the cost it admitted (the delta)
+// to Redis and pulls the global state back (Kong's sync_rate idea).
+//
+// # Overshoot
+//
+// Between two syncs a node does not see what the others admitted, so a key
+// can be admitted beyond its limit. A node learns of another's admissions
+// at most two intervals later (the other pushes at its next sync, this one
+// pulls at its own), so the overshoot is bounded by about
+//
+//	nodes × (requests per node per second) × interval
+//
+// for steady traffic (up to twice that in the worst phase alignment), and
+// by (nodes−1) × limit for a key new to every node at once, since a node's
+// first view of a new key is empty until its first sync. BENCHMARKS.md
+// measures it against the formula. Use the strict tier (store/redis) where
+// the limit must be exact.
+//
+// A node whose sync fails keeps deciding on its local view and carries its
+// deltas to the next sync. The sliding log has no fixed-size state and is
+// refused.
+package eventual

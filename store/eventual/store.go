@@ -1,0 +1,281 @@
+package eventual
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis"
+)
+
+// Config configures a Store.
+type Config struct {
+	// Redis holds the global state. Required; the Store does not close it.
+	Redis *redis.Store
+	// Interval is the sync period. Zero means 100ms; negative disables
+	// the background sync (call Sync yourself, as tests do).
+	Interval time.Duration
+	// Clock returns the local time in Unix ns. Nil means the real clock.
+	Clock func() int64
+	// MaxKeys bounds the keys held locally. Zero means 65,536; beyond it
+	// a new key is decided by Redis directly (strictly).
+	MaxKeys int
+}
+
+// ErrSlidingLog reports a sliding log policy: it has no eventual tier.
+var ErrSlidingLog = fmt.Errorf("%w: eventual: the sliding log cannot be synced; use the strict tier", limit.ErrInvalidPolicy)
+
+// Store is a limit.Store that decides locally and syncs with Redis in the
+// background. It is safe for concurrent use. Close stops the sync.
+type Store struct {
+	cfg    Config
+	now    func() int64
+	seed   maphash.Seed
+	shards [32]shard
+	max    int
+
+	syncMu sync.Mutex // one sync at a time
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
+
+type shard struct {
+	mu sync.Mutex
+	m  map[string]*entry
+}
+
+// entry is a key's local view: the global state last pulled plus what this
+// node admitted since (pending, not yet pushed).
+type entry struct {
+	p       limit.Stateful
+	st      limit.State
+	pending int64
+}
+
+// New returns a Store with its sync goroutine running (unless disabled).
+func New(cfg Config) (*Store, error) {
+	if cfg.Redis == nil {
+		return nil, errors.New("eventual: Config.Redis is nil")
+	}
+	if cfg.MaxKeys < 0 {
+		return nil, fmt.Errorf("eventual: MaxKeys %d must not be negative", cfg.MaxKeys)
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = 100 * time.Millisecond
+	}
+	if cfg.MaxKeys == 0 {
+		cfg.MaxKeys = 1 << 16
+	}
+	s := &Store{cfg: cfg, now: cfg.Clock, seed: maphash.MakeSeed(), max: max(cfg.MaxKeys/32, 1),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if s.now == nil {
+		s.now = memory.NewClock()
+	}
+	for i := range s.shards {
+		s.shards[i].m = make(map[string]*entry)
+	}
+	if cfg.Interval > 0 {
+		go s.loop()
+	} else {
+		close(s.done)
+	}
+	return s, nil
+}
+
+// Close stops the background sync after one last push of the pending
+// deltas (bounded by one interval).
+func (s *Store) Close() error {
+	s.once.Do(func() { close(s.stop) })
+	<-s.done
+	return nil
+}
+
+func (s *Store) loop() {
+	defer close(s.done)
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Interval)
+			s.Sync(ctx)
+			cancel()
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Interval)
+			s.Sync(ctx)
+			cancel()
+		}
+	}
+}
+
+func (s *Store) shard(key string) *shard {
+	return &s.shards[maphash.String(s.seed, key)&31]
+}
+
+// Apply decides locally against the key's local view. The first request
+// for a key this node has not seen sees an empty view until the next sync.
+func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
+	if cost < 0 {
+		return limit.Decision{}, limit.ErrNegativeCost
+	}
+	sp, err := stateful(p)
+	if err != nil {
+		return limit.Decision{}, err
+	}
+	now := s.now()
+	sh := s.shard(key)
+	sh.mu.Lock()
+	e := sh.m[key]
+	if e == nil || e.p != sp {
+		if e == nil && len(sh.m) >= s.max && !s.evict(sh, now) {
+			sh.mu.Unlock()
+			return s.cfg.Redis.Apply(ctx, key, p, cost)
+		}
+		// A new key, or a changed policy: start from an empty view; the
+		// next sync pulls the global state.
+		e = &entry{p: sp}
+		sh.m[key] = e
+	}
+	st, d := sp.Decide(e.st, now, cost)
+	if d.Allowed {
+		e.st = st
+		e.pending += cost
+	}
+	sh.mu.Unlock()
+	d.Policy = p
+	return d, nil
+}
+
+// ApplyAll decides every request locally, all or nothing.
+func (s *Store) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decision, error) {
+	if len(reqs) == 0 {
+		return limit.Decision{Allowed: true}, nil
+	}
+	// Peek every policy first (cost applied to a copy of the view), then
+	// charge only if all allow. Two requests on one key see each other
+	// only through the charge, as the views are per key.
+	var out limit.Decision
+	for i, r := range reqs {
+		if r.Cost < 0 {
+			return limit.Decision{}, limit.ErrNegativeCost
+		}
+		sp, err := stateful(r.Policy)
+		if err != nil {
+			return limit.Decision{}, err
+		}
+		sh := s.shard(r.Key)
+		sh.mu.Lock()
+		var st limit.State
+		if e := sh.m[r.Key]; e != nil && e.p == sp {
+			st = e.st
+		}
+		sh.mu.Unlock()
+		_, d := sp.Decide(st, s.now(), r.Cost)
+		d.Policy, d.Index = r.Policy, i
+		if i == 0 {
+			out = d
+		} else {
+			out = limit.Merge(out, d)
+		}
+	}
+	if !out.Allowed {
+		return out, nil
+	}
+	for i, r := range reqs {
+		d, err := s.Apply(ctx, r.Key, r.Policy, r.Cost)
+		if err != nil {
+			return d, err
+		}
+		d.Index = i
+		if i == 0 {
+			out = d
+		} else {
+			out = limit.Merge(out, d)
+		}
+	}
+	return out, nil
+}
+
+func stateful(p limit.Policy) (limit.Stateful, error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: nil policy", limit.ErrInvalidPolicy)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	sp, ok := p.(limit.Stateful)
+	if !ok {
+		return nil, ErrSlidingLog
+	}
+	return sp, nil
+}
+
+// evict drops the shard's idle entries with nothing pending; it reports
+// whether there is room now.
+func (s *Store) evict(sh *shard, now int64) bool {
+	for k, e := range sh.m {
+		if e.pending == 0 && e.st.IsIdle(now) {
+			delete(sh.m, k)
+		}
+	}
+	return len(sh.m) < s.max
+}
+
+// Sync pushes every key's pending delta to Redis and pulls its global
+// state, in one pipelined round trip per algorithm. The background loop
+// calls it every Interval; tests call it directly. Keys idle locally with
+// nothing pending are dropped instead.
+func (s *Store) Sync(ctx context.Context) error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	now := s.now()
+	var (
+		charges []redis.Charge
+		where   []*entry
+	)
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for k, e := range sh.m {
+			if e.pending == 0 && e.st.IsIdle(now) {
+				delete(sh.m, k)
+				continue
+			}
+			charges = append(charges, redis.Charge{Key: k, Policy: e.p, Cost: e.pending})
+			where = append(where, e)
+		}
+		sh.mu.Unlock()
+	}
+	if len(charges) == 0 {
+		return nil
+	}
+	if err := s.cfg.Redis.Sync(ctx, charges); err != nil {
+		return err // the deltas stay pending for the next sync
+	}
+	now = s.now()
+	for i, c := range charges {
+		e := where[i]
+		sh := s.shard(c.Key)
+		sh.mu.Lock()
+		if e.p == c.Policy {
+			// Admissions since the snapshot stay pending and are laid
+			// over the global view.
+			e.pending -= c.Cost
+			e.st = c.State
+			if e.pending > 0 {
+				if st, d := e.p.Decide(e.st, now, e.pending); d.Allowed {
+					e.st = st
+				}
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return nil
+}

@@ -1,0 +1,158 @@
+package eventual
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/redistest"
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/limit/limittest"
+	"github.com/tollgate-dev/tollgate/store/redis"
+)
+
+func newNode(t *testing.T, addr string, clock func() int64) *Store {
+	t.Helper()
+	r, err := redis.New(context.Background(), redis.Config{Addrs: []string{addr}, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	s, err := New(Config{Redis: r, Interval: -1, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func admit(t *testing.T, s *Store, key string, p limit.Policy, n int) int {
+	t.Helper()
+	ok := 0
+	for range n {
+		d, err := s.Apply(context.Background(), key, p, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			ok++
+		}
+	}
+	return ok
+}
+
+// TestTwoNodes: two nodes decide alone between syncs (the overshoot), and
+// after a sync each sees the global count the other pushed.
+func TestTwoNodes(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	clock := func() int64 { return now }
+	a, b := newNode(t, srv.Addr, clock), newNode(t, srv.Addr, clock)
+	p := limit.FixedWindow{Limit: 10, Window: time.Minute}
+	ctx := context.Background()
+
+	if got := admit(t, a, "k", p, 6); got != 6 {
+		t.Fatalf("a admitted %d of 6", got)
+	}
+	if err := a.Sync(ctx); err != nil { // pushes 6
+		t.Fatal(err)
+	}
+	if err := b.Sync(ctx); err != nil { // b has nothing yet: no pull of k
+		t.Fatal(err)
+	}
+	// b has never seen k: its view is empty, so it admits up to 10 — the
+	// documented new-key overshoot.
+	if got := admit(t, b, "k", p, 5); got != 5 {
+		t.Fatalf("b admitted %d of 5", got)
+	}
+	if err := b.Sync(ctx); err != nil { // pushes 5, pulls 11
+		t.Fatal(err)
+	}
+	if got := admit(t, b, "k", p, 3); got != 0 {
+		t.Fatalf("b admitted %d after learning the global count", got)
+	}
+	if err := a.Sync(ctx); err != nil { // pulls 11
+		t.Fatal(err)
+	}
+	if got := admit(t, a, "k", p, 3); got != 0 {
+		t.Fatalf("a admitted %d after learning the global count", got)
+	}
+	now += int64(time.Minute) // next window: both admit again
+	if got := admit(t, a, "k", p, 1); got != 1 {
+		t.Fatal("a refused in a new window")
+	}
+}
+
+// TestTokenBucketSync: a token bucket's TAT travels through Redis in ns.
+func TestTokenBucketSync(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	clock := func() int64 { return now }
+	a, b := newNode(t, srv.Addr, clock), newNode(t, srv.Addr, clock)
+	p := limit.TokenBucket{Rate: limit.Per(10, time.Second), Burst: 5}
+	ctx := context.Background()
+	admit(t, b, "tb", p, 1) // b knows the key (and pulls it at its syncs)
+	if got := admit(t, a, "tb", p, 5); got != 5 {
+		t.Fatalf("a admitted %d of 5", got)
+	}
+	a.Sync(ctx)
+	b.Sync(ctx)
+	// Globally 6 were charged on a burst of 5: b must wait.
+	d, _ := b.Apply(ctx, "tb", p, 1)
+	if d.Allowed || d.RetryAfter != 200*time.Millisecond {
+		t.Fatalf("b after sync: %+v", d)
+	}
+	now += int64(200 * time.Millisecond)
+	if d, _ := b.Apply(ctx, "tb", p, 1); !d.Allowed {
+		t.Fatalf("b after the refill: %+v", d)
+	}
+}
+
+func TestSlidingLogRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newNode(t, srv.Addr, nil)
+	_, err := s.Apply(context.Background(), "k", limit.SlidingLog{Limit: 3, Window: time.Second}, 1)
+	if !errors.Is(err, limit.ErrInvalidPolicy) {
+		t.Fatalf("sliding log: %v", err)
+	}
+}
+
+// TestSyncFailureKeepsDeltas: a sync against a dead Redis keeps the
+// deltas, and the next successful sync pushes them.
+func TestSyncFailureKeepsDeltas(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	clock := func() int64 { return now }
+	a, b := newNode(t, srv.Addr, clock), newNode(t, srv.Addr, clock)
+	p := limit.FixedWindow{Limit: 10, Window: time.Minute}
+	ctx := context.Background()
+	admit(t, b, "k", p, 1)
+	b.Sync(ctx)
+	admit(t, a, "k", p, 4)
+	srv.Kill()
+	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	if err := a.Sync(tctx); err == nil {
+		t.Fatal("sync against a dead Redis succeeded")
+	}
+	cancel()
+	srv.Restart(t) // an empty Redis (no persistence): b's pushed 1 is gone
+	syncOK(t, a)    // a's carried 4 arrive
+	syncOK(t, b)    // b pulls them
+	if got := admit(t, b, "k", p, 10); got != 10-4 {
+		t.Fatalf("b admitted %d, want %d", got, 10-4)
+	}
+}
+
+// syncOK syncs until it succeeds: each connection broken by the restart
+// fails once before the client redials.
+func syncOK(t *testing.T, s *Store) {
+	t.Helper()
+	var err error
+	for range 10 {
+		if err = s.Sync(context.Background()); err == nil {
+			return
+		}
+	}
+	t.Fatalf("sync: %v", err)
+}
