@@ -137,8 +137,8 @@ func TestSyncFailureKeepsDeltas(t *testing.T) {
 	}
 	cancel()
 	srv.Restart(t) // an empty Redis (no persistence): b's pushed 1 is gone
-	syncOK(t, a)    // a's carried 4 arrive
-	syncOK(t, b)    // b pulls them
+	syncOK(t, a)   // a's carried 4 arrive
+	syncOK(t, b)   // b pulls them
 	if got := admit(t, b, "k", p, 10); got != 10-4 {
 		t.Fatalf("b admitted %d, want %d", got, 10-4)
 	}
