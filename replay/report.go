@@ -209,8 +209,8 @@ func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 		kc := KeyCount{Key: ks.name, Requests: ks.requests, PeakPerSec: ks.peakSec, PeakPerMin: ks.peakMin}
 		if run >= 0 {
 			i := int(k)*len(s.runs) + run
-			kc.Refused = s.refused[i]
-			kc.FirstRefused = unixTime(s.firstRef[i])
+			kc.Refused = s.outcomes[i].refused
+			kc.FirstRefused = unixTime(s.outcomes[i].firstRef)
 		}
 		return kc
 	}
@@ -233,13 +233,13 @@ func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 		}
 		var refusedKeys []int32
 		for k := range s.keys {
-			if s.refused[k*len(s.runs)+i] > 0 {
+			if s.outcomes[k*len(s.runs)+i].refused > 0 {
 				refusedKeys = append(refusedKeys, int32(k))
 			}
 		}
 		pr.KeysAffected = len(refusedKeys)
 		slices.SortFunc(refusedKeys, func(a, b int32) int {
-			ra, rb := s.refused[int(a)*len(s.runs)+i], s.refused[int(b)*len(s.runs)+i]
+			ra, rb := s.outcomes[int(a)*len(s.runs)+i].refused, s.outcomes[int(b)*len(s.runs)+i].refused
 			if ra != rb {
 				return int(rb - ra)
 			}
@@ -326,7 +326,7 @@ func histogram(v []int64) Histogram {
 func suggestion(s *simulator, r *run, i int, order []int32, cfg *Config) *Suggestion {
 	needs := make([]int64, len(s.keys))
 	for k := range s.keys {
-		needs[k] = s.need[k*len(s.runs)+i]
+		needs[k] = s.outcomes[k*len(s.runs)+i].need
 	}
 	sg := &Suggestion{TopN: min(cfg.SuggestTop, len(order)), Percentile: cfg.SuggestPercentile}
 	for _, k := range order[:sg.TopN] {

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"math"
+	"slices"
 
 	"github.com/tollgate-dev/tollgate/limit"
 )
@@ -54,6 +55,21 @@ type keyStat struct {
 	track          *series // per-key timeline, for tracked keys only
 }
 
+// keyOutcome is one key's fate under one run.
+type keyOutcome struct {
+	refused  int64 // refusals
+	firstRef int64 // first refusal, Unix ns (0: none)
+	need     int64 // capacity needed never to refuse (with suggestions)
+}
+
+// grow extends s by n zero elements without a temporary slice.
+func grow[T any](s []T, n int) []T {
+	s = slices.Grow(s, n)
+	s = s[:len(s)+n]
+	clear(s[len(s)-n:])
+	return s
+}
+
 // simulator runs every policy over the ordered event stream.
 type simulator struct {
 	runs      []*run
@@ -68,9 +84,7 @@ type simulator struct {
 	states   []limit.State
 	logs     []limit.Log
 	seams    []seamQueue
-	refused  []int64 // per key per run: refusals
-	firstRef []int64 // per key per run: first refusal, Unix ns (0 none)
-	need     []int64 // per key per run: capacity needed (suggest)
+	outcomes []keyOutcome // per key per run
 
 	series *series
 	track  map[string]bool
@@ -173,14 +187,10 @@ func (s *simulator) intern(key []byte) int32 {
 		ks.track = newSeries(len(s.runs))
 	}
 	s.keys = append(s.keys, ks)
-	s.states = append(s.states, make([]limit.State, s.nStateful)...)
-	s.logs = append(s.logs, make([]limit.Log, s.nLogged)...)
-	s.seams = append(s.seams, make([]seamQueue, s.nSeam)...)
-	s.refused = append(s.refused, make([]int64, len(s.runs))...)
-	s.firstRef = append(s.firstRef, make([]int64, len(s.runs))...)
-	if s.suggest {
-		s.need = append(s.need, make([]int64, len(s.runs))...)
-	}
+	s.states = grow(s.states, s.nStateful)
+	s.logs = grow(s.logs, s.nLogged)
+	s.seams = grow(s.seams, s.nSeam)
+	s.outcomes = grow(s.outcomes, len(s.runs))
 	return id
 }
 
@@ -246,10 +256,11 @@ func (s *simulator) apply(e event) {
 		} else {
 			r.refused++
 			r.refusedCost += e.cost
-			if s.refused[base+i] == 0 {
-				s.firstRef[base+i] = e.t
+			o := &s.outcomes[base+i]
+			if o.refused == 0 {
+				o.firstRef = e.t
 			}
-			s.refused[base+i]++
+			o.refused++
 		}
 		if r.shadow != nil {
 			exact := s.decide(r.shadow, e.key, e.t, e.cost)
@@ -265,8 +276,8 @@ func (s *simulator) apply(e event) {
 		}
 		if r.unb != nil {
 			u := s.decide(r.unb, e.key, e.t, e.cost)
-			if n := u.Limit - u.Remaining - r.needAdjust; n > s.need[base+i] {
-				s.need[base+i] = n
+			if n := u.Limit - u.Remaining - r.needAdjust; n > s.outcomes[base+i].need {
+				s.outcomes[base+i].need = n
 			}
 		}
 	}
