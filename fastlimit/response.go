@@ -2,6 +2,7 @@ package fastlimit
 
 import (
 	"sync"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
@@ -18,7 +19,9 @@ func SetHeaders(resp *fasthttp.ResponseHeader, res *rules.Result) {
 	p := headerPool.Get().(*[]rules.Header)
 	hs := res.AppendHeaders((*p)[:0])
 	for _, h := range hs {
-		resp.Set(h.Name, h.Value)
+		// The engine's names are canonical already: skip fasthttp's
+		// normalization.
+		resp.SetCanonical(s2b(h.Name), s2b(h.Value))
 	}
 	clear(hs)
 	*p = hs[:0]
@@ -41,4 +44,9 @@ func WriteRefusal(ctx *fasthttp.RequestCtx, res *rules.Result) {
 		return
 	}
 	ctx.SetBody(ref.Body)
+}
+
+// s2b views s as bytes without copying; fasthttp copies what it keeps.
+func s2b(s string) []byte {
+	return unsafe.Slice(unsafe.StringData(s), len(s))
 }
