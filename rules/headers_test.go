@@ -3,10 +3,12 @@ package rules
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dunglas/httpsfv"
+	"github.com/tollgate-dev/tollgate/limit"
 )
 
 // The draft's own pairing: RateLimit-Policy: "fixedwindow";q=100;w=60 and
@@ -218,7 +220,7 @@ func TestProblemEscaping(t *testing.T) {
 	if err := json.Unmarshal(b, &body); err != nil {
 		t.Fatalf("%s: %v", b, err)
 	}
-	if body["title"] != "Quota \"exceeded\"" || body["detail"] != "ünïcode <b> & \x01" || body["instance"] != "/x\"y\uFFFD" {
+	if body["title"] != "Quota \"exceeded\"" || body["detail"] != "ünïcode <b> & \x01" || body["instance"] != "/x%22y%FF" {
 		t.Fatalf("%v", body)
 	}
 }
@@ -229,4 +231,25 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+func TestRefusalOfARequestThatCanNeverPass(t *testing.T) {
+	e, _ := newEngine(t, Config{Rules: []Rule{{
+		Name: "small", Policies: []Policy{{Algorithm: "fixed_window", Limit: 3, Window: "1m"}},
+		Cost: Cost{Default: 5},
+	}}})
+	res := decide(t, e, get("/big", "192.0.2.1"))
+	if res.Outcome != Refused || res.Decision.RetryAfter != limit.Never {
+		t.Fatalf("%v %v", res.Outcome, res.Decision.RetryAfter)
+	}
+	h := headers(&res)
+	if h[HeaderRetryAfter] != "1" {
+		t.Errorf("Retry-After %q for an idle key", h[HeaderRetryAfter])
+	}
+	checkSF(t, h)
+	var body map[string]any
+	json.Unmarshal(res.Refusal().Body, &body)
+	if !strings.Contains(body["detail"].(string), "costs more") {
+		t.Errorf("detail %q", body["detail"])
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/template"
 	"unicode/utf8"
+
+	"github.com/tollgate-dev/tollgate/limit"
 )
 
 // Response is a refusal to write: status, content type and body. The
@@ -142,6 +144,8 @@ func (r *Result) Refusal() Response {
 		b = appendJSONString(b, detail)
 	} else if r.Outcome == Errored {
 		b = append(b, `"The rate limiter is unavailable."`...)
+	} else if r.Decision.RetryAfter == limit.Never {
+		b = append(b, `"The request costs more than the policy ever admits at once."`...)
 	} else {
 		b = append(b, `"Rate limit exceeded; retry in `...)
 		b = strconv.AppendInt(b, ra, 10)
@@ -153,7 +157,7 @@ func (r *Result) Refusal() Response {
 	}
 	if r.path != "" {
 		b = append(b, `,"instance":`...)
-		b = appendJSONString(b, r.path)
+		b = appendJSONString(b, string(appendEscapedPath(make([]byte, 0, len(r.path)), r.path)))
 	}
 	if r.Outcome == Refused {
 		b = append(b, `,"retry-after":`...)
@@ -169,6 +173,21 @@ func (r *Result) Refusal() Response {
 	}
 	b = append(b, "}\n"...)
 	return Response{Status: status, ContentType: ContentTypeProblem, Body: b}
+}
+
+// appendEscapedPath appends p percent-encoded as a URI path (RFC 3986
+// pchar and '/'), so the instance member is a URI reference.
+func appendEscapedPath(b []byte, p string) []byte {
+	const hexDigits = "0123456789ABCDEF"
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0 {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, '%', hexDigits[c>>4], hexDigits[c&0xf])
+	}
+	return b
 }
 
 // appendJSONString appends s as a JSON string; invalid UTF-8 becomes
