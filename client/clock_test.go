@@ -46,7 +46,7 @@ func (f *fakeClock) Sleeps() []time.Duration {
 // config returns a Config driven by f with no jitter on server-directed
 // waits and the smallest random draws, unless the caller overrides them.
 func (f *fakeClock) config() Config {
-	return Config{Now: f.Now, Sleep: f.Sleep, Rand: rndMin, Jitter: -1}
+	return Config{Now: f.Now, Sleep: f.Sleep, Rand: rndMin, RetryJitter: -1, PaceJitter: -1}
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

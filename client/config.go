@@ -16,6 +16,7 @@ const (
 	DefaultMaxDelay    = 10 * time.Second
 	DefaultMaxWait     = time.Minute
 	DefaultMaxHosts    = 1024
+	DefaultRetryJitter = time.Second
 )
 
 // Config configures a [Transport]. The zero Config is ready to use: every
@@ -47,11 +48,17 @@ type Config struct {
 	// host whose allowance resets later than that fails at once with a
 	// WaitError wrapping ErrWaitTooLong. Zero means DefaultMaxWait (1m).
 	MaxWait time.Duration
-	// Jitter is the most extra time, drawn uniformly from [0, Jitter),
-	// added to every server-directed wait, so that clients told the same
-	// instant do not all return at it. Zero means BaseDelay; negative
-	// means none.
-	Jitter time.Duration
+	// RetryJitter is the most extra time, drawn uniformly from
+	// [0, RetryJitter), added to a Retry-After wait, so that clients
+	// refused together and told the same instant do not all return at it
+	// (and are refused together again). Retry-After has a resolution of
+	// one second, hence the default. Zero means DefaultRetryJitter (1s);
+	// negative means none.
+	RetryJitter time.Duration
+	// PaceJitter is the same for a wait for the reset of a spent
+	// allowance: a client that was not refused is on schedule, so the
+	// spread is small. Zero means BaseDelay; negative means none.
+	PaceJitter time.Duration
 
 	// MaxHosts bounds the pacing table (hosts with a spent allowance
 	// remembered at once). When full, the entry that resets soonest is
@@ -116,12 +123,8 @@ func (c Config) withDefaults() Config {
 	if c.MaxWait == 0 {
 		c.MaxWait = DefaultMaxWait
 	}
-	switch {
-	case c.Jitter == 0:
-		c.Jitter = c.BaseDelay
-	case c.Jitter < 0:
-		c.Jitter = 0
-	}
+	c.RetryJitter = orDefault(c.RetryJitter, DefaultRetryJitter)
+	c.PaceJitter = orDefault(c.PaceJitter, c.BaseDelay)
 	if c.MaxHosts == 0 {
 		c.MaxHosts = DefaultMaxHosts
 	}
@@ -135,6 +138,17 @@ func (c Config) withDefaults() Config {
 		c.Rand = rand.Int64N
 	}
 	return c
+}
+
+// orDefault maps a zero jitter to def and a negative one to none.
+func orDefault(j, def time.Duration) time.Duration {
+	switch {
+	case j == 0:
+		return def
+	case j < 0:
+		return 0
+	}
+	return j
 }
 
 // sleep waits d on a timer, or until ctx is done.

@@ -13,8 +13,10 @@
 //     host since, so concurrent callers sharing the Transport do not all
 //     spend the same last unit;
 //   - on 429 and 503, honours Retry-After in both forms (delay-seconds and
-//     the three HTTP-date formats of RFC 9110), up to [Config.MaxWait];
-//     Retry-After takes precedence over the RateLimit fields;
+//     the three HTTP-date formats of RFC 9110), up to [Config.MaxWait], as
+//     a floor: up to [Config.RetryJitter] (1s) is added so that clients
+//     refused together do not return together; Retry-After takes
+//     precedence over the RateLimit fields;
 //   - otherwise, on 429, 502, 503, 504 and transport errors, retries with
 //     capped exponential backoff and full jitter, rand(0, min(cap,
 //     base·2^n)), up to [Config.MaxAttempts] attempts;

@@ -129,7 +129,7 @@ func TestThousandRequestsAtFiftyPerSecond(t *testing.T) {
 			})
 			cfg := clock.config()
 			cfg.Rand = nil // real jitter: it must not break the pacing
-			cfg.Jitter = 0
+			cfg.RetryJitter, cfg.PaceJitter = 0, 0
 			c := mustClient(t, cfg)
 			start := clock.Now()
 			for i := range 1000 {

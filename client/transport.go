@@ -148,7 +148,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // pause waits werr.Wait before the next attempt, plus, for a
-// server-directed wait, up to Config.Jitter more. It returns werr,
+// server-directed wait, up to Config.RetryJitter (after a Retry-After)
+// or Config.PaceJitter (for a spent allowance) more. It returns werr,
 // completed, at once instead when a server-directed wait exceeds MaxWait or
 // when the wait would reach the context's deadline; jitter is only added
 // within what the deadline leaves.
@@ -161,7 +162,11 @@ func (t *Transport) pause(ctx context.Context, werr *WaitError) error {
 	}
 	var extra time.Duration
 	if werr.FromServer {
-		extra = uniform(c.Rand, c.Jitter)
+		j := c.PaceJitter
+		if werr.StatusCode != 0 {
+			j = c.RetryJitter
+		}
+		extra = uniform(c.Rand, j)
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		left := dl.Sub(c.Now())

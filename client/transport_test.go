@@ -86,7 +86,7 @@ func h(kv ...string) http.Header {
 	return out
 }
 
-func mustClient(t *testing.T, cfg Config) *http.Client {
+func mustClient(t testing.TB, cfg Config) *http.Client {
 	t.Helper()
 	c, err := NewClient(cfg)
 	if err != nil {
@@ -150,7 +150,7 @@ func TestRetryAfterHTTPDateForms(t *testing.T) {
 func TestRetryAfterJitterIsAFloor(t *testing.T) {
 	clock := newFakeClock()
 	cfg := clock.config()
-	cfg.Rand, cfg.Jitter = rndMax, 500*time.Millisecond
+	cfg.Rand, cfg.RetryJitter = rndMax, 500*time.Millisecond
 	s := newScript(t, clock, reply{status: 429, header: h("Retry-After", "2")})
 	get(t, mustClient(t, cfg), s.srv.URL)
 	if got := clock.Sleeps(); !slices.Equal(got, []time.Duration{2*time.Second + 500*time.Millisecond - 1}) {
@@ -476,5 +476,18 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := New(Config{}); err != nil {
 		t.Errorf("zero Config: %v", err)
+	}
+}
+
+func TestPaceJitter(t *testing.T) {
+	clock := newFakeClock()
+	cfg := clock.config()
+	cfg.Rand, cfg.PaceJitter = rndMax, 300*time.Millisecond
+	s := newScript(t, clock, reply{status: 200, header: h("RateLimit", `"default";r=0;t=4`)})
+	c := mustClient(t, cfg)
+	get(t, c, s.srv.URL)
+	get(t, c, s.srv.URL)
+	if got := clock.Sleeps(); !slices.Equal(got, []time.Duration{4*time.Second + 300*time.Millisecond - 1}) {
+		t.Errorf("slept %v, want 4s plus just under 300ms", got)
 	}
 }
