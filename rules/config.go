@@ -169,7 +169,9 @@ type Policy struct {
 // its plan; unknown identities get Default.
 type Tiers struct {
 	// Identity is the key whose value is looked up in the plan map. Empty
-	// means the rule's Key. The identity itself is usually the key too.
+	// means the rule's Key. It should be one part (e.g. header:X-API-Key):
+	// the value of a composite is its parts joined by 0x1F, which plan map
+	// files cannot easily spell.
 	Identity Key `yaml:"identity" json:"identity"`
 	// Plans maps a plan name (free, pro, enterprise, ...) to its policies.
 	Plans map[string][]Policy `yaml:"plans" json:"plans"`

@@ -150,7 +150,7 @@ func compile(c *Config) (*Engine, problems) {
 			ps.add(where+".name", "duplicate rule name %q", r.Name)
 		}
 		seen[r.Name] = true
-		cr := compileRule(r, where, maxDelay, &ps)
+		cr := e.compileRule(r, where, maxDelay, &ps)
 		if cr.shadow {
 			e.shadow = append(e.shadow, cr)
 		} else {
@@ -162,7 +162,7 @@ func compile(c *Config) (*Engine, problems) {
 
 const nameRule = "want 1-64 letters, digits, '-', '_' or '.'"
 
-func compileRule(r *Rule, where string, maxDelay time.Duration, ps *problems) *compiledRule {
+func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *problems) *compiledRule {
 	if !validName(r.Name) {
 		ps.add(where+".name", "%q: %s", r.Name, nameRule)
 	}
@@ -190,7 +190,7 @@ func compileRule(r *Rule, where string, maxDelay time.Duration, ps *problems) *c
 	case len(r.Policies) == 0 && r.Tiers == nil:
 		ps.add(where, "no policies and no tiers: the rule would limit nothing")
 	case r.Tiers != nil:
-		cr.tiers = compileTiers(r.Name, r.Tiers, where+".tiers", ps)
+		cr.tiers = e.compileTiers(r.Name, r.Tiers, where+".tiers", ps)
 	default:
 		cr.policies = compilePolicies(r.Name, r.Name, "", r.Policies, where+".policies", ps)
 	}
@@ -252,7 +252,7 @@ func compilePolicies(rule, base, plan string, list []Policy, where string, ps *p
 	return out
 }
 
-func compileTiers(rule string, t *Tiers, where string, ps *problems) *compiledTiers {
+func (e *Engine) compileTiers(rule string, t *Tiers, where string, ps *problems) *compiledTiers {
 	ct := &compiledTiers{members: map[string]*compiledPlan{}}
 	if len(t.Identity) > 0 {
 		ct.identity = compileKey(t.Identity, where+".identity", ps)
@@ -297,7 +297,9 @@ func compileTiers(rule string, t *Tiers, where string, ps *problems) *compiledTi
 			ps.add(where+".members", "unknown plan %q", members[id])
 			continue
 		}
-		ct.members[id] = plan
+		// Identities are looked up as keys are built: long or unusual
+		// ones by their hash.
+		ct.members[string(e.appendClientValue(nil, id))] = plan
 	}
 	return ct
 }

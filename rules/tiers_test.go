@@ -103,3 +103,24 @@ func TestLoadPlanMap(t *testing.T) {
 		t.Fatal("missing file: no error")
 	}
 }
+
+// TestTierLongIdentity: an API key longer than MaxKeyLength is hashed in
+// store keys, and still finds its plan.
+func TestTierLongIdentity(t *testing.T) {
+	long := strings.Repeat("K", 300)
+	e, _ := newEngine(t, Config{Rules: []Rule{{
+		Name: "api", Key: Key{"header:X-API-Key"},
+		Tiers: &Tiers{
+			Plans: map[string][]Policy{
+				"free": {{Algorithm: "fixed_window", Limit: 1, Window: "1m"}},
+				"pro":  {{Algorithm: "fixed_window", Limit: 3, Window: "1m"}},
+			},
+			Members: map[string]string{long: "pro"},
+			Default: "free",
+		},
+	}}})
+	res := decide(t, e, get("/", "192.0.2.1").with("X-API-Key", long))
+	if res.Decision.Limit != 3 {
+		t.Fatalf("limit %d, want the pro plan's 3", res.Decision.Limit)
+	}
+}
