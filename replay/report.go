@@ -183,34 +183,39 @@ func unixTime(ns int64) time.Time {
 
 func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 	rep := &Report{Input: in, Series: s.series.data()}
-	rep.Input.Keys = len(s.keys)
-	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	for i := range s.keys {
-		first = min(first, s.keys[i].first)
-		last = max(last, s.keys[i].last)
+	nk := len(s.names)
+	stats := make([]keyStat, nk)
+	for k := range stats {
+		stats[k] = s.stat(int32(k))
 	}
-	if len(s.keys) > 0 {
+	rep.Input.Keys = nk
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range stats {
+		first = min(first, stats[i].first)
+		last = max(last, stats[i].last)
+	}
+	if nk > 0 {
 		rep.Input.First, rep.Input.Last = unixTime(first), unixTime(last)
 	}
 	// Busiest keys: most requests, then name for a stable order.
-	order := make([]int32, len(s.keys))
+	order := make([]int32, nk)
 	for i := range order {
 		order[i] = int32(i)
 	}
 	slices.SortFunc(order, func(a, b int32) int {
-		ka, kb := &s.keys[a], &s.keys[b]
+		ka, kb := &stats[a], &stats[b]
 		if ka.requests != kb.requests {
 			return int(kb.requests - ka.requests)
 		}
 		return strings.Compare(ka.name, kb.name)
 	})
 	keyCount := func(k int32, run int) KeyCount {
-		ks := &s.keys[k]
+		ks := &stats[k]
 		kc := KeyCount{Key: ks.name, Requests: ks.requests, PeakPerSec: ks.peakSec, PeakPerMin: ks.peakMin}
 		if run >= 0 {
-			i := int(k)*len(s.runs) + run
-			kc.Refused = s.outcomes[i].refused
-			kc.FirstRefused = unixTime(s.outcomes[i].firstRef)
+			o := s.outcome(k, run)
+			kc.Refused = o.refused
+			kc.FirstRefused = unixTime(o.firstRef)
 		}
 		return kc
 	}
@@ -232,18 +237,18 @@ func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 			pr.RefusedPercent = 100 * float64(r.refused) / float64(r.requests)
 		}
 		var refusedKeys []int32
-		for k := range s.keys {
-			if s.outcomes[k*len(s.runs)+i].refused > 0 {
+		for k := range nk {
+			if s.outcome(int32(k), i).refused > 0 {
 				refusedKeys = append(refusedKeys, int32(k))
 			}
 		}
 		pr.KeysAffected = len(refusedKeys)
 		slices.SortFunc(refusedKeys, func(a, b int32) int {
-			ra, rb := s.outcomes[int(a)*len(s.runs)+i].refused, s.outcomes[int(b)*len(s.runs)+i].refused
+			ra, rb := s.outcome(a, i).refused, s.outcome(b, i).refused
 			if ra != rb {
 				return int(rb - ra)
 			}
-			return strings.Compare(s.keys[a].name, s.keys[b].name)
+			return strings.Compare(s.names[a], s.names[b])
 		})
 		for _, k := range refusedKeys[:min(cfg.Top, len(refusedKeys))] {
 			pr.TopRefused = append(pr.TopRefused, keyCount(k, i))
@@ -253,7 +258,7 @@ func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 		}
 		if r.seamIdx >= 0 && r.seamMax > 0 {
 			q := r.spec.Policy.Quota()
-			pr.Seam = &SeamBurst{Key: s.keys[r.seamKey].name, Admitted: r.seamMax, Limit: q.Limit,
+			pr.Seam = &SeamBurst{Key: s.names[r.seamKey], Admitted: r.seamMax, Limit: q.Limit,
 				Window: q.Window, From: unixTime(r.seamFrom), To: unixTime(r.seamTo)}
 		}
 		if r.shadow != nil {
@@ -270,16 +275,14 @@ func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 		}
 		rep.Policies = append(rep.Policies, pr)
 	}
-	secs := make([]int64, len(s.keys))
-	mins := make([]int64, len(s.keys))
-	for i := range s.keys {
-		secs[i], mins[i] = s.keys[i].peakSec, s.keys[i].peakMin
+	secs := make([]int64, nk)
+	mins := make([]int64, nk)
+	for i := range stats {
+		secs[i], mins[i] = stats[i].peakSec, stats[i].peakMin
 	}
 	rep.PeakRates = PeakRates{PerSecond: histogram(secs), PerMinute: histogram(mins)}
-	for i := range s.keys {
-		if s.keys[i].track != nil {
-			rep.Timelines = append(rep.Timelines, Timeline{Key: s.keys[i].name, Series: s.keys[i].track.data()})
-		}
+	for k, tr := range s.tracks {
+		rep.Timelines = append(rep.Timelines, Timeline{Key: s.names[k], Series: tr.data()})
 	}
 	slices.SortStableFunc(rep.Timelines, func(a, b Timeline) int {
 		return slices.Index(cfg.Track, a.Key) - slices.Index(cfg.Track, b.Key)
@@ -324,9 +327,9 @@ func histogram(v []int64) Histogram {
 
 // suggestion reads off the capacities the unbounded run measured.
 func suggestion(s *simulator, r *run, i int, order []int32, cfg *Config) *Suggestion {
-	needs := make([]int64, len(s.keys))
-	for k := range s.keys {
-		needs[k] = s.outcomes[k*len(s.runs)+i].need
+	needs := make([]int64, len(s.names))
+	for k := range needs {
+		needs[k] = s.outcome(int32(k), i).need
 	}
 	sg := &Suggestion{TopN: min(cfg.SuggestTop, len(order)), Percentile: cfg.SuggestPercentile}
 	for _, k := range order[:sg.TopN] {

@@ -43,17 +43,33 @@ type run struct {
 	seamFrom, seamTo int64
 }
 
-// keyStat is the fixed-size summary every distinct key keeps.
+// keyStat is the summary every distinct key keeps, as the report reads
+// it (see simulator.stat).
 type keyStat struct {
 	name           string
 	requests, cost int64
 	first, last    int64
-	sec, min       int64 // current second and minute index
-	secN, minN     int64
 	peakSec        int64
 	peakMin        int64
-	track          *series // per-key timeline, for tracked keys only
 }
+
+// Each key's fixed-size data lives in one record of int64 words in
+// simulator.slab, so that a request touches a few adjacent cache lines:
+// the summary words below, then 3 words of limit.State per stateful slot,
+// then 3 words of keyOutcome per run.
+const (
+	wRequests = iota
+	wCost
+	wFirst
+	wLast
+	wSec // current second index
+	wSecN
+	wPeakSec
+	wMin // current minute index
+	wMinN
+	wPeakMin
+	statWords
+)
 
 // keyOutcome is one key's fate under one run.
 type keyOutcome struct {
@@ -79,12 +95,17 @@ type simulator struct {
 	suggest   bool
 
 	index map[string]int32
-	keys  []keyStat
-	// Columns, key-major: keys[k]'s entries are at k*n + i.
-	states   []limit.State
-	logs     []limit.Log
-	seams    []seamQueue
-	outcomes []keyOutcome // per key per run
+	names []string // by key id
+	// slab holds each key's record of stride words (see statWords); the
+	// states of key k start at k*stride+statWords, its outcomes at
+	// k*stride+outWords.
+	slab     []int64
+	stride   int
+	outWords int
+	// Columns of variable-size state, key-major: key k's at k*n + i.
+	logs   []limit.Log
+	seams  []seamQueue
+	tracks map[int32]*series // per-key timelines of tracked keys
 
 	series *series
 	track  map[string]bool
@@ -136,9 +157,12 @@ func newSimulator(policies []Policy, engine *engineRun, engineName string, sugge
 		}
 		s.runs = append(s.runs, r)
 	}
+	s.outWords = statWords + 3*s.nStateful
+	s.stride = s.outWords + 3*len(s.runs)
 	s.series = newSeries(len(s.runs))
 	if len(track) > 0 {
 		s.track = make(map[string]bool, len(track))
+		s.tracks = make(map[int32]*series, len(track))
 		for _, k := range track {
 			s.track[k] = true
 		}
@@ -179,28 +203,42 @@ func (s *simulator) intern(key []byte) int32 {
 	if id, ok := s.index[string(key)]; ok {
 		return id
 	}
-	id := int32(len(s.keys))
+	id := int32(len(s.names))
 	name := string(key)
 	s.index[name] = id
-	ks := keyStat{name: name, sec: -1, min: -1}
+	s.names = append(s.names, name)
 	if s.track[name] {
-		ks.track = newSeries(len(s.runs))
+		s.tracks[id] = newSeries(len(s.runs))
 	}
-	s.keys = append(s.keys, ks)
-	s.states = grow(s.states, s.nStateful)
+	s.slab = grow(s.slab, s.stride)
+	w := s.slab[len(s.slab)-s.stride:]
+	w[wSec], w[wMin] = -1, -1
 	s.logs = grow(s.logs, s.nLogged)
 	s.seams = grow(s.seams, s.nSeam)
-	s.outcomes = grow(s.outcomes, len(s.runs))
 	return id
 }
 
-// decide applies slot sl to key k at now with cost: the one place where an
-// algorithm runs, and it is always package limit's own code.
-func (s *simulator) decide(sl *slot, k int32, now, cost int64) limit.Decision {
+// stat returns key k's summary.
+func (s *simulator) stat(k int32) keyStat {
+	w := s.slab[int(k)*s.stride:]
+	return keyStat{name: s.names[k], requests: w[wRequests], cost: w[wCost], first: w[wFirst],
+		last: w[wLast], peakSec: w[wPeakSec], peakMin: w[wPeakMin]}
+}
+
+// outcome returns key k's outcome under run i.
+func (s *simulator) outcome(k int32, i int) keyOutcome {
+	w := s.slab[int(k)*s.stride+s.outWords+3*i:]
+	return keyOutcome{refused: w[0], firstRef: w[1], need: w[2]}
+}
+
+// decide applies slot sl to key k (whose record is rec) at now with cost:
+// the one place where an algorithm runs, and it is always package limit's
+// own code.
+func (s *simulator) decide(sl *slot, k int32, rec []int64, now, cost int64) limit.Decision {
 	if sl.stateful != nil {
-		st := &s.states[int(k)*s.nStateful+sl.idx]
-		var d limit.Decision
-		*st, d = sl.stateful.Decide(*st, now, cost)
+		w := rec[statWords+3*sl.idx : statWords+3*sl.idx+3]
+		st, d := sl.stateful.Decide(limit.State{A: w[0], B: w[1], Idle: w[2]}, now, cost)
+		w[0], w[1], w[2] = st.A, st.B, st.Idle
 		return d
 	}
 	return sl.logged.DecideLog(&s.logs[int(k)*s.nLogged+sl.idx], now, cost)
@@ -210,42 +248,46 @@ func (s *simulator) decide(sl *slot, k int32, now, cost int64) limit.Decision {
 func (s *simulator) apply(e event) {
 	s.events++
 	s.now = e.t
-	ks := &s.keys[e.key]
-	if ks.requests == 0 {
-		ks.first = e.t
+	rec := s.slab[int(e.key)*s.stride : (int(e.key)+1)*s.stride]
+	if rec[wRequests] == 0 {
+		rec[wFirst] = e.t
 	}
-	ks.requests++
-	ks.cost += e.cost
-	ks.last = e.t
-	if sec := e.t / nsSecond; sec != ks.sec {
-		ks.sec, ks.secN = sec, 0
+	rec[wRequests]++
+	rec[wCost] += e.cost
+	rec[wLast] = e.t
+	if sec := e.t / nsSecond; sec != rec[wSec] {
+		rec[wSec], rec[wSecN] = sec, 0
+		if m := sec / 60; m != rec[wMin] {
+			rec[wMin], rec[wMinN] = m, 0
+		}
 	}
-	ks.secN += e.cost
-	ks.peakSec = max(ks.peakSec, ks.secN)
-	if m := e.t / nsMinute; m != ks.min {
-		ks.min, ks.minN = m, 0
-	}
-	ks.minN += e.cost
-	ks.peakMin = max(ks.peakMin, ks.minN)
+	rec[wSecN] += e.cost
+	rec[wPeakSec] = max(rec[wPeakSec], rec[wSecN])
+	rec[wMinN] += e.cost
+	rec[wPeakMin] = max(rec[wPeakMin], rec[wMinN])
 
 	b := s.series.request(e.t)
+	var track *series
 	tb := -1
-	if ks.track != nil {
-		tb = ks.track.request(e.t)
+	if s.tracks != nil {
+		if track = s.tracks[e.key]; track != nil {
+			tb = track.request(e.t)
+		}
 	}
-	base := int(e.key) * len(s.runs)
+	out := rec[s.outWords:]
 	for i, r := range s.runs {
 		r.requests++
 		var allowed bool
 		if r.engine != nil {
 			allowed = e.req == nil || r.engine.decide(e.req, e.t)
 		} else {
-			allowed = s.decide(&r.main, e.key, e.t, e.cost).Allowed
+			allowed = s.decide(&r.main, e.key, rec, e.t, e.cost).Allowed
 		}
 		s.series.outcome(b, i, allowed)
 		if tb >= 0 {
-			ks.track.outcome(tb, i, allowed)
+			track.outcome(tb, i, allowed)
 		}
+		o := out[3*i : 3*i+3] // refused, first refusal, need
 		if allowed {
 			if r.seamIdx >= 0 && e.cost > 0 {
 				q := &s.seams[int(e.key)*s.nSeam+r.seamIdx]
@@ -256,14 +298,13 @@ func (s *simulator) apply(e event) {
 		} else {
 			r.refused++
 			r.refusedCost += e.cost
-			o := &s.outcomes[base+i]
-			if o.refused == 0 {
-				o.firstRef = e.t
+			if o[0] == 0 {
+				o[1] = e.t
 			}
-			o.refused++
+			o[0]++
 		}
 		if r.shadow != nil {
-			exact := s.decide(r.shadow, e.key, e.t, e.cost)
+			exact := s.decide(r.shadow, e.key, rec, e.t, e.cost)
 			r.compared++
 			if exact.Allowed != allowed {
 				r.differ++
@@ -275,10 +316,8 @@ func (s *simulator) apply(e event) {
 			}
 		}
 		if r.unb != nil {
-			u := s.decide(r.unb, e.key, e.t, e.cost)
-			if n := u.Limit - u.Remaining - r.needAdjust; n > s.outcomes[base+i].need {
-				s.outcomes[base+i].need = n
-			}
+			u := s.decide(r.unb, e.key, rec, e.t, e.cost)
+			o[2] = max(o[2], u.Limit-u.Remaining-r.needAdjust)
 		}
 	}
 	if s.events-s.sweepN >= sweepEvery {
@@ -299,7 +338,7 @@ func (s *simulator) sweep() {
 			if sl == nil || sl.logged == nil {
 				continue
 			}
-			for k := range s.keys {
+			for k := range s.names {
 				l := &s.logs[k*s.nLogged+sl.idx]
 				if l.Bytes() > 0 && l.IdleAt() <= s.now {
 					*l = limit.Log{}
@@ -307,7 +346,7 @@ func (s *simulator) sweep() {
 			}
 		}
 		if r.seamIdx >= 0 {
-			for k := range s.keys {
+			for k := range s.names {
 				s.seams[k*s.nSeam+r.seamIdx].release(s.now, r.seamWindow)
 			}
 		}
