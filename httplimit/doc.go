@@ -3,8 +3,8 @@
 //
 // Build a rules.Engine over a store, wrap it in a Limiter, and use
 // Limiter.Handler as standard middleware (func(http.Handler)
-// http.Handler), with plain net/http or with any router that takes it (chi,
-// gorilla/mux). For every request the Limiter asks the engine, sets the
+// http.Handler), with plain net/http (Handler(mux)) or with any router
+// that takes it: chi's r.Use(l.Handler), gorilla/mux's r.Use(l.Handler). For every request the Limiter asks the engine, sets the
 // rate-limit header fields it returns, and then either refuses (status,
 // problem+json body; no body for HEAD), waits the shaping delay (capped,
 // ending early when the client goes away) and serves, or serves at once.
