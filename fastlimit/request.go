@@ -68,10 +68,12 @@ func (r Request) Header(name string) (string, bool) {
 	return b2s(buf), true
 }
 
-// RemoteAddr returns the TCP peer's address, or the zero AddrPort.
+// RemoteAddr returns the TCP peer's address (IPv4 unmapped from
+// IPv6), or the zero AddrPort when the connection is not TCP.
 func (r Request) RemoteAddr() netip.AddrPort {
 	if a, ok := r.Ctx.RemoteAddr().(*net.TCPAddr); ok {
-		return a.AddrPort()
+		ap := a.AddrPort()
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
 	return netip.AddrPort{}
 }
