@@ -1,7 +1,6 @@
 package httplimit
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -115,5 +114,3 @@ func TestMiddlewareAllocs(t *testing.T) {
 		t.Fatal("no RateLimit header")
 	}
 }
-
-var _ = io.Discard

@@ -34,8 +34,6 @@ func BenchmarkDecideIPHeaders(b *testing.B) {
 
 // BenchmarkStoreApply is the store alone, for reference.
 func BenchmarkStoreApply(b *testing.B) {
-	s := &recordingStore{}
-	_ = s
 	e, _ := newEngine(b, Config{Rules: []Rule{{Name: "per-ip", Policies: []Policy{{Rate: "1000000000/s"}}}}})
 	p := e.enforced[0].policies[0]
 	ctx := context.Background()
@@ -52,5 +50,17 @@ func BenchmarkAppendHeaders(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		res.AppendHeaders(buf[:0])
+	}
+}
+
+// BenchmarkDecideIPNoKeyCache builds the key string every time instead
+// of interning it, for comparison.
+func BenchmarkDecideIPNoKeyCache(b *testing.B) {
+	e, _ := newEngine(b, Config{KeyCache: -1, Rules: []Rule{{Name: "per-ip", Policies: []Policy{{Rate: "1000000000/s"}}}}})
+	r := get("/items/1", "192.0.2.1")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Decide(ctx, r)
 	}
 }

@@ -341,11 +341,9 @@ func (b *batch) add(e *Engine, r limit.Request) {
 	b.n++
 }
 
+// apply charges the batch (of at least one request) in one store call.
 func (b *batch) apply(ctx context.Context, e *Engine) (limit.Decision, error) {
-	switch b.n {
-	case 0:
-		return limit.Decision{Allowed: true}, nil
-	case 1:
+	if b.n == 1 {
 		return e.store.Apply(ctx, b.first.Key, b.first.Policy, b.first.Cost)
 	}
 	d, err := e.store.ApplyAll(ctx, *b.more)

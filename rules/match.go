@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"net/textproto"
+	"slices"
 	"strings"
 )
 
@@ -78,7 +79,7 @@ func compileMatch(m Match, path string, ps *problems) matcher {
 
 // match reports whether req matches, given its host without port.
 func (m *matcher) match(req Request, method, host, path string) bool {
-	if len(m.methods) > 0 && !containsString(m.methods, method) {
+	if len(m.methods) > 0 && !slices.Contains(m.methods, method) {
 		return false
 	}
 	if len(m.hosts) > 0 {
@@ -93,7 +94,7 @@ func (m *matcher) match(req Request, method, host, path string) bool {
 			return false
 		}
 	}
-	if len(m.paths) > 0 && !containsString(m.paths, path) {
+	if len(m.paths) > 0 && !slices.Contains(m.paths, path) {
 		return false
 	}
 	if len(m.prefixes) > 0 {
@@ -134,15 +135,6 @@ func (h hostPattern) matches(host string) bool {
 		return len(host) > len(h.name) && strings.EqualFold(host[len(host)-len(h.name):], h.name)
 	}
 	return strings.EqualFold(host, h.name)
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // hostOnly returns host without its port and IPv6 brackets.

@@ -14,7 +14,6 @@ import (
 type compiledPolicy struct {
 	name   string
 	policy limit.Policy
-	quota  limit.Quota
 	// keyPrefix is "rule\x1fpolicy\x1f", the namespace of its store keys.
 	keyPrefix string
 	// sfItem is the RateLimit-Policy list member: "name";q=100;w=60.
@@ -119,7 +118,6 @@ func compilePolicy(rule, name string, lp limit.Policy) *compiledPolicy {
 	cp := &compiledPolicy{
 		name:      name,
 		policy:    lp,
-		quota:     q,
 		keyPrefix: rule + keySep + name + keySep,
 		sfName:    strconv.Quote(name),
 		limitText: strconv.FormatInt(q.Limit, 10),
