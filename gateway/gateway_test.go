@@ -1,0 +1,201 @@
+package gateway
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/config"
+)
+
+func startTestGateway(t *testing.T, yaml string) (*Gateway, string) {
+	t.Helper()
+	g := newTestGateway(t, `listen: {addr: "127.0.0.1:0"}
+admin: {addr: "127.0.0.1:0"}
+reload: {watch: false}
+`+yaml)
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return g, "http://" + g.Addr().String()
+}
+
+func get(t *testing.T, url string, host string) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// Host-specific routes win over catch-alls, then the longest prefix.
+func TestRouting(t *testing.T) {
+	mk := func(name string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.WriteString(w, name+" "+r.URL.Path)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	a, b, c := mk("a"), mk("b"), mk("c")
+	_, base := startTestGateway(t, `routes:
+  - {path: /, upstream: "`+a+`"}
+  - {path: /api/, upstream: "`+b+`/v2"}
+  - {host: admin.example, path: /, upstream: "`+c+`"}
+`)
+	for _, tc := range []struct{ host, path, want string }{
+		{"", "/x", "a /x"},
+		{"", "/api/items", "b /v2/api/items"},
+		{"Admin.Example:8080", "/api/items", "c /api/items"},
+		{"other.example", "/api/", "b /v2/api/"},
+	} {
+		if code, body, _ := get(t, base+tc.path, tc.host); code != 200 || body != tc.want {
+			t.Errorf("%s%s: %d %q, want %q", tc.host, tc.path, code, body, tc.want)
+		}
+	}
+}
+
+// /config hides the Redis password and the tier members (API keys).
+func TestMaskedConfig(t *testing.T) {
+	cfg, err := config.Parse("c.yaml", []byte(`store: {redis: {url: "redis://user:hunter2@localhost:6379/1"}}
+rules:
+  - name: api
+    key: header:X-API-Key
+    tiers:
+      default: free
+      plans: {free: [{rate: 1/s}], pro: [{rate: 10/s}]}
+      members: {sk-live-abcdef: pro}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cfg.Masked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	if strings.Contains(s, "hunter2") || strings.Contains(s, "sk-live-abcdef") {
+		t.Fatalf("secrets shown:\n%s", s)
+	}
+	if !strings.Contains(s, "redis://user:xxxxx@localhost:6379/1") || !strings.Contains(s, "1 members hidden") {
+		t.Fatalf("masked config:\n%s", s)
+	}
+	if cfg.Store.Redis.URL != "redis://user:hunter2@localhost:6379/1" || len(cfg.Rules[0].Tiers.Members) != 1 {
+		t.Fatal("Masked changed the running configuration")
+	}
+}
+
+// The admin endpoints answer; readiness turns off at shutdown.
+func TestAdminEndpoints(t *testing.T) {
+	g, base := startTestGateway(t, "routes: [{path: /, upstream: demo}]\nrules: [{name: r, policies: [{rate: 10/s}]}]\n")
+	get(t, base+"/", "")
+	admin := "http://" + g.AdminAddr().String()
+	for path, want := range map[string]string{
+		"/healthz": "ok",
+		"/readyz":  "ready",
+		"/config":  "upstream: demo",
+		"/metrics": `tollgate_decisions_total{outcome="allowed",rule="r"} 1`,
+	} {
+		if code, body, _ := get(t, admin+path, ""); code != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s: %d, body lacks %q:\n%s", path, code, want, body)
+		}
+	}
+	// Labels stay bounded: no client address or key appears.
+	if _, body, _ := get(t, admin+"/metrics", ""); strings.Contains(body, "127.0.0.1") {
+		t.Errorf("a client address leaked into metrics")
+	}
+	g.ready.Store(false)
+	if code, _, _ := get(t, admin+"/readyz", ""); code != 503 {
+		t.Errorf("/readyz while shutting down: %d", code)
+	}
+}
+
+// A reload that needs a restart is refused and counted; the old
+// configuration keeps serving. A good one swaps the rules.
+func TestReloadInProcess(t *testing.T) {
+	g, base := startTestGateway(t, "routes: [{path: /, upstream: demo}]\n")
+	parse := func(y string) *config.Config {
+		c, err := config.Parse("c.yaml", []byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	bad := parse(`listen: {addr: "127.0.0.1:1"}` + "\nadmin: {addr: \"127.0.0.1:0\"}\nreload: {watch: false}\n")
+	if err := g.Reload(bad); err == nil || !strings.Contains(err.Error(), "restart") {
+		t.Fatalf("reload with a new listen address: %v", err)
+	}
+	good := g.Config()
+	next := *good
+	next.Rules = parse("rules: [{name: r, policies: [{algorithm: fixed_window, limit: 1, window: 1h}]}]").Rules
+	if err := g.Reload(&next); err != nil {
+		t.Fatal(err)
+	}
+	get(t, base+"/", "")
+	if code, _, _ := get(t, base+"/", ""); code != 429 {
+		t.Fatalf("after reload: %d, want 429", code)
+	}
+	if v := testCounter(g, "failure"); v != 1 {
+		t.Errorf("failure count %v", v)
+	}
+}
+
+func testCounter(g *Gateway, result string) float64 {
+	mfs, _ := g.m.reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != "tollgate_config_reloads_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
+}
+
+// An upstream at its connection limit answers 503 rather than queueing
+// forever.
+func TestUpstreamConnLimit(t *testing.T) {
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	_, base := startTestGateway(t, "upstream: {max_conns: 1, response_timeout: 300ms}\nroutes: [{path: /, upstream: \""+srv.URL+"\"}]\n")
+	done := make(chan int, 1)
+	go func() {
+		code, _, _ := get(t, base+"/first", "")
+		done <- code
+	}()
+	select { // the first request occupies the only connection
+	case <-entered:
+	case c := <-done:
+		t.Fatalf("first request ended early: %d", c)
+	}
+	code, body, _ := get(t, base+"/second", "")
+	if code != 503 && code != 504 {
+		t.Fatalf("second request: %d %q, want 503 or 504", code, body)
+	}
+}
+
+func TestForEachToken(t *testing.T) {
+	var got []string
+	forEachToken([]byte(" close , X-Foo,,X-Bar\t"), func(b []byte) { got = append(got, string(b)) })
+	if strings.Join(got, "|") != "close|X-Foo|X-Bar" {
+		t.Fatalf("tokens = %q", got)
+	}
+}
