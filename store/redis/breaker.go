@@ -5,18 +5,19 @@ import (
 	"time"
 )
 
-// breaker is a circuit breaker: closed while calls succeed; open for a
-// cooldown after threshold consecutive failures, during which calls are
-// not attempted; then half-open, letting one probe through, which closes
-// it on success and reopens it on failure. Times are monotonic ns from
-// the breaker's creation.
+// breaker is a circuit breaker: closed while calls succeed; open after
+// threshold consecutive failures, during which calls are not attempted at
+// all. After each cooldown one probe (a PING sent in the background by the
+// store, not a caller's request) tests Redis: its success closes the
+// breaker, its failure keeps it open for another cooldown. Times are
+// monotonic ns from the breaker's creation.
 type breaker struct {
 	threshold int64
 	cooldown  int64
 	base      time.Time
 
 	failures  atomic.Int64
-	openUntil atomic.Int64 // 0: closed
+	openUntil atomic.Int64 // 0: closed; else the earliest next probe
 	probing   atomic.Bool
 	trips     atomic.Uint64
 }
@@ -27,43 +28,42 @@ func newBreaker(threshold int, cooldown time.Duration) *breaker {
 
 func (b *breaker) now() int64 { return int64(time.Since(b.base)) + 1 }
 
-// allow reports whether a call may be attempted, and whether it is the
-// half-open probe (which must report its outcome with done).
-func (b *breaker) allow() (ok, probe bool) {
+// closed reports whether calls may be attempted.
+func (b *breaker) closed() bool { return b.openUntil.Load() == 0 }
+
+// probeDue reports, to one caller at a time, that the breaker is open and
+// its cooldown has passed: that caller starts the probe and reports it with
+// probed.
+func (b *breaker) probeDue() bool {
 	until := b.openUntil.Load()
-	if until == 0 {
-		return true, false
-	}
-	if b.now() < until {
-		return false, false
-	}
-	if b.probing.CompareAndSwap(false, true) {
-		return true, true
-	}
-	return false, false
+	return until != 0 && b.now() >= until && b.probing.CompareAndSwap(false, true)
 }
 
-// done records the outcome of an allowed call.
-func (b *breaker) done(ok, probe bool) {
-	if probe {
-		defer b.probing.Store(false)
+// probed records a probe's outcome.
+func (b *breaker) probed(ok bool) {
+	if ok {
+		b.failures.Store(0)
+		b.openUntil.Store(0)
+	} else {
+		b.openUntil.Store(b.now() + b.cooldown)
 	}
+	b.probing.Store(false)
+}
+
+// done records the outcome of an attempted call.
+func (b *breaker) done(ok bool) {
 	if ok {
 		if b.failures.Load() != 0 {
 			b.failures.Store(0)
 		}
-		if b.openUntil.Load() != 0 {
-			b.openUntil.Store(0)
-		}
 		return
 	}
-	n := b.failures.Add(1)
-	if probe || n >= b.threshold {
-		if b.openUntil.Swap(b.now()+b.cooldown) == 0 {
+	if b.failures.Add(1) >= b.threshold {
+		if b.openUntil.CompareAndSwap(0, b.now()+b.cooldown) {
 			b.trips.Add(1)
 		}
 	}
 }
 
-// open reports whether the breaker is open or half-open.
-func (b *breaker) open() bool { return b.openUntil.Load() != 0 }
+// open reports whether the breaker is open.
+func (b *breaker) open() bool { return !b.closed() }

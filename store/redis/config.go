@@ -37,8 +37,8 @@ type Config struct {
 	// BreakerFailures is how many consecutive failures open the circuit
 	// breaker. Zero means 5.
 	BreakerFailures int
-	// BreakerCooldown is how long the breaker stays open before one
-	// half-open probe is let through. Zero means 200ms.
+	// BreakerCooldown is how long the breaker stays open before a probe
+	// (a background PING) tests Redis again. Zero means 200ms.
 	BreakerCooldown time.Duration
 	// CacheSize bounds the over-limit cache's entries. Zero means 65,536;
 	// negative disables the cache.

@@ -43,7 +43,8 @@
 // Each call has a short timeout (Config.Timeout, default 50ms). Consecutive
 // failures open a circuit breaker, after which decisions are answered at
 // once by the failure mode (FailOpen, FailClosed or FailLocal, an in-memory
-// store with the same policy) until a half-open probe succeeds. The failure
+// store with the same policy) until a probe succeeds: after each cooldown
+// the store PINGs Redis in the background, so no caller waits for it. The failure
 // mode is chosen per rule with Store.WithFailure.
 //
 // # Over-limit cache

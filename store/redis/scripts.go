@@ -60,3 +60,19 @@ func newScripts() *scripts {
 	}
 	return s
 }
+
+// ScriptSource returns the Lua source of the one-request script for alg, as
+// the store loads it: for inspection, and for measuring the server's
+// EVALSHA ceiling with redis-benchmark. Its arguments are KEYS[1] = the
+// Redis key, ARGV = now in µs (-1: server TIME), TTL floor in ms, cost,
+// force (0/1), and four parameters: limit and window (µs) for the
+// windows, emission interval (µs) and burst for the token bucket,
+// interval, burst, mode (0 shape, 1 police) and delay for the leaky
+// bucket. It returns "" for an unknown algorithm.
+func ScriptSource(alg limit.Algorithm) string {
+	switch alg {
+	case limit.AlgFixedWindow, limit.AlgSlidingLog, limit.AlgSlidingWindow, limit.AlgTokenBucket, limit.AlgLeakyBucket:
+		return scriptSource(alg)
+	}
+	return ""
+}

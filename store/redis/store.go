@@ -33,10 +33,13 @@ type Store struct {
 	cache   *overLimit
 	local   *memory.Store
 
-	stats counters
-	onNow func(us int64) // tests: the script's instant of each decision
-	enc   encoded
-	argv  sync.Pool // *[]string
+	stats   counters
+	probeMu sync.Mutex
+	probes  sync.WaitGroup // the background probe, if running
+	closing bool           // under probeMu: no more probes
+	onNow   func(us int64) // tests: the script's instant of each decision
+	enc     encoded
+	argv    sync.Pool // *[]string
 }
 
 type counters struct {
@@ -93,6 +96,10 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 // Close releases the connections and the fallback store. Decisions after
 // Close fail over as if Redis were down.
 func (s *Store) Close() error {
+	s.probeMu.Lock()
+	s.closing = true
+	s.probeMu.Unlock()
+	s.probes.Wait()
 	s.client.Close()
 	return s.local.Close()
 }
@@ -182,9 +189,8 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 			return d, nil
 		}
 	}
-	ok, probe := s.breaker.allow()
-	if !ok {
-		s.stats.shortCircuit.Add(1)
+	if !s.breaker.closed() {
+		s.shortCircuit()
 		return s.fail(ctx, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})
 	}
 	argv := s.getArgv()
@@ -198,14 +204,14 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 	s.argv.Put(argv)
 	if err != nil {
 		if isReply(err) || ctx.Err() != nil {
-			s.breaker.done(true, probe)
+			s.breaker.done(true)
 			return limit.Decision{}, fmt.Errorf("redis: %w", err)
 		}
 		s.failed(err)
-		s.breaker.done(false, probe)
+		s.breaker.done(false)
 		return s.fail(ctx, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})
 	}
-	s.breaker.done(true, probe)
+	s.breaker.done(true)
 	if len(vals) < 7 {
 		return limit.Decision{}, fmt.Errorf("redis: script returned %d values, want 7", len(vals))
 	}
@@ -220,6 +226,33 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 	}
 	return d, nil
 }
+
+// shortCircuit counts a decision the open breaker kept from Redis, and
+// starts the background probe when one is due.
+func (s *Store) shortCircuit() {
+	s.stats.shortCircuit.Add(1)
+	if !s.breaker.probeDue() {
+		return
+	}
+	s.probeMu.Lock()
+	if s.closing {
+		s.probeMu.Unlock()
+		s.breaker.probing.Store(false)
+		return
+	}
+	s.probes.Add(1)
+	s.probeMu.Unlock()
+	go func() {
+		defer s.probes.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), s.probeTimeout())
+		defer cancel()
+		s.breaker.probed(s.client.Do(ctx, s.client.B().Ping().Build()).Error() == nil)
+	}()
+}
+
+// probeTimeout bounds a probe: no caller waits for it, so it may take
+// longer than a decision (a redial and handshake), but not long.
+func (s *Store) probeTimeout() time.Duration { return max(s.cfg.Timeout, 250*time.Millisecond) }
 
 func (s *Store) failed(err error) {
 	s.stats.failures.Add(1)
@@ -281,9 +314,8 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 			}
 		}
 	}
-	ok, probe := s.breaker.allow()
-	if !ok {
-		s.stats.shortCircuit.Add(1)
+	if !s.breaker.closed() {
+		s.shortCircuit()
 		return s.fail(ctx, mode, reqs)
 	}
 	argv := make([]string, 0, 2+6*len(reqs))
@@ -298,14 +330,14 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 	cancel()
 	if err != nil {
 		if isReply(err) || ctx.Err() != nil {
-			s.breaker.done(true, probe)
+			s.breaker.done(true)
 			return limit.Decision{}, fmt.Errorf("redis: %w", err)
 		}
 		s.failed(err)
-		s.breaker.done(false, probe)
+		s.breaker.done(false)
 		return s.fail(ctx, mode, reqs)
 	}
-	s.breaker.done(true, probe)
+	s.breaker.done(true)
 	if len(vals) < 6*len(reqs) {
 		return limit.Decision{}, fmt.Errorf("redis: script returned %d values, want %d", len(vals), 6*len(reqs)+1)
 	}

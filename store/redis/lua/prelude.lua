@@ -47,10 +47,13 @@ local function ttl_ms(idle, now, floor)
   return ms
 end
 
--- A fixed-size state is the string "A B Idle"; an absent key is {0, 0, 0}.
+-- A fixed-size state is the string "A B Idle", or just "A" when B is 0
+-- and Idle equals A (a token bucket's TAT); an absent key is {0, 0, 0}.
 local function load(key)
   local v = redis.call('GET', key)
   if not v then return {0, 0, 0} end
+  local x = tonumber(v)
+  if x then return {x, 0, x} end
   local a, b, i = string.match(v, '^(%-?%d+) (%-?%d+) (%-?%d+)$')
   if not a then return redis.error_reply('tollgate: key ' .. key .. ' holds no tollgate state') end
   return {tonumber(a), tonumber(b), tonumber(i)}
@@ -61,8 +64,13 @@ local function save(key, st, now, floor)
     redis.call('DEL', key)
     return
   end
-  redis.call('SET', key, fmt(st[1]) .. ' ' .. fmt(st[2]) .. ' ' .. fmt(st[3]),
-    'PX', fmt(ttl_ms(st[3], now, floor)))
+  local v
+  if st[2] == 0 and st[1] == st[3] then
+    v = fmt(st[1])
+  else
+    v = fmt(st[1]) .. ' ' .. fmt(st[2]) .. ' ' .. fmt(st[3])
+  end
+  redis.call('SET', key, v, 'PX', fmt(ttl_ms(st[3], now, floor)))
 end
 
 -- A decision is {allowed, remaining, reset, retry (-1 = never), delay, idle}.
