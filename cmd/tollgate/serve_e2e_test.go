@@ -322,9 +322,12 @@ func TestE2EEmbeddedDefault(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := false
 	defer func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
+		if !exited {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
 	}()
 	sc := bufio.NewScanner(stderr)
 	var addr string
@@ -355,6 +358,12 @@ func TestE2EEmbeddedDefault(t *testing.T) {
 	}
 	if codes[429] == 0 || codes[200] < 10 {
 		t.Errorf("30 quick requests: %v, want 10+ allowed then 429s", codes)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	exited = true
+	if err != nil {
+		t.Errorf("exit: %v", err)
 	}
 	if !strings.Contains(stdout.String(), "curl -i localhost:") {
 		t.Errorf("no try-it message on stdout:\n%s", stdout.String())
