@@ -7,11 +7,11 @@
 //
 //   - waits first if the host's allowance is spent, until the advertised
 //     reset, instead of sending the request into a 429 ("pacing before
-//     refusal"). The allowance is the remaining count of the newest
-//     response (RateLimit "r", RateLimit-Remaining or
-//     X-RateLimit-Remaining, with a reset) less the requests sent to that
-//     host since, so concurrent callers sharing the Transport do not all
-//     spend the same last unit;
+//     refusal"). The allowance is the remaining count a response gave
+//     (RateLimit "r", RateLimit-Remaining or X-RateLimit-Remaining, with a
+//     reset) less the requests to that host still in flight, spent as
+//     requests go and never raised again before the reset, so concurrent
+//     callers sharing the Transport do not all spend the same last unit;
 //   - on 429 and 503, honours Retry-After in both forms (delay-seconds and
 //     the three HTTP-date formats of RFC 9110), up to [Config.MaxWait], as
 //     a floor: up to [Config.RetryJitter] (1s) is added so that clients

@@ -109,6 +109,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if attempt > 1 {
 			var err error
 			if out, err = rewind(req); err != nil {
+				t.pacer.done(host, Allowance{}, false, c.Now())
 				return nil, err
 			}
 		}

@@ -491,3 +491,18 @@ func TestPaceJitter(t *testing.T) {
 		t.Errorf("slept %v, want 4s plus just under 300ms", got)
 	}
 }
+
+func TestRewindFailureEndsTheRequest(t *testing.T) {
+	clock := newFakeClock()
+	s := newScript(t, clock, reply{status: 503})
+	req, _ := http.NewRequest(http.MethodPut, s.srv.URL, strings.NewReader("x"))
+	req.GetBody = func() (io.ReadCloser, error) { return nil, errors.New("gone") }
+	tr, _ := New(clock.config())
+	_, err := (&http.Client{Transport: tr}).Do(req)
+	if err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Fatalf("err = %v, want the GetBody failure", err)
+	}
+	if st := tr.pacer.hosts[hostKey(req.URL)]; st == nil || st.inflight != 0 {
+		t.Errorf("pacer state after the failure: %+v, want nothing in flight", st)
+	}
+}
