@@ -10,9 +10,11 @@ import "bytes"
 // Everything after the status is ignored, so the common format, the
 // combined format and the many "combined plus extra fields" variants all
 // parse.
-type clfParser struct{}
+type clfParser struct {
+	times timeCache
+}
 
-func (clfParser) parse(line []byte, r *Record) error {
+func (p *clfParser) parse(line []byte, r *Record) error {
 	i := 0
 	n := len(line)
 	field := func() []byte {
@@ -49,7 +51,7 @@ func (clfParser) parse(line []byte, r *Record) error {
 	if i >= n {
 		return errSyntax
 	}
-	t, ok := parseCLFTime(line[ts:i])
+	t, ok := p.times.clf(line[ts:i])
 	if !ok {
 		return errNoTime
 	}

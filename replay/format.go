@@ -66,7 +66,7 @@ func DetectFormat(sample []byte) Format {
 		}
 		var r Record
 		r.reset(0)
-		if (clfParser{}).parse(line, &r) == nil {
+		if new(clfParser).parse(line, &r) == nil {
 			return FormatCombined
 		}
 		if bytes.IndexByte(line, ',') >= 0 {
@@ -83,5 +83,5 @@ func newParser(f Format, fields Fields) lineParser {
 	case FormatCSV:
 		return newCSVParser(fields)
 	}
-	return clfParser{}
+	return &clfParser{}
 }

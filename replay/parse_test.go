@@ -58,7 +58,7 @@ func TestParseCLF(t *testing.T) {
 	var r Record
 	r.reset(0)
 	line := `2001:db8::1 - alice [17/May/2015:10:05:03 +0000] "POST /api/v1/items?id=3&x=y HTTP/1.1" 429 12 "-" "curl/8"`
-	if err := (clfParser{}).parse([]byte(line), &r); err != nil {
+	if err := new(clfParser).parse([]byte(line), &r); err != nil {
 		t.Fatal(err)
 	}
 	if string(r.Addr) != "2001:db8::1" || string(r.User) != "alice" || string(r.Method) != "POST" ||
@@ -68,7 +68,7 @@ func TestParseCLF(t *testing.T) {
 	// Common format (no referer or agent) and an escaped quote in the request.
 	r.reset(0)
 	line = `10.0.0.1 - - [17/May/2015:10:05:03 +0000] "GET /a\"b HTTP/1.0" 200 -`
-	if err := (clfParser{}).parse([]byte(line), &r); err != nil || string(r.Status) != "200" || string(r.Path) != `/a\"b` {
+	if err := new(clfParser).parse([]byte(line), &r); err != nil || string(r.Status) != "200" || string(r.Path) != `/a\"b` {
 		t.Errorf("common: %v %+v", err, r)
 	}
 	for _, bad := range []string{
@@ -78,7 +78,7 @@ func TestParseCLF(t *testing.T) {
 		`10.0.0.1 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1"`,
 	} {
 		r.reset(0)
-		if err := (clfParser{}).parse([]byte(bad), &r); err == nil {
+		if err := new(clfParser).parse([]byte(bad), &r); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}
@@ -248,5 +248,23 @@ func TestMalformedLinesSkipped(t *testing.T) {
 	}
 	if rep.Policies[0].Refused != 35 {
 		t.Errorf("refused %d, want 35 as without the bad lines", rep.Policies[0].Refused)
+	}
+}
+
+// The minute cache gives the same instants as a full parse, whatever the
+// sequence of minutes, seconds and zones.
+func TestTimeCacheMatchesFullParse(t *testing.T) {
+	var c timeCache
+	for _, s := range []string{
+		"17/May/2015:10:05:03 +0000", "17/May/2015:10:05:59 +0000", "17/May/2015:10:05:00 +0000",
+		"17/May/2015:10:05:03 +0200", "17/May/2015:10:05:04 +0200", "17/May/2015:10:06:04 +0200",
+		"17/May/2015:10:06:04", "17/May/2015:10:06:05", "17/May/2015:10:06:05 -0130",
+		"17/May/2015:10:06:99 -0130", "17/May/2015:10:06:05 -0130", "18/May/2015:10:06:05 -0130",
+	} {
+		want, wok := parseCLFTime([]byte(s))
+		got, ok := c.clf([]byte(s))
+		if got != want || ok != wok {
+			t.Errorf("%q: cache %d %v, full parse %d %v", s, got, ok, want, wok)
+		}
 	}
 }

@@ -257,3 +257,35 @@ func parseAnyTime(b []byte) (int64, bool) {
 	}
 	return parseEpochTime(b)
 }
+
+// timeCache remembers the last common-log-format timestamp's minute:
+// consecutive lines almost always share it, and then only the seconds
+// need parsing.
+type timeCache struct {
+	prefix [17]byte // "dd/Mon/yyyy:hh:mm"
+	zone   [8]byte
+	zlen   int
+	base   int64 // Unix ns of the minute, zone applied
+	valid  bool
+}
+
+// clf parses b as parseCLFTime does.
+func (c *timeCache) clf(b []byte) (int64, bool) {
+	if c.valid && len(b) >= 20 && len(b)-20 == c.zlen && b[17] == ':' &&
+		string(b[:17]) == string(c.prefix[:]) && string(b[20:]) == string(c.zone[:c.zlen]) {
+		if s, ok := digits(b[18:20]); ok && s <= 60 {
+			return c.base + s*nsSecond, true
+		}
+	}
+	t, ok := parseCLFTime(b)
+	if !ok || len(b)-20 > len(c.zone) {
+		c.valid = false
+		return t, ok
+	}
+	s, _ := digits(b[18:20])
+	copy(c.prefix[:], b[:17])
+	c.zlen = copy(c.zone[:], b[20:])
+	c.base = t - s*nsSecond
+	c.valid = true
+	return t, true
+}
