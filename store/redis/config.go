@@ -28,7 +28,10 @@ type Config struct {
 	// MinTTL is, when Clock is set, the least time to live of a key (an
 	// injected clock need not run at real speed). Zero means 10s.
 	MinTTL time.Duration
-	// Timeout bounds each round trip to Redis. Zero means 50ms.
+	// Timeout bounds each round trip to Redis. Zero means 50ms. Callers
+	// whose context cannot be cancelled share one deadline per tenth of
+	// the timeout, so a round trip is abandoned after between Timeout and
+	// 1.1×Timeout.
 	Timeout time.Duration
 	// OnFailure is the answer when Redis fails, times out or the breaker
 	// is open, for Apply and ApplyAll; WithFailure chooses it per rule.

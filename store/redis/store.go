@@ -22,16 +22,17 @@ var ErrCrossSlot = errors.New("redis: ApplyAll keys are in different cluster slo
 // Store is a limit.Store on Redis. It is safe for concurrent use; Close
 // releases its connections.
 type Store struct {
-	cfg     Config
-	client  rueidis.Client
-	cluster bool
-	scripts *scripts
-	now     func() int64 // local clock, for the over-limit cache
-	serverT bool         // scripts read the server's TIME
-	floorMS string       // the scripts' TTL floor, ms
-	breaker *breaker
-	cache   *overLimit
-	local   *memory.Store
+	cfg      Config
+	client   rueidis.Client
+	cluster  bool
+	scripts  *scripts
+	now      func() int64 // local clock, for the over-limit cache
+	serverT  bool         // scripts read the server's TIME
+	floorMS  string       // the scripts' TTL floor, ms
+	breaker  *breaker
+	deadline *deadlines
+	cache    *overLimit
+	local    *memory.Store
 
 	stats   counters
 	probeMu sync.Mutex
@@ -69,14 +70,15 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("redis: connect %v: %w", cfg.Addrs, err)
 	}
 	s := &Store{
-		cfg:     cfg,
-		client:  client,
-		cluster: client.Mode() == rueidis.ClientModeCluster,
-		scripts: newScripts(),
-		now:     cfg.Clock,
-		serverT: cfg.Clock == nil,
-		breaker: newBreaker(cfg.BreakerFailures, cfg.BreakerCooldown),
-		cache:   newOverLimit(cfg.CacheSize),
+		cfg:      cfg,
+		client:   client,
+		cluster:  client.Mode() == rueidis.ClientModeCluster,
+		scripts:  newScripts(),
+		now:      cfg.Clock,
+		serverT:  cfg.Clock == nil,
+		breaker:  newBreaker(cfg.BreakerFailures, cfg.BreakerCooldown),
+		deadline: newDeadlines(cfg.Timeout),
+		cache:    newOverLimit(cfg.CacheSize),
 	}
 	if s.now == nil {
 		s.now = memory.NewClock()
@@ -196,7 +198,7 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 	argv := s.getArgv()
 	args := append((*argv)[:0], s.redisKey(key), s.clockArg(), s.floorMS, strconv.FormatInt(min(cost, a.capacity+1), 10), "0",
 		a.strs[0], a.strs[1], a.strs[2], a.strs[3])
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	cctx, cancel := s.deadline.with(ctx)
 	vals, err := s.scripts.one[a.alg].Exec(cctx, s.client, args[:1], args[1:]).AsIntSlice()
 	cancel()
 	clear(args)
@@ -325,7 +327,7 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 		argv = append(argv, strconv.Itoa(int(a.alg)), strconv.FormatInt(min(r.Cost, a.capacity+1), 10),
 			a.strs[0], a.strs[1], a.strs[2], a.strs[3])
 	}
-	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	cctx, cancel := s.deadline.with(ctx)
 	vals, err := s.scripts.all.Exec(cctx, s.client, keys, argv).AsIntSlice()
 	cancel()
 	if err != nil {
