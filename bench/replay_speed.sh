@@ -6,20 +6,21 @@
 # each, interleaved. The log is generated in a temporary directory and
 # removed afterwards.
 #
-#   bench/replay_speed.sh            # 10,000,000 lines, 3 runs
-#   N=1000000 RUNS=5 bench/replay_speed.sh
+#   bench/replay_speed.sh            # 10,000,000 lines, 200,000 clients, 3 runs
+#   N=1000000 RUNS=5 CLIENTS=10000 bench/replay_speed.sh
 set -eu
 N=${N:-10000000}
 RUNS=${RUNS:-3}
+CLIENTS=${CLIENTS:-200000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
 (cd "$ROOT" && go build -o "$TMP/tollgate" ./cmd/tollgate)
 (cd "$ROOT/bench" && go build -o "$TMP/gen" ./replay_gen)
-"$TMP/gen" -n "$N" -o "$TMP/access.log"
+"$TMP/gen" -n "$N" -clients "$CLIENTS" -o "$TMP/access.log"
 LOG="$TMP/access.log"
-echo "log: $N lines, $(du -m "$LOG" | cut -f1) MB, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "log: $N lines from a population of $CLIENTS clients, $(du -m "$LOG" | cut -f1) MB, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # The five algorithms, one policy each (the sliding window also runs its
 # exact sliding log shadow, for the accuracy figure).
