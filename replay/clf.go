@@ -14,7 +14,7 @@ type clfParser struct {
 	times timeCache
 }
 
-func (p *clfParser) parse(line []byte, r *Record) error {
+func (p *clfParser) parse(line []byte, r *record) error {
 	i := 0
 	n := len(line)
 	field := func() []byte {

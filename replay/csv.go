@@ -24,7 +24,7 @@ type errHeaderT struct{}
 
 func (errHeaderT) Error() string { return "header" }
 
-func (p *csvParser) parse(line []byte, r *Record) error {
+func (p *csvParser) parse(line []byte, r *record) error {
 	if !p.seen {
 		p.seen = true
 		first, _ := csvField(line, 0)

@@ -39,7 +39,7 @@ func (f *Filter) empty() bool {
 }
 
 // match reports whether r passes the filter.
-func (f *Filter) match(r *Record) bool {
+func (f *Filter) match(r *record) bool {
 	if len(f.PathPrefixes) > 0 {
 		ok := false
 		for _, p := range f.PathPrefixes {

@@ -64,7 +64,7 @@ func DetectFormat(sample []byte) Format {
 		if line[0] == '{' {
 			return FormatJSON
 		}
-		var r Record
+		var r record
 		r.reset(0)
 		if new(clfParser).parse(line, &r) == nil {
 			return FormatCombined

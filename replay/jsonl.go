@@ -11,7 +11,7 @@ func newJSONParser(f Fields) *jsonParser {
 	return &jsonParser{names: newNameTable(f.withDefaults())}
 }
 
-func (p *jsonParser) parse(line []byte, r *Record) error {
+func (p *jsonParser) parse(line []byte, r *record) error {
 	var ranks [slotExtra + maxFields]int8
 	for i := range ranks {
 		ranks[i] = 127

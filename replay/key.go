@@ -89,7 +89,7 @@ func (k KeySpec) check(f Format) error {
 }
 
 // append appends r's key to dst.
-func (k *KeySpec) append(dst []byte, r *Record) []byte {
+func (k *KeySpec) append(dst []byte, r *record) []byte {
 	for i, p := range k.parts {
 		if i > 0 {
 			dst = append(dst, '|')

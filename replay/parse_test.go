@@ -55,7 +55,7 @@ func TestParseTimes(t *testing.T) {
 }
 
 func TestParseCLF(t *testing.T) {
-	var r Record
+	var r record
 	r.reset(0)
 	line := `2001:db8::1 - alice [17/May/2015:10:05:03 +0000] "POST /api/v1/items?id=3&x=y HTTP/1.1" 429 12 "-" "curl/8"`
 	if err := new(clfParser).parse([]byte(line), &r); err != nil {

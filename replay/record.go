@@ -6,9 +6,9 @@ import "errors"
 // may extract from JSON or CSV lines.
 const maxFields = 8
 
-// Record is one parsed log line. Its byte slices point into the line
+// record is one parsed log line. Its byte slices point into the line
 // being parsed and are valid only until the next line is read.
-type Record struct {
+type record struct {
 	// Time is the request's instant, Unix nanoseconds.
 	Time int64
 	// Addr is the client address (remote_addr, the first CLF field).
@@ -36,7 +36,7 @@ type Record struct {
 
 // reset clears r for the next line; nf is how many extra fields are in
 // use (the rest are never written).
-func (r *Record) reset(nf int) {
+func (r *record) reset(nf int) {
 	r.Time, r.Cost = 0, 1
 	r.Addr, r.User, r.Method, r.Path, r.Query, r.Host, r.Status, r.Key = nil, nil, nil, nil, nil, nil, nil, nil
 	for i := range nf {
@@ -57,11 +57,11 @@ var (
 // lineParser parses one line (without its newline) into r, which the
 // caller has reset.
 type lineParser interface {
-	parse(line []byte, r *Record) error
+	parse(line []byte, r *record) error
 }
 
 // setTarget splits a request target into r's path and query string.
-func (r *Record) setTarget(t []byte) {
+func (r *record) setTarget(t []byte) {
 	for i, c := range t {
 		if c == '?' || c == '#' {
 			r.Path = t[:i]

@@ -12,7 +12,9 @@ import (
 // Report is the outcome of a replay. It marshals to JSON for scripts;
 // times are RFC 3339, durations nanoseconds (fields ending in _ns).
 type Report struct {
-	Input    InputStats     `json:"input"`
+	// Input describes what was read.
+	Input InputStats `json:"input"`
+	// Policies are the outcomes, in the order given (a rule set first).
 	Policies []PolicyReport `json:"policies"`
 	// Busiest are the keys with the most requests, busiest first.
 	Busiest []KeyCount `json:"busiest"`
@@ -26,10 +28,14 @@ type Report struct {
 
 // InputStats describes what was read.
 type InputStats struct {
+	// Format is the format read (detected or given).
 	Format string `json:"format"`
-	Key    string `json:"key"`
+	// Key is the key specification.
+	Key string `json:"key"`
 	// Lines read, including blank, header, malformed and filtered ones.
-	Lines     int64 `json:"lines"`
+	Lines int64 `json:"lines"`
+	// Blank, Header (a CSV header), Malformed and Filtered lines are not
+	// simulated.
 	Blank     int64 `json:"blank"`
 	Header    int64 `json:"header"`
 	Malformed int64 `json:"malformed"`
@@ -44,17 +50,18 @@ type InputStats struct {
 	// Reorder is the reordering window; Late counts requests that arrived
 	// after their time had been released (simulated at the release time,
 	// at most LateMax late).
-	Reorder  time.Duration `json:"reorder_ns"`
-	Late     int64         `json:"late"`
-	LateMax  time.Duration `json:"late_max_ns"`
-	Examples []Malformed   `json:"malformed_examples,omitempty"`
+	Reorder time.Duration `json:"reorder_ns"`
+	Late    int64         `json:"late"`
+	LateMax time.Duration `json:"late_max_ns"`
+	// Examples are the first malformed lines (Config.Examples of them).
+	Examples []Malformed `json:"malformed_examples,omitempty"`
 }
 
 // Malformed is one skipped line.
 type Malformed struct {
-	Line   int64  `json:"line"`
-	Reason string `json:"reason"`
-	Text   string `json:"text"`
+	Line   int64  `json:"line"`   // line number, from 1
+	Reason string `json:"reason"` // what was wrong
+	Text   string `json:"text"`   // the line, cut at 240 bytes
 }
 
 // KeyCount is one key's figures under one policy (or overall, for
@@ -62,17 +69,24 @@ type Malformed struct {
 type KeyCount struct {
 	Key      string `json:"key"`
 	Requests int64  `json:"requests"`
-	Refused  int64  `json:"refused"`
+	// Refused is how many of Requests the policy refused.
+	Refused int64 `json:"refused"`
 	// FirstRefused is the time of the first refusal, zero when none.
 	FirstRefused time.Time `json:"first_refused,omitzero"`
-	PeakPerSec   int64     `json:"peak_per_second"`
-	PeakPerMin   int64     `json:"peak_per_minute"`
+	// PeakPerSec and PeakPerMin are the key's most requests (cost) in
+	// one calendar second and one calendar minute.
+	PeakPerSec int64 `json:"peak_per_second"`
+	PeakPerMin int64 `json:"peak_per_minute"`
 }
 
 // PolicyReport is one policy's outcome.
 type PolicyReport struct {
-	Name      string `json:"name"`
-	Policy    string `json:"policy"`
+	// Name is the policy's label (or the rule set's name).
+	Name string `json:"name"`
+	// Policy describes it, e.g. "token_bucket(rate=10/s, burst=20)", or
+	// "rules" for a rule set.
+	Policy string `json:"policy"`
+	// Algorithm is the algorithm's configuration name, or "rules".
 	Algorithm string `json:"algorithm"`
 	Requests  int64  `json:"requests"`
 	Refused   int64  `json:"refused"`
@@ -101,6 +115,8 @@ type PolicyReport struct {
 // SeamBurst is the largest cost a fixed window admitted for one key in
 // any span of one window length, against its limit (at most twice it).
 type SeamBurst struct {
+	// Key admitted Admitted cost between From and To, less than Window
+	// apart, under a policy of Limit per Window.
 	Key      string        `json:"key"`
 	Admitted int64         `json:"admitted"`
 	Limit    int64         `json:"limit"`
@@ -114,16 +130,20 @@ type SeamBurst struct {
 // decision. Cloudflare reported 0.003% differing decisions on their
 // traffic.
 type Accuracy struct {
+	// Decisions compared, and how many of them differ.
 	Decisions int64 `json:"decisions"`
 	Differ    int64 `json:"differ"`
 	// FalseAllow: the counter allowed what the exact log refused.
 	FalseAllow int64 `json:"false_allow"`
 	// FalseRefuse: the counter refused what the exact log allowed.
-	FalseRefuse    int64   `json:"false_refuse"`
-	DifferPercent  float64 `json:"differ_percent"`
-	ExactPolicy    string  `json:"exact_policy"`
-	ExactRefused   int64   `json:"exact_refused"`
-	CounterRefused int64   `json:"counter_refused"`
+	FalseRefuse int64 `json:"false_refuse"`
+	// DifferPercent is 100 × Differ / Decisions.
+	DifferPercent float64 `json:"differ_percent"`
+	// ExactPolicy is the sliding log compared with.
+	ExactPolicy string `json:"exact_policy"`
+	// ExactRefused and CounterRefused are each one's refusals.
+	ExactRefused   int64 `json:"exact_refused"`
+	CounterRefused int64 `json:"counter_refused"`
 }
 
 // Suggestion is the smallest capacity (the limit of a window algorithm,
@@ -160,18 +180,22 @@ type PeakRates struct {
 // Histogram counts keys by a value in power-of-two buckets, with
 // percentiles.
 type Histogram struct {
+	// Bounds are 1, 2, 4, ... up to the first power of two above Max.
 	Bounds []int64 `json:"bounds"`
+	// Counts has one entry fewer than Bounds.
 	Counts []int64 `json:"counts"`
-	P50    int64   `json:"p50"`
-	P90    int64   `json:"p90"`
-	P99    int64   `json:"p99"`
-	Max    int64   `json:"max"`
+	// P50, P90 and P99 are nearest-rank percentiles over keys; Max the
+	// largest value.
+	P50 int64 `json:"p50"`
+	P90 int64 `json:"p90"`
+	P99 int64 `json:"p99"`
+	Max int64 `json:"max"`
 }
 
 // Timeline is one tracked key's series.
 type Timeline struct {
-	Key    string     `json:"key"`
-	Series SeriesData `json:"series"`
+	Key    string     `json:"key"`    // the tracked key
+	Series SeriesData `json:"series"` // its requests and outcomes over time
 }
 
 func unixTime(ns int64) time.Time {

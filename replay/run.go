@@ -156,7 +156,7 @@ type pipeline struct {
 	sim    *simulator
 	reo    *reorderer
 	in     InputStats
-	rec    Record
+	rec    record
 	keyBuf []byte
 }
 
