@@ -122,10 +122,17 @@ func runClientHerd(b *testing.B, blind bool, mk func(base http.RoundTripper) *ht
 }
 
 func tollgateClient(s client.Strategy) func(http.RoundTripper) *http.Client {
+	return tollgateClientJitter(s, 0)
+}
+
+// tollgateClientJitter sets RetryJitter too (0: the default 1s; negative:
+// none, to show what the spread after Retry-After is worth).
+func tollgateClientJitter(s client.Strategy, retryJitter time.Duration) func(http.RoundTripper) *http.Client {
 	return func(base http.RoundTripper) *http.Client {
 		c, err := client.NewClient(client.Config{
 			Transport: base, MaxAttempts: 1000, Strategy: s,
 			BaseDelay: 5 * time.Millisecond, MaxDelay: 2 * time.Second,
+			RetryJitter: retryJitter,
 		})
 		if err != nil {
 			panic(err)
@@ -157,6 +164,7 @@ func BenchmarkClientHerd(b *testing.B) {
 		{"blind/tollgate_no_jitter", true, tollgateClient(client.NoJitter)},
 		{"blind/retryablehttp_exponential", true, retryableClient(5*time.Millisecond, 2*time.Second)},
 		{"headers/tollgate", false, tollgateClient(client.FullJitter)},
+		{"headers/tollgate_no_retry_jitter", false, tollgateClientJitter(client.FullJitter, -1)},
 		{"headers/retryablehttp_default", false, retryableClient(0, 0)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
