@@ -82,6 +82,7 @@ func (a *accessLog) Close() error {
 type entry struct {
 	start                          time.Time
 	method, host, uri, ua, referer []byte
+	proto                          []byte
 	rule, outcome                  string
 }
 
@@ -94,6 +95,7 @@ func (a *accessLog) begin(ctx *fasthttp.RequestCtx) *entry {
 	e.uri = append(e.uri[:0], h.RequestURI()...)
 	e.ua = append(e.ua[:0], h.UserAgent()...)
 	e.referer = append(e.referer[:0], h.Referer()...)
+	e.proto = append(e.proto[:0], h.Protocol()...)
 	e.rule, e.outcome = "", ""
 	return e
 }
@@ -110,9 +112,11 @@ func (e *entry) result(res *rules.Result) {
 func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
 	defer a.pool.Put(e)
 	status := ctx.Response.StatusCode()
-	size := ctx.Response.Header.ContentLength()
-	if size < 0 {
-		size = 0
+	// A streamed body's size is its Content-Length (0 when chunked); a
+	// buffered one's is known.
+	size := len(ctx.Response.Body())
+	if ctx.Response.IsBodyStream() {
+		size = max(ctx.Response.Header.ContentLength(), 0)
 	}
 	var buf [512]byte
 	var rbuf [64]byte
@@ -129,8 +133,10 @@ func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
 		b = append(b, "] \""...)
 		b = append(b, e.method...)
 		b = append(b, ' ')
-		b = append(b, e.uri...)
-		b = append(b, " HTTP/1.1\" "...)
+		b = appendCombined(b, e.uri)
+		b = append(b, ' ')
+		b = append(b, e.proto...)
+		b = append(b, "\" "...)
 		b = strconv.AppendInt(b, int64(status), 10)
 		b = append(b, ' ')
 		b = strconv.AppendInt(b, int64(size), 10)
@@ -180,17 +186,15 @@ func orDash(s string) string {
 	return s
 }
 
-// appendCombined appends a quoted-field value with quotes and backslashes
-// escaped, as nginx does.
+// appendCombined appends a quoted field's value with '"', '\\' and control
+// bytes escaped as \xHH, as nginx does, or "-" when empty.
 func appendCombined(b, v []byte) []byte {
 	if len(v) == 0 {
 		return append(b, '-')
 	}
 	for _, c := range v {
 		switch {
-		case c == '"' || c == '\\':
-			b = append(b, '\\', c)
-		case c < 0x20 || c == 0x7f:
+		case c == '"' || c == '\\' || c < 0x20 || c >= 0x7f:
 			b = append(b, `\x`...)
 			b = append(b, "0123456789ABCDEF"[c>>4], "0123456789ABCDEF"[c&15])
 		default:

@@ -2,12 +2,13 @@ package gateway
 
 import (
 	"net/http"
+	"net/http/pprof"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// adminHandler serves the admin listener: /metrics, /healthz, /readyz and
-// /config.
+// adminHandler serves the admin listener: /metrics, /healthz, /readyz,
+// /config and /debug/pprof/.
 func (g *Gateway) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{}))
@@ -29,5 +30,9 @@ func (g *Gateway) adminHandler() http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(g.snap.Load().shown)
 	})
+	// Profiles, for operators; the admin listener is loopback by default.
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
 }
