@@ -44,10 +44,10 @@ func (s *Store) ApplyAll(_ context.Context, reqs []limit.Request) (limit.Decisio
 	}
 	// Lock in shard order: every batch agrees on it.
 	slices.Sort(locks)
-	now := s.now()
 	for _, i := range locks {
 		s.shards[i].mu.Lock()
 	}
+	now := s.now() // under the locks: see Apply
 	var out limit.Decision
 	allowed := true
 	for i, r := range reqs {

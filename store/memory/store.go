@@ -137,8 +137,11 @@ func (s *Store) Apply(_ context.Context, key string, p limit.Policy, cost int64)
 	}
 	h, i := s.hash(key)
 	sh := &s.shards[i]
-	now := s.now()
 	sh.mu.Lock()
+	// Read the clock under the lock: a goroutine that waited for it must
+	// not decide with the instant it started waiting (a stale now refuses
+	// spuriously once it lags the key's state by more than the burst).
+	now := s.now()
 	d, err := s.apply(sh, h, p, now, cost, nil)
 	sh.mu.Unlock()
 	d.Policy = p
