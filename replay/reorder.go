@@ -72,6 +72,11 @@ func (r *reorderer) push(t int64, key int32, cost int64, req *engineRequest) {
 		if !ok || e.t > limit {
 			return
 		}
+		// Start loading the state of a request a few places ahead, so
+		// that its cache misses overlap this one's work.
+		if j := r.head + prefetchAhead; j < len(r.fifo) {
+			r.sink.touch(r.fifo[j].key)
+		}
 		r.sink.apply(r.pop())
 	}
 }
@@ -119,6 +124,10 @@ func (r *reorderer) pop() event {
 	r.started, r.released = true, e.t
 	return e
 }
+
+// prefetchAhead is how many queued requests ahead the reorderer touches
+// the state of.
+const prefetchAhead = 6
 
 func less(a, b *event) bool {
 	return a.t < b.t || (a.t == b.t && a.seq < b.seq)

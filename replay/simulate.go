@@ -111,6 +111,7 @@ type simulator struct {
 	track  map[string]bool
 
 	events int64
+	sink   int64 // see touch
 	sweepN int64
 	now    int64
 }
@@ -242,6 +243,24 @@ func (s *simulator) decide(sl *slot, k int32, rec []int64, now, cost int64) limi
 		return d
 	}
 	return sl.logged.DecideLog(&s.logs[int(k)*s.nLogged+sl.idx], now, cost)
+}
+
+// touch reads a word of each cache line key k's next request will use, so
+// that the loads are in flight before apply needs them. The sum goes to
+// a field so the compiler keeps the loads.
+func (s *simulator) touch(k int32) {
+	rec := s.slab[int(k)*s.stride : (int(k)+1)*s.stride]
+	sum := int64(0)
+	for i := 0; i < len(rec); i += 8 {
+		sum += rec[i]
+	}
+	for j := range s.nLogged {
+		sum += int64(s.logs[int(k)*s.nLogged+j].Len())
+	}
+	for j := range s.nSeam {
+		sum += s.seams[int(k)*s.nSeam+j].sum
+	}
+	s.sink += sum
 }
 
 // apply simulates one request, in time order.
