@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // excerpt is 373 lines of a real Apache log (see replay/testdata); the
@@ -145,5 +147,39 @@ func TestReplayUsageErrors(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"replay", "-policy", "token_bucket:rate=1/s", "/nonexistent/log"}, &stdout, &stderr); code != exitFail {
 		t.Errorf("missing file: exit %d, want %d", code, exitFail)
+	}
+}
+
+// On a terminal the progress bar is drawn on stderr; through a pipe there
+// is none (TestReplayText). script(1) gives the binary a pseudo-terminal.
+func TestReplayProgressBarOnTerminal(t *testing.T) {
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) not installed")
+	}
+	bin := tollgateBinary(t)
+	abs, err := filepath.Abs(excerpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdline := bin + " replay -policy token_bucket:rate=1/s,burst=20 " + abs
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, scriptBin, "-qec", cmdline, "/dev/null").CombinedOutput()
+	if err != nil {
+		t.Fatalf("script: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("replaying")) || !bytes.Contains(out, []byte("refused 35")) {
+		t.Errorf("no progress bar (or no report) on a terminal:\n%q", out)
+	}
+	// The same command through pipes: the report only, stderr silent.
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "replay", "-policy", "token_bucket:rate=1/s,burst=20", abs)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if stderr.Len() != 0 || !bytes.Contains(stdout.Bytes(), []byte("refused 35")) {
+		t.Errorf("through pipes: stderr %q, stdout %.200q", stderr.String(), stdout.String())
 	}
 }
