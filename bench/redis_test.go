@@ -86,10 +86,34 @@ func BenchmarkRedisDecisions(b *testing.B) {
 		return res.Allowed > 0
 	}
 
+	// serverCost wraps a sub-benchmark to report the server's own CPU time
+	// per script call (INFO commandstats), which the machine's noise
+	// disturbs less than throughput.
+	serverCost := func(f func(b *testing.B)) func(b *testing.B) {
+		return func(b *testing.B) {
+			rdb.ConfigResetStat(ctx)
+			f(b)
+			info, err := rdb.Info(ctx, "commandstats").Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, line := range strings.Split(info, "\n") {
+				if strings.HasPrefix(line, "cmdstat_evalsha:") {
+					if i := strings.Index(line, "usec_per_call="); i >= 0 {
+						v := line[i+len("usec_per_call="):]
+						v = v[:strings.IndexByte(v, ',')]
+						if x, err := strconv.ParseFloat(v, 64); err == nil {
+							b.ReportMetric(x, "server-µs/call")
+						}
+					}
+				}
+			}
+		}
+	}
 	for _, conc := range []int{1, 16, 64} {
-		b.Run("impl=tollgate/callers="+strconv.Itoa(conc), func(b *testing.B) { runCallers(b, conc, tollgate) })
-		b.Run("impl=tollgate-noflush/callers="+strconv.Itoa(conc), func(b *testing.B) { runCallers(b, conc, tollgateNoFlush) })
-		b.Run("impl=redis_rate/callers="+strconv.Itoa(conc), func(b *testing.B) { runCallers(b, conc, redisRate) })
+		b.Run("impl=tollgate/callers="+strconv.Itoa(conc), serverCost(func(b *testing.B) { runCallers(b, conc, tollgate) }))
+		b.Run("impl=tollgate-noflush/callers="+strconv.Itoa(conc), serverCost(func(b *testing.B) { runCallers(b, conc, tollgateNoFlush) }))
+		b.Run("impl=redis_rate/callers="+strconv.Itoa(conc), serverCost(func(b *testing.B) { runCallers(b, conc, redisRate) }))
 	}
 	// The server's own ceiling for the same scripts, measured by
 	// redis-benchmark on the same server: 64 connections without
@@ -104,12 +128,12 @@ func BenchmarkRedisDecisions(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, pipe := range []string{"1", "16"} {
-		b.Run("impl=redis-benchmark-tollgate-script/callers=64/pipeline="+pipe, func(b *testing.B) {
+		b.Run("impl=redis-benchmark-tollgate-script/callers=64/pipeline="+pipe, serverCost(func(b *testing.B) {
 			redisBenchmark(b, srv, pipe, "evalsha", ourSHA, "1", "tollgate:{user-__rand_int__}", "-1", "0", "1", "0", "10000", "100", "0", "0")
-		})
-		b.Run("impl=redis-benchmark-redis_rate-script/callers=64/pipeline="+pipe, func(b *testing.B) {
+		}))
+		b.Run("impl=redis-benchmark-redis_rate-script/callers=64/pipeline="+pipe, serverCost(func(b *testing.B) {
 			redisBenchmark(b, srv, pipe, "evalsha", theirSHA, "1", "rate:user-__rand_int__", "100", "100", "1", "1")
-		})
+		}))
 	}
 	if st.Stats().Failures != 0 {
 		b.Fatalf("tollgate store failures: %+v", st.Stats())
