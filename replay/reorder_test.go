@@ -67,7 +67,7 @@ func TestReorderWindowRestoresOrder(t *testing.T) {
 }
 
 func TestReordererOrderAndLateness(t *testing.T) {
-	sim := newSimulator(policies(t, "fixed_window:limit=1000,window=1h"), nil, "", false, nil)
+	sim := newSimulator(policies(t, "fixed_window:limit=1000,window=1h"), nil, "", false, nil, 0, 10)
 	var got []int64
 	r := &reorderer{window: 10, sink: sim}
 	sim.intern([]byte("k"))

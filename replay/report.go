@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -42,8 +43,11 @@ type InputStats struct {
 	Filtered  int64 `json:"filtered"`
 	// Simulated is the number of requests run through the policies.
 	Simulated int64 `json:"simulated"`
-	// Keys is the number of distinct keys.
+	// Keys is the number of distinct keys (with Config.MaxKeys, of key
+	// records: a key retired and seen again counts again).
 	Keys int `json:"keys"`
+	// Retired is how many key records were retired (Config.MaxKeys).
+	Retired int64 `json:"retired,omitempty"`
 	// First and Last are the earliest and latest request times.
 	First time.Time `json:"first"`
 	Last  time.Time `json:"last"`
@@ -207,44 +211,57 @@ func unixTime(ns int64) time.Time {
 
 func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 	rep := &Report{Input: in, Series: s.series.data()}
-	nk := len(s.names)
-	stats := make([]keyStat, nk)
-	for k := range stats {
-		stats[k] = s.stat(int32(k))
-	}
-	rep.Input.Keys = nk
+	ret := s.retired
+	// Every live key record, and the retired records that may rank.
+	var entries []keyEntry
+	peakSec, peakMin := maps.Clone(ret.peakSec), maps.Clone(ret.peakMin)
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	for i := range stats {
-		first = min(first, stats[i].first)
-		last = max(last, stats[i].last)
+	if ret.keys > 0 {
+		first, last = ret.first, ret.last
 	}
-	if nk > 0 {
+	for k := range s.names {
+		if s.names[k] == "" {
+			continue
+		}
+		e := s.entry(int32(k))
+		e.live = true
+		entries = append(entries, e)
+		peakSec[e.stat.peakSec]++
+		peakMin[e.stat.peakMin]++
+		first, last = min(first, e.stat.first), max(last, e.stat.last)
+	}
+	rep.Input.Keys = len(entries) + int(ret.keys)
+	rep.Input.Retired = ret.keys
+	if rep.Input.Keys > 0 {
 		rep.Input.First, rep.Input.Last = unixTime(first), unixTime(last)
 	}
-	// Busiest keys: most requests, then name for a stable order.
-	order := make([]int32, nk)
-	for i := range order {
-		order[i] = int32(i)
+	seen := make(map[int64]bool)
+	for _, e := range entries {
+		seen[e.serial] = true
 	}
-	slices.SortFunc(order, func(a, b int32) int {
-		ka, kb := &stats[a], &stats[b]
-		if ka.requests != kb.requests {
-			return int(kb.requests - ka.requests)
+	addRetired := func(list []keyEntry) {
+		for _, e := range list {
+			if !seen[e.serial] {
+				seen[e.serial] = true
+				entries = append(entries, e)
+			}
 		}
-		return strings.Compare(ka.name, kb.name)
-	})
-	keyCount := func(k int32, run int) KeyCount {
-		ks := &stats[k]
-		kc := KeyCount{Key: ks.name, Requests: ks.requests, PeakPerSec: ks.peakSec, PeakPerMin: ks.peakMin}
+	}
+	addRetired(ret.busiest)
+	for _, l := range ret.topRefused {
+		addRetired(l)
+	}
+	slices.SortFunc(entries, byRequests)
+	keyCount := func(e *keyEntry, run int) KeyCount {
+		kc := KeyCount{Key: e.stat.name, Requests: e.stat.requests, PeakPerSec: e.stat.peakSec, PeakPerMin: e.stat.peakMin}
 		if run >= 0 {
-			o := s.outcome(k, run)
-			kc.Refused = o.refused
-			kc.FirstRefused = unixTime(o.firstRef)
+			kc.Refused = e.outs[run].refused
+			kc.FirstRefused = unixTime(e.outs[run].firstRef)
 		}
 		return kc
 	}
-	for _, k := range order[:min(cfg.Top, len(order))] {
-		rep.Busiest = append(rep.Busiest, keyCount(k, -1))
+	for k := range min(cfg.Top, len(entries)) {
+		rep.Busiest = append(rep.Busiest, keyCount(&entries[k], -1))
 	}
 	for i, r := range s.runs {
 		pr := PolicyReport{Requests: r.requests, Refused: r.refused}
@@ -260,29 +277,29 @@ func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 		if r.requests > 0 {
 			pr.RefusedPercent = 100 * float64(r.refused) / float64(r.requests)
 		}
-		var refusedKeys []int32
-		for k := range nk {
-			if s.outcome(int32(k), i).refused > 0 {
-				refusedKeys = append(refusedKeys, int32(k))
+		var refused []keyEntry
+		affected := int(ret.affected[i])
+		for _, e := range entries {
+			if e.outs[i].refused > 0 {
+				refused = append(refused, e)
 			}
 		}
-		pr.KeysAffected = len(refusedKeys)
-		slices.SortFunc(refusedKeys, func(a, b int32) int {
-			ra, rb := s.outcome(a, i).refused, s.outcome(b, i).refused
-			if ra != rb {
-				return int(rb - ra)
+		for _, e := range refused {
+			if e.live {
+				affected++ // retired ones are counted in ret.affected
 			}
-			return strings.Compare(s.names[a], s.names[b])
-		})
-		for _, k := range refusedKeys[:min(cfg.Top, len(refusedKeys))] {
-			pr.TopRefused = append(pr.TopRefused, keyCount(k, i))
 		}
-		if len(order) > 0 {
-			pr.BusiestVerdict = keyCount(order[0], i)
+		pr.KeysAffected = affected
+		slices.SortFunc(refused, byRefused(i))
+		for k := range min(cfg.Top, len(refused)) {
+			pr.TopRefused = append(pr.TopRefused, keyCount(&refused[k], i))
+		}
+		if len(entries) > 0 {
+			pr.BusiestVerdict = keyCount(&entries[0], i)
 		}
 		if r.seamIdx >= 0 && r.seamMax > 0 {
 			q := r.spec.Policy.Quota()
-			pr.Seam = &SeamBurst{Key: s.names[r.seamKey], Admitted: r.seamMax, Limit: q.Limit,
+			pr.Seam = &SeamBurst{Key: r.seamKey, Admitted: r.seamMax, Limit: q.Limit,
 				Window: q.Window, From: unixTime(r.seamFrom), To: unixTime(r.seamTo)}
 		}
 		if r.shadow != nil {
@@ -295,16 +312,20 @@ func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 			pr.Accuracy = a
 		}
 		if r.unb != nil {
-			pr.Suggestion = suggestion(s, r, i, order, cfg)
+			needs := maps.Clone(ret.need[i])
+			if needs == nil {
+				needs = counted{}
+			}
+			for k := range s.names {
+				if s.names[k] != "" {
+					needs[s.outcome(int32(k), i).need]++
+				}
+			}
+			pr.Suggestion = suggestion(r, i, entries, needs, cfg)
 		}
 		rep.Policies = append(rep.Policies, pr)
 	}
-	secs := make([]int64, nk)
-	mins := make([]int64, nk)
-	for i := range stats {
-		secs[i], mins[i] = stats[i].peakSec, stats[i].peakMin
-	}
-	rep.PeakRates = PeakRates{PerSecond: histogram(secs), PerMinute: histogram(mins)}
+	rep.PeakRates = PeakRates{PerSecond: histogram(peakSec), PerMinute: histogram(peakMin)}
 	for k, tr := range s.tracks {
 		rep.Timelines = append(rep.Timelines, Timeline{Key: s.names[k], Series: tr.data()})
 	}
@@ -314,23 +335,45 @@ func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 	return rep
 }
 
-// percentile returns the value at or below which p percent of the sorted
-// values lie (nearest rank).
-func percentile(sorted []int64, p float64) int64 {
-	if len(sorted) == 0 {
-		return 0
+// counted is a distribution over keys: value -> how many keys have it.
+type counted map[int64]int64
+
+// sorted returns the distinct values in order and the total count.
+func (c counted) sorted() ([]int64, int64) {
+	vals := slices.Sorted(maps.Keys(c))
+	n := int64(0)
+	for _, v := range vals {
+		n += c[v]
 	}
-	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
-	return sorted[min(max(rank, 1), len(sorted))-1]
+	return vals, n
 }
 
-func histogram(v []int64) Histogram {
-	sorted := slices.Clone(v)
-	slices.Sort(sorted)
-	h := Histogram{P50: percentile(sorted, 50), P90: percentile(sorted, 90), P99: percentile(sorted, 99)}
-	if len(sorted) > 0 {
-		h.Max = sorted[len(sorted)-1]
+// percentile returns the value at or below which p percent of the keys
+// lie (nearest rank).
+func (c counted) percentile(p float64) int64 {
+	vals, n := c.sorted()
+	if n == 0 {
+		return 0
 	}
+	rank := min(max(int64(math.Ceil(p/100*float64(n))), 1), n)
+	for _, v := range vals {
+		if rank -= c[v]; rank <= 0 {
+			return v
+		}
+	}
+	return vals[len(vals)-1]
+}
+
+func (c counted) max() int64 {
+	m := int64(0)
+	for v := range c {
+		m = max(m, v)
+	}
+	return m
+}
+
+func histogram(c counted) Histogram {
+	h := Histogram{P50: c.percentile(50), P90: c.percentile(90), P99: c.percentile(99), Max: c.max()}
 	for b := int64(1); ; b *= 2 {
 		h.Bounds = append(h.Bounds, b)
 		if b > h.Max {
@@ -338,10 +381,10 @@ func histogram(v []int64) Histogram {
 		}
 	}
 	h.Counts = make([]int64, len(h.Bounds)-1)
-	for _, x := range sorted {
+	for x, n := range c {
 		for i := len(h.Bounds) - 2; i >= 0; i-- {
 			if x >= h.Bounds[i] {
-				h.Counts[i]++
+				h.Counts[i] += n
 				break
 			}
 		}
@@ -349,22 +392,16 @@ func histogram(v []int64) Histogram {
 	return h
 }
 
-// suggestion reads off the capacities the unbounded run measured.
-func suggestion(s *simulator, r *run, i int, order []int32, cfg *Config) *Suggestion {
-	needs := make([]int64, len(s.names))
-	for k := range needs {
-		needs[k] = s.outcome(int32(k), i).need
+// suggestion reads off the capacities the unbounded run measured: needs
+// is their distribution over key records, busiest the records busiest
+// first.
+func suggestion(r *run, i int, busiest []keyEntry, needs counted, cfg *Config) *Suggestion {
+	sg := &Suggestion{TopN: min(cfg.SuggestTop, len(busiest)), Percentile: cfg.SuggestPercentile}
+	for _, e := range busiest[:sg.TopN] {
+		sg.ForTop = max(sg.ForTop, e.outs[i].need)
 	}
-	sg := &Suggestion{TopN: min(cfg.SuggestTop, len(order)), Percentile: cfg.SuggestPercentile}
-	for _, k := range order[:sg.TopN] {
-		sg.ForTop = max(sg.ForTop, needs[k])
-	}
-	sorted := slices.Clone(needs)
-	slices.Sort(sorted)
-	sg.ForPercentile = percentile(sorted, cfg.SuggestPercentile)
-	if len(sorted) > 0 {
-		sg.Max = sorted[len(sorted)-1]
-	}
+	sg.ForPercentile = needs.percentile(cfg.SuggestPercentile)
+	sg.Max = needs.max()
 	with := func(n int64) string { return "" }
 	switch q := r.spec.Policy.(type) {
 	case limit.FixedWindow:

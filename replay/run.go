@@ -50,6 +50,18 @@ type Config struct {
 	Track []string
 	// Examples is how many malformed lines the report shows; zero means 5.
 	Examples int
+	// MaxKeys bounds the keys whose records are held. Zero means no bound:
+	// every distinct key keeps a record of a few hundred bytes to the end,
+	// and every per-key figure of the report is exact. With a bound,
+	// memory follows the live keys: once more than MaxKeys are held, keys
+	// whose every algorithm state is idle (so that dropping them changes
+	// no decision, see limit.State) and that have been quiet longest are
+	// retired, their figures folded into the report's totals,
+	// distributions and top lists. The simulation stays exact; a retired
+	// key that returns starts a new record, so per-key figures then
+	// describe stretches of activity rather than whole keys
+	// (InputStats.Retired says how many stretches were folded).
+	MaxKeys int
 	// Progress, if set, is called now and then with the number of input
 	// bytes read so far (compressed bytes for gzip input).
 	Progress func(read int64)
@@ -180,7 +192,7 @@ func newPipeline(cfg *Config, format Format) (*pipeline, error) {
 		}
 		p.strs = stringTable{m: make(map[string]string), max: 1 << 16}
 	}
-	p.sim = newSimulator(cfg.Policies, p.er, engineName, cfg.Suggest, cfg.Track)
+	p.sim = newSimulator(cfg.Policies, p.er, engineName, cfg.Suggest, cfg.Track, cfg.MaxKeys, max(cfg.Top, cfg.SuggestTop))
 	p.reo = &reorderer{window: int64(cfg.Reorder), sink: p.sim}
 	if cfg.Reorder < 0 {
 		p.reo.window = 0

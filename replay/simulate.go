@@ -39,7 +39,7 @@ type run struct {
 	// The worst seam burst: most cost a fixed window admitted within any
 	// span of one window length.
 	seamMax          int64
-	seamKey          int32
+	seamKey          string
 	seamFrom, seamTo int64
 }
 
@@ -68,6 +68,8 @@ const (
 	wMin // current minute index
 	wMinN
 	wPeakMin
+	wPending // events queued for release, not yet applied
+	wSerial  // the record's serial number (see retire)
 	statWords
 )
 
@@ -107,6 +109,15 @@ type simulator struct {
 	seams  []seamQueue
 	tracks map[int32]*series // per-key timelines of tracked keys
 
+	// Retirement (Config.MaxKeys): ids of retired records to reuse, the
+	// live count, when to try again, and what retired keys leave behind.
+	maxKeys  int
+	free     []int32
+	live     int
+	retireAt int
+	serial   int64
+	retired  *retiredStats
+
 	series *series
 	track  map[string]bool
 
@@ -120,8 +131,8 @@ type simulator struct {
 // of idle sliding logs and seam trackers.
 const sweepEvery = 1 << 18
 
-func newSimulator(policies []Policy, engine *engineRun, engineName string, suggest bool, track []string) *simulator {
-	s := &simulator{index: make(map[string]int32), suggest: suggest}
+func newSimulator(policies []Policy, engine *engineRun, engineName string, suggest bool, track []string, maxKeys, top int) *simulator {
+	s := &simulator{index: make(map[string]int32), suggest: suggest, maxKeys: maxKeys}
 	addSlot := func(p limit.Policy) *slot {
 		sl := &slot{}
 		switch q := p.(type) {
@@ -160,6 +171,8 @@ func newSimulator(policies []Policy, engine *engineRun, engineName string, sugge
 	}
 	s.outWords = statWords + 3*s.nStateful
 	s.stride = s.outWords + 3*len(s.runs)
+	s.retired = newRetiredStats(len(s.runs), top)
+	s.retireAt = maxKeys
 	s.series = newSeries(len(s.runs))
 	if len(track) > 0 {
 		s.track = make(map[string]bool, len(track))
@@ -204,18 +217,34 @@ func (s *simulator) intern(key []byte) int32 {
 	if id, ok := s.index[string(key)]; ok {
 		return id
 	}
-	id := int32(len(s.names))
+	if s.maxKeys > 0 && s.live >= s.retireAt {
+		s.retire()
+	}
 	name := string(key)
+	var id int32
+	if n := len(s.free); n > 0 {
+		id = s.free[n-1]
+		s.free = s.free[:n-1]
+		s.names[id] = name
+		clear(s.slab[int(id)*s.stride : (int(id)+1)*s.stride])
+		clear(s.logs[int(id)*s.nLogged : (int(id)+1)*s.nLogged])
+		clear(s.seams[int(id)*s.nSeam : (int(id)+1)*s.nSeam])
+	} else {
+		id = int32(len(s.names))
+		s.names = append(s.names, name)
+		s.slab = grow(s.slab, s.stride)
+		s.logs = grow(s.logs, s.nLogged)
+		s.seams = grow(s.seams, s.nSeam)
+	}
 	s.index[name] = id
-	s.names = append(s.names, name)
+	s.live++
 	if s.track[name] {
 		s.tracks[id] = newSeries(len(s.runs))
 	}
-	s.slab = grow(s.slab, s.stride)
-	w := s.slab[len(s.slab)-s.stride:]
+	w := s.slab[int(id)*s.stride:]
 	w[wSec], w[wMin] = -1, -1
-	s.logs = grow(s.logs, s.nLogged)
-	s.seams = grow(s.seams, s.nSeam)
+	s.serial++
+	w[wSerial] = s.serial
 	return id
 }
 
@@ -268,6 +297,7 @@ func (s *simulator) apply(e event) {
 	s.events++
 	s.now = e.t
 	rec := s.slab[int(e.key)*s.stride : (int(e.key)+1)*s.stride]
+	rec[wPending]--
 	if rec[wRequests] == 0 {
 		rec[wFirst] = e.t
 	}
@@ -311,7 +341,7 @@ func (s *simulator) apply(e event) {
 			if r.seamIdx >= 0 && e.cost > 0 {
 				q := &s.seams[int(e.key)*s.nSeam+r.seamIdx]
 				if n, from := q.add(e.t, e.cost, r.seamWindow); n > r.seamMax {
-					r.seamMax, r.seamKey, r.seamFrom, r.seamTo = n, e.key, from, e.t
+					r.seamMax, r.seamKey, r.seamFrom, r.seamTo = n, s.names[e.key], from, e.t
 				}
 			}
 		} else {
@@ -358,6 +388,9 @@ func (s *simulator) sweep() {
 				continue
 			}
 			for k := range s.names {
+				if s.names[k] == "" {
+					continue
+				}
 				l := &s.logs[k*s.nLogged+sl.idx]
 				if l.Bytes() > 0 && l.IdleAt() <= s.now {
 					*l = limit.Log{}

@@ -16,6 +16,9 @@ func WriteText(w io.Writer, rep *Report) error {
 	if !in.First.IsZero() {
 		fmt.Fprintf(b, "  from %s to %s (%s)\n", stamp(in.First), stamp(in.Last), in.Last.Sub(in.First).Round(time.Second))
 	}
+	if in.Retired > 0 {
+		fmt.Fprintf(b, "  %d idle key records were retired to bound memory: per-key figures below cover stretches of activity, not whole keys\n", in.Retired)
+	}
 	if in.Filtered > 0 {
 		fmt.Fprintf(b, "  %d lines filtered out\n", in.Filtered)
 	}

@@ -63,7 +63,7 @@ type replayOptions struct {
 	policies, fields, paths, methods, statuses multiFlag
 
 	format, key, jsonOut, htmlOut, progress, configFile string
-	v6, v4, suggestTop, top, busiest, examples          int
+	v6, v4, suggestTop, top, busiest, examples, maxKeys int
 	reorder                                             time.Duration
 	suggest                                             bool
 	suggestPct                                          float64
@@ -89,6 +89,7 @@ func registerReplayFlags(fs *flag.FlagSet) *replayOptions {
 	fs.IntVar(&o.busiest, "busiest", 5, "with -html: how many of the busiest keys get their own timeline")
 	fs.StringVar(&o.jsonOut, "json", "", "write the report as JSON to `file` (\"-\": standard output, instead of the text report)")
 	fs.StringVar(&o.htmlOut, "html", "", "write a self-contained HTML report with charts to `file`")
+	fs.IntVar(&o.maxKeys, "max-keys", 0, "bound the key records held to about this `number`, retiring idle keys (0: no bound, every per-key figure exact)")
 	fs.IntVar(&o.examples, "show-malformed", 5, "how many malformed lines to show")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on standard error: auto (only when it is a terminal), always or never")
 	return o
@@ -100,7 +101,7 @@ func registerReplayFlags(fs *flag.FlagSet) *replayOptions {
 func runReplay(ctx context.Context, o *replayOptions, file string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cfg := replay.Config{
 		Reorder: o.reorder, Suggest: o.suggest, SuggestTop: o.suggestTop,
-		SuggestPercentile: o.suggestPct, Top: o.top, Examples: o.examples,
+		SuggestPercentile: o.suggestPct, Top: o.top, Examples: o.examples, MaxKeys: o.maxKeys,
 		Filter: replay.Filter{PathPrefixes: o.paths, Methods: o.methods, Statuses: o.statuses},
 	}
 	if o.reorder == 0 {
