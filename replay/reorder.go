@@ -44,7 +44,9 @@ func (r *reorderer) push(t int64, key int32, cost int64, req *engineRequest) {
 		t = r.released
 	}
 	r.seq++
-	r.sink.slab[int(key)*r.sink.stride+wPending]++
+	if r.sink.maxKeys > 0 { // only retirement needs the count, and it costs a cache miss
+		r.sink.slab[int(key)*r.sink.stride+wPending]++
+	}
 	e := event{t: t, seq: r.seq, key: key, cost: cost, req: req}
 	if r.window <= 0 {
 		r.started, r.released = true, t

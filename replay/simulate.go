@@ -297,7 +297,9 @@ func (s *simulator) apply(e event) {
 	s.events++
 	s.now = e.t
 	rec := s.slab[int(e.key)*s.stride : (int(e.key)+1)*s.stride]
-	rec[wPending]--
+	if s.maxKeys > 0 {
+		rec[wPending]--
+	}
 	if rec[wRequests] == 0 {
 		rec[wFirst] = e.t
 	}
