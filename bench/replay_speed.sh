@@ -8,10 +8,12 @@
 #
 #   bench/replay_speed.sh            # 10,000,000 lines, 200,000 clients, 3 runs
 #   N=1000000 RUNS=5 CLIENTS=10000 bench/replay_speed.sh
+#   EXTRA="-max-keys 50000" bench/replay_speed.sh   # more replay flags
 set -eu
 N=${N:-10000000}
 RUNS=${RUNS:-3}
 CLIENTS=${CLIENTS:-200000}
+EXTRA=${EXTRA:-}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT INT TERM
@@ -29,6 +31,9 @@ set -- -policy token_bucket:rate=10/s,burst=20 \
 	-policy fixed_window:limit=100,window=1m \
 	-policy sliding_window:limit=100,window=1m \
 	-policy sliding_log:limit=100,window=1m
+# shellcheck disable=SC2086 # EXTRA is a list of flags
+set -- "$@" $EXTRA
+echo "replay flags: $*"
 
 measure() { # name command...: prints "name wall user+sys maxrss_kb"
 	name=$1
