@@ -13,8 +13,7 @@ import (
 type slot struct {
 	stateful limit.Stateful
 	logged   limit.Logged
-	idx      int   // index into the simulator's stateful or logged columns
-	window   int64 // for a logged slot: its window, to free idle logs
+	idx      int // index into the simulator's stateful or logged columns
 }
 
 // run is one user policy's simulation and its totals.
@@ -31,7 +30,7 @@ type run struct {
 	seamIdx    int // fixed_window: column of the seam tracker, else -1
 	seamWindow int64
 
-	requests, refused, refusedCost int64
+	requests, refused int64
 
 	// Sliding window counter versus exact log.
 	compared, differ, falseAllow, falseRefuse int64
@@ -141,7 +140,6 @@ func newSimulator(policies []Policy, engine *engineRun, engineName string, sugge
 			s.nStateful++
 		case limit.Logged:
 			sl.logged, sl.idx = q, s.nLogged
-			sl.window = int64(q.Quota().Window)
 			s.nLogged++
 		}
 		return sl
@@ -348,7 +346,6 @@ func (s *simulator) apply(e event) {
 			}
 		} else {
 			r.refused++
-			r.refusedCost += e.cost
 			if o[0] == 0 {
 				o[1] = e.t
 			}
