@@ -16,10 +16,18 @@
 // (see [Suggest]). Reports render as text, JSON or one self-contained HTML
 // file with charts.
 //
-// Parsing is hand-written and byte-level, and the per-line path does not
-// allocate once a key has been seen. Algorithm state is dropped as soon as
-// it becomes idle (the same losslessness rule the stores use), so the
-// simulation's memory follows the live keys; each distinct key also keeps
-// a small fixed-size summary (counts, first refusal, peak rates) for the
+// A gateway configuration's rules can be simulated too ([Rules]): through
+// package rules' engine on the in-memory store, with the log's time as the
+// store's clock, exactly as the gateway would run them.
+//
+// Input is streamed: parsing is hand-written and byte-level, and the
+// per-line path does not allocate once a key has been seen. Out-of-order
+// lines are put back in order by a bounded window (a FIFO for the lines
+// in order plus a heap for the stragglers). Sliding logs and seam trackers
+// are freed as soon as they become idle. By default every distinct key
+// keeps a record of a few hundred bytes to the end, so that every per-key
+// figure is exact; with [Config.MaxKeys] memory follows the live keys
+// instead: idle keys (whose state equals an absent key's, so that dropping
+// them changes no decision) are retired and their figures folded into the
 // report.
 package replay
