@@ -55,3 +55,29 @@ func BenchmarkApply(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkApplyRedisDown is a decision while Redis is dead and the breaker
+// open: the failure mode answers without a round trip.
+func BenchmarkApplyRedisDown(b *testing.B) {
+	srv := redistest.Start(b)
+	s, err := New(context.Background(), Config{Addrs: []string{srv.Addr}, CacheSize: -1, BreakerCooldown: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	srv.Kill()
+	p := limit.Policy(limit.TokenBucket{Rate: limit.Per(100, time.Second), Burst: 100})
+	ctx := context.Background()
+	for !s.Stats().BreakerOpen {
+		s.Apply(ctx, "k", p, 1)
+	}
+	for _, m := range []FailMode{FailOpen, FailClosed, FailLocal} {
+		st := s.WithFailure(m)
+		b.Run("mode="+m.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				st.Apply(ctx, "k", p, 1)
+			}
+		})
+	}
+}
