@@ -53,6 +53,8 @@ type Gateway struct {
 
 	// stop ends the watcher; done reports it has.
 	stop, done chan struct{}
+	watching   bool // the watcher was started
+	shutDown   bool // the traffic server was shut down
 	closeOnce  sync.Once
 }
 
@@ -181,8 +183,7 @@ func (g *Gateway) Start() error {
 			},
 		})
 	}
-	g.ln = ln
-	g.server = &fasthttp.Server{
+	server := &fasthttp.Server{
 		Handler:               g.serve,
 		Name:                  "tollgate",
 		ReadTimeout:           cfg.Listen.ReadTimeout,
@@ -207,11 +208,13 @@ func (g *Gateway) Start() error {
 			}
 		}()
 	}
+	g.ln, g.server = ln, server
 	go func() {
-		if err := g.server.Serve(ln); err != nil {
+		if err := server.Serve(ln); err != nil {
 			g.serveErr <- fmt.Errorf("serve: %w", err)
 		}
 	}()
+	g.watching = true
 	go g.watch()
 	g.ready.Store(true)
 	return nil
@@ -249,8 +252,8 @@ func (g *Gateway) reload(cfg *config.Config) error {
 	defer g.mu.Unlock()
 	old := g.snap.Load().cfg
 	var restart []string
-	if cfg.Listen.Addr != old.Listen.Addr || (cfg.Listen.TLS == nil) != (old.Listen.TLS == nil) {
-		restart = append(restart, "listen.addr/tls")
+	if listenShape(cfg.Listen) != listenShape(old.Listen) {
+		restart = append(restart, "listen (other than the TLS files)")
 	}
 	if cfg.Admin.Addr != old.Admin.Addr {
 		restart = append(restart, "admin.addr")
@@ -270,6 +273,19 @@ func (g *Gateway) reload(cfg *config.Config) error {
 	}
 	g.snap.Store(s)
 	return nil
+}
+
+// listenShape is what of a listener cannot change while it serves: all but
+// the certificate files (reloaded with the configuration) and
+// MaxRequestBody (read per request).
+func listenShape(l config.Listen) any {
+	type shape struct {
+		Addr                                   string
+		TLS                                    bool
+		ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+		MaxConns                               int
+	}
+	return shape{l.Addr, l.TLS != nil, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns}
 }
 
 // storeShape is a store configuration without positions, for comparison.
@@ -328,6 +344,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	var err error
 	if g.server != nil {
 		err = g.server.ShutdownWithContext(ctx)
+		g.shutDown = true
 	}
 	if g.admin != nil {
 		actx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -344,8 +361,10 @@ func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
 		g.ready.Store(false)
 		close(g.stop)
-		if g.server != nil {
+		if g.watching {
 			<-g.done
+		}
+		if g.server != nil && !g.shutDown {
 			g.server.Shutdown()
 		}
 		if g.admin != nil {

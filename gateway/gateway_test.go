@@ -134,6 +134,11 @@ func TestReloadInProcess(t *testing.T) {
 	if err := g.Reload(bad); err == nil || !strings.Contains(err.Error(), "restart") {
 		t.Fatalf("reload with a new listen address: %v", err)
 	}
+	slower := *g.Config()
+	slower.Listen.ReadTimeout *= 2
+	if err := g.Reload(&slower); err == nil || !strings.Contains(err.Error(), "restart") {
+		t.Fatalf("reload with a new read timeout: %v (a server setting must not be silently ignored)", err)
+	}
 	good := g.Config()
 	next := *good
 	next.Rules = parse("rules: [{name: r, policies: [{algorithm: fixed_window, limit: 1, window: 1h}]}]").Rules
@@ -144,7 +149,7 @@ func TestReloadInProcess(t *testing.T) {
 	if code, _, _ := get(t, base+"/", ""); code != 429 {
 		t.Fatalf("after reload: %d, want 429", code)
 	}
-	if v := testCounter(g, "failure"); v != 1 {
+	if v := testCounter(g, "failure"); v != 2 {
 		t.Errorf("failure count %v", v)
 	}
 }
