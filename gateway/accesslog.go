@@ -50,6 +50,7 @@ func openAccessLog(path, format string) (*accessLog, error) {
 
 type nopCloser struct{ io.Writer }
 
+// Close does nothing: standard output stays open.
 func (nopCloser) Close() error { return nil }
 
 func (a *accessLog) flusher() {

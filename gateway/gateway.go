@@ -387,6 +387,7 @@ func (g *Gateway) Close() error {
 // fasthttpLogger sends fasthttp's messages to slog.
 type fasthttpLogger struct{ log *slog.Logger }
 
+// Printf logs one fasthttp message as a warning.
 func (l fasthttpLogger) Printf(format string, args ...any) {
 	l.log.Warn(fmt.Sprintf(format, args...))
 }

@@ -369,3 +369,46 @@ func TestE2EEmbeddedDefault(t *testing.T) {
 		t.Errorf("no try-it message on stdout:\n%s", stdout.String())
 	}
 }
+
+// Two gateways sharing one Redis share one count: the limit holds across
+// them.
+func TestE2ERedisSharedLimit(t *testing.T) {
+	redisBin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed")
+	}
+	addr := freeAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	redis := exec.Command(redisBin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	if err := redis.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		redis.Process.Kill()
+		redis.Wait()
+	}()
+	eventually(t, "redis to listen", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	srv, _ := origin(t)
+	cfg := baseCfg + "routes: [{path: /, upstream: \"" + srv.URL + "\"}]\n" +
+		"store: {redis: {url: \"redis://" + addr + "\", prefix: \"e2e:\", on_error: closed, timeout: 500ms}}\n" +
+		"rules: [{name: shared, policies: [{algorithm: fixed_window, limit: 4, window: 1h}]}]\n"
+	a, b := startServe(t, cfg), startServe(t, cfg)
+	var codes []int
+	for i := range 6 {
+		p := a
+		if i%2 == 1 {
+			p = b
+		}
+		resp, _ := get(t, p.url("/"))
+		codes = append(codes, resp.StatusCode)
+	}
+	if fmt.Sprint(codes) != "[200 200 200 200 429 429]" {
+		t.Fatalf("codes across two gateways = %v, want 4 allowed then 429", codes)
+	}
+}
