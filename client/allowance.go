@@ -17,6 +17,21 @@ const (
 	paramWindow    = "w" // RateLimit-Policy: window in seconds
 )
 
+// Field names in canonical form (textproto.CanonicalMIMEHeaderKey), so the
+// header map is indexed without canonicalising, which would allocate.
+const (
+	fieldRateLimit          = "Ratelimit"
+	fieldRateLimitPolicy    = "Ratelimit-Policy"
+	fieldRateLimitRemaining = "Ratelimit-Remaining"
+	fieldRateLimitReset     = "Ratelimit-Reset"
+)
+
+// xFields are the de-facto X-RateLimit-* spellings: remaining, reset.
+var xFields = [...][2]string{
+	{"X-Ratelimit-Remaining", "X-Ratelimit-Reset"},
+	{"X-Rate-Limit-Remaining", "X-Rate-Limit-Reset"},
+}
+
 // Allowance is what a response's rate-limit fields say about the quota
 // left: Remaining units now, more available after Reset. When several
 // policies are reported, it is the most restrictive one (the least
@@ -65,8 +80,8 @@ func ParseAllowance(h http.Header, now time.Time) (a Allowance, ok bool) {
 			a, ok = b, true
 		}
 	}
-	if v := h.Values("RateLimit"); len(v) > 0 {
-		if b, found := parseRateLimitList(v, h.Values("RateLimit-Policy")); found {
+	if v := h[fieldRateLimit]; len(v) > 0 {
+		if b, found := parseRateLimitList(v, h[fieldRateLimitPolicy]); found {
 			consider(b)
 		} else if b, found := parseRateLimitDict(v); found {
 			consider(b)
@@ -75,8 +90,8 @@ func ParseAllowance(h http.Header, now time.Time) (a Allowance, ok bool) {
 	if b, found := parseRateLimitItems(h); found {
 		consider(b)
 	}
-	for _, prefix := range [...]string{"X-Ratelimit-", "X-Rate-Limit-"} {
-		if b, found := parseXRateLimit(h, prefix, now); found {
+	for _, f := range xFields {
+		if b, found := parseXRateLimit(h[f[0]], h[f[1]], now); found {
 			consider(b)
 		}
 	}
@@ -89,8 +104,17 @@ func ParseAllowance(h http.Header, now time.Time) (a Allowance, ok bool) {
 // whole field. A missing t is taken from the w of the RateLimit-Policy item
 // with the same name, if that field is valid.
 func parseRateLimitList(values, policyValues []string) (Allowance, bool) {
-	list, err := httpsfv.UnmarshalList(values)
-	if err != nil || len(list) == 0 {
+	if a, ok, handled := fastRateLimitList(values); handled {
+		return a, ok
+	}
+	return parseRateLimitListSF(values, policyValues)
+}
+
+// parseRateLimitListSF is parseRateLimitList with the general Structured
+// Field parser, for every shape fastRateLimitList does not handle.
+func parseRateLimitListSF(values, policyValues []string) (Allowance, bool) {
+	list, ok := sf(httpsfv.UnmarshalList, values)
+	if !ok || len(list) == 0 {
 		return Allowance{}, false
 	}
 	var out Allowance
@@ -136,8 +160,8 @@ func parsePolicyWindows(values []string) map[string]int64 {
 	if len(values) == 0 {
 		return out
 	}
-	list, err := httpsfv.UnmarshalList(values)
-	if err != nil {
+	list, ok := sf(httpsfv.UnmarshalList, values)
+	if !ok {
 		return out
 	}
 	for _, m := range list {
@@ -163,11 +187,28 @@ func parsePolicyWindows(values []string) map[string]int64 {
 	return out
 }
 
+// sf runs one of httpsfv's parsers on a field's lines. ok is false when
+// the field is malformed, including when the parser panics: httpsfv v1.1.0
+// indexes past the end of some malformed input (a Date with no digits,
+// "@" or "@-", found by FuzzParseAllowance), and a server's header must
+// never crash the client. The parsers are pure, so nothing is left half
+// done.
+func sf[T any](parse func([]string) (T, error), v []string) (out T, ok bool) {
+	defer func() {
+		if recover() != nil {
+			var zero T
+			out, ok = zero, false
+		}
+	}()
+	out, err := parse(v)
+	return out, err == nil
+}
+
 // parseRateLimitDict reads the draft -07 RateLimit Dictionary
 // "limit=100, remaining=50, reset=5".
 func parseRateLimitDict(values []string) (Allowance, bool) {
-	d, err := httpsfv.UnmarshalDictionary(values)
-	if err != nil {
+	d, ok := sf(httpsfv.UnmarshalDictionary, values)
+	if !ok {
 		return Allowance{}, false
 	}
 	r, ok := intMember(d, "remaining")
@@ -189,12 +230,16 @@ func parseRateLimitDict(values []string) (Allowance, bool) {
 // and RateLimit-Reset: each an Item holding a non-negative Integer
 // (parameters ignored).
 func parseRateLimitItems(h http.Header) (Allowance, bool) {
-	r, ok := intItem(h.Values("RateLimit-Remaining"))
+	rv := h[fieldRateLimitRemaining]
+	if len(rv) == 0 {
+		return Allowance{}, false
+	}
+	r, ok := intItem(rv)
 	if !ok {
 		return Allowance{}, false
 	}
 	b := Allowance{Remaining: r}
-	if v := h.Values("RateLimit-Reset"); len(v) > 0 {
+	if v := h[fieldRateLimitReset]; len(v) > 0 {
 		t, ok := intItem(v)
 		if !ok {
 			return Allowance{}, false
@@ -211,14 +256,14 @@ const (
 	epochMillis  = 1_000_000_000_000 // the same instant in milliseconds
 )
 
-// parseXRateLimit reads prefix+"Remaining" and prefix+"Reset".
-func parseXRateLimit(h http.Header, prefix string, now time.Time) (Allowance, bool) {
-	r, ok := singleDigits(h.Values(prefix + "Remaining"))
+// parseXRateLimit reads the values of X-RateLimit-Remaining and
+// X-RateLimit-Reset (or another spelling of them).
+func parseXRateLimit(remaining, v []string, now time.Time) (Allowance, bool) {
+	r, ok := singleDigits(remaining)
 	if !ok {
 		return Allowance{}, false
 	}
 	b := Allowance{Remaining: r}
-	v := h.Values(prefix + "Reset")
 	if len(v) == 0 {
 		return b, true
 	}
@@ -257,8 +302,8 @@ func intItem(v []string) (int64, bool) {
 	if len(v) == 0 {
 		return 0, false
 	}
-	item, err := httpsfv.UnmarshalItem(v)
-	if err != nil {
+	item, ok := sf(httpsfv.UnmarshalItem, v)
+	if !ok {
 		return 0, false
 	}
 	n, ok := item.Value.(int64)

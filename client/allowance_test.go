@@ -69,3 +69,46 @@ func TestParseAllowance(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseAllowance: no input makes the parsers panic, and whatever they
+// accept is a non-negative allowance.
+func FuzzParseAllowance(f *testing.F) {
+	f.Add(`"default";r=50;t=30`, `"default";q=100;w=60`, "0", "1700000000", "5")
+	f.Add(`limit=100, remaining=0, reset=5`, ``, "x", "", "Sun, 06 Nov 1994 08:49:37 GMT")
+	f.Add(`"p";r=0`, `"p";q=5;w=2`, "3", "1700000000000", "-1")
+	f.Fuzz(func(t *testing.T, rl, policy, xRemaining, xReset, retry string) {
+		h := http.Header{}
+		for k, v := range map[string]string{"Ratelimit": rl, "Ratelimit-Policy": policy, "X-Ratelimit-Remaining": xRemaining, "X-Ratelimit-Reset": xReset, "Ratelimit-Remaining": xRemaining, "Ratelimit-Reset": retry} {
+			if v != "" {
+				h[k] = []string{v}
+			}
+		}
+		now := time.Unix(1_700_000_000, 0)
+		if a, ok := ParseAllowance(h, now); ok && (a.Remaining < 0 || a.Reset < 0) {
+			t.Fatalf("negative allowance %+v from %v", a, h)
+		}
+		if d, ok := ParseRetryAfter(retry, now); ok && d < 0 {
+			t.Fatalf("negative Retry-After %v from %q", d, retry)
+		}
+	})
+}
+
+// TestHTTPSFVPanicIgnored: inputs on which httpsfv v1.1.0 panics are
+// malformed fields, ignored, whichever field carries them.
+func TestHTTPSFVPanicIgnored(t *testing.T) {
+	for _, v := range []string{"@", "@-", `"a";r=@`, `"a";r=0;t=@-`} {
+		for _, field := range []string{"Ratelimit", "Ratelimit-Policy", "Ratelimit-Remaining", "Ratelimit-Reset"} {
+			h := http.Header{field: {v}}
+			if field == "Ratelimit-Policy" {
+				h["Ratelimit"] = []string{`"a";r=0`}
+			}
+			if field == "Ratelimit-Reset" {
+				h["Ratelimit-Remaining"] = []string{"0"}
+			}
+			a, ok := ParseAllowance(h, time.Now())
+			if ok && a.Reset != 0 {
+				t.Errorf("%s: %q gave %+v", field, v, a)
+			}
+		}
+	}
+}

@@ -156,6 +156,9 @@ func (p *pacer) evict(now time.Time) {
 // hostKey names the host a request goes to: lower-case host and port,
 // with the scheme's default port made explicit.
 func hostKey(u *url.URL) string {
+	if u.Port() != "" && !hasUpper(u.Host) {
+		return u.Host // already host:port in canonical form: no allocation
+	}
 	host := strings.ToLower(u.Hostname())
 	port := u.Port()
 	if port == "" {
@@ -167,4 +170,13 @@ func hostKey(u *url.URL) string {
 		}
 	}
 	return net.JoinHostPort(host, port)
+}
+
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
 }

@@ -95,10 +95,18 @@ func TestHostKey(t *testing.T) {
 		"https://api.example.com/x":     "api.example.com:443",
 		"https://api.example.com:8443/": "api.example.com:8443",
 		"http://[::1]:9000/":            "[::1]:9000",
+		"http://API.example.com:8080/":  "api.example.com:8080",
 	} {
 		u, _ := url.Parse(in)
 		if got := hostKey(u); got != want {
 			t.Errorf("hostKey(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+func TestHostKeyCanonicalFormAllocatesNothing(t *testing.T) {
+	u, _ := url.Parse("http://127.0.0.1:8080/x")
+	if n := testing.AllocsPerRun(100, func() { _ = hostKey(u) }); n != 0 {
+		t.Errorf("hostKey allocates %v times", n)
 	}
 }

@@ -27,7 +27,7 @@ func ParseRetryAfter(v string, now time.Time) (wait time.Duration, ok bool) {
 
 // retryAfter returns the response's Retry-After, if it has a valid one.
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	v := h.Values("Retry-After")
+	v := h["Retry-After"]
 	if len(v) != 1 { // absent, or repeated: a singleton field sent twice is invalid
 		return 0, false
 	}

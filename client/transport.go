@@ -116,8 +116,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := c.Transport.RoundTrip(out)
 		now := c.Now()
 
-		var wait time.Duration
-		werr := &WaitError{Host: host, Attempts: attempt}
+		var (
+			wait       time.Duration
+			fromServer bool
+			status     int
+		)
 		ra, hasRA := t.observe(host, resp, now)
 		if err != nil {
 			if ctx.Err() != nil || !rewindable || !idem || attempt >= c.MaxAttempts {
@@ -129,19 +132,19 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			if !retryable(resp.StatusCode, rewindable, idem) || attempt >= c.MaxAttempts {
 				return resp, nil
 			}
-			werr.StatusCode = resp.StatusCode
+			status = resp.StatusCode
 			if hasRA {
 				if ra > c.MaxWait {
 					return resp, nil
 				}
-				wait, werr.FromServer = ra, true
+				wait, fromServer = ra, true
 			} else {
 				wait = backoff(c.Strategy, c.BaseDelay, c.MaxDelay, retries, prev, c.Rand)
 				prev, retries = wait, retries+1
 			}
 			drain(resp)
 		}
-		werr.Wait = wait
+		werr := &WaitError{Host: host, Wait: wait, FromServer: fromServer, StatusCode: status, Attempts: attempt}
 		if err := t.pause(ctx, werr); err != nil {
 			return nil, err
 		}
@@ -190,7 +193,7 @@ func (t *Transport) observe(host string, resp *http.Response, now time.Time) (ti
 		t.pacer.done(host, Allowance{}, false, now)
 		return 0, false
 	}
-	if age, ok := parseDigits(resp.Header.Get("Age")); ok && age > 0 {
+	if age, ok := singleDigits(resp.Header["Age"]); ok && age > 0 {
 		t.pacer.done(host, Allowance{}, false, now)
 		return 0, false
 	}
