@@ -1,0 +1,5 @@
+//go:build !race
+
+package fastlimit_test
+
+const raceEnabled = false
