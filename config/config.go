@@ -66,8 +66,10 @@ type Listen struct {
 	// MaxConns caps concurrent client connections. Default 0: unlimited
 	// (fasthttp's default of 256×1024).
 	MaxConns int `yaml:"max_conns"`
-	// MaxRequestBody is the largest request body accepted, in bytes;
-	// larger ones are refused with 413. Default 0: unlimited (streamed).
+	// MaxRequestBody is the largest request body accepted, in bytes, as
+	// announced by Content-Length; larger ones are refused with 413
+	// before reaching the upstream. A chunked body has no announced
+	// length and is streamed unchecked. Default 0: unlimited.
 	MaxRequestBody int64 `yaml:"max_request_body"`
 }
 
@@ -110,7 +112,9 @@ type Route struct {
 	// Path is a path prefix; default "/".
 	Path string `yaml:"path"`
 	// Upstream is an http:// or https:// base URL, or "demo" for the
-	// built-in demo origin.
+	// built-in demo origin. The request path is appended to the URL's
+	// path; the upstream receives its own host in Host (as nginx's
+	// proxy_pass does) and the client's in X-Forwarded-Host.
 	Upstream string `yaml:"upstream"`
 }
 

@@ -15,8 +15,11 @@
 // The proxy appends the client to X-Forwarded-For and sets
 // X-Forwarded-Proto and X-Forwarded-Host, removes hop-by-hop header
 // fields, streams request and response bodies, passes WebSocket upgrades
-// through, and answers 502 (upstream unreachable) or 504 (timed out) with
-// an application/problem+json body.
+// through, and answers 502 (upstream unreachable), 503 (upstream
+// connection limit reached for longer than the response timeout) or 504
+// (timed out) with an application/problem+json body. The response timeout
+// bounds the whole upstream exchange, body included: raise it for long
+// downloads.
 //
 // HTTP/2 is not offered to clients: fasthttp implements HTTP/1.1 only, and
 // fasthttp is the stack that reaches the throughput targets (see
