@@ -92,8 +92,10 @@ type Upstream struct {
 	Pos Pos `yaml:"-"`
 	// DialTimeout bounds connecting to an upstream. Default 5s.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
-	// ResponseTimeout bounds the wait for an upstream's response headers;
-	// past it the client gets 504. Default 60s.
+	// ResponseTimeout bounds one upstream exchange, from sending the
+	// request to the end of the response body; past it the client gets
+	// 504 (or a cut body, once the response has started). Raise it for
+	// long downloads and streams. Default 60s.
 	ResponseTimeout time.Duration `yaml:"response_timeout"`
 	// IdleConnTimeout closes idle upstream keep-alive connections.
 	// Default 90s.
