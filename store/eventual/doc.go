@@ -12,9 +12,14 @@
 //
 //	nodes × (requests per node per second) × interval
 //
-// for steady traffic (up to twice that in the worst phase alignment), and
-// by (nodes−1) × limit for a key new to every node at once, since a node's
-// first view of a new key is empty until its first sync. BENCHMARKS.md
+// for steady traffic (up to twice that in the worst phase alignment). A
+// node's first view of a key it has not seen is empty until its next sync,
+// so a key new to every node at once can overshoot by up to (nodes−1) ×
+// min(limit, requests per node in one interval).
+//
+// Nodes decide on their own clocks and Redis charges on its TIME (or on the
+// redis.Store's Config.Clock): keep the clocks synchronised, or give the
+// redis.Store the nodes' clock. BENCHMARKS.md
 // measures it against the formula. Use the strict tier (store/redis) where
 // the limit must be exact.
 //

@@ -1,0 +1,65 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestConfigValidate(t *testing.T) {
+	for name, c := range map[string]Config{
+		"no address":     {},
+		"brace prefix":   {Addrs: []string{"x:1"}, Prefix: "a{b}"},
+		"negative":       {Addrs: []string{"x:1"}, Timeout: -1},
+		"unknown mode":   {Addrs: []string{"x:1"}, OnFailure: 9},
+		"negative sizes": {Addrs: []string{"x:1"}, BreakerFailures: -1},
+	} {
+		if err := c.Validate(); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if err := (Config{Addrs: []string{"127.0.0.1:6379"}}).Validate(); err != nil {
+		t.Errorf("minimal config: %v", err)
+	}
+}
+
+func TestParseFailMode(t *testing.T) {
+	for s, want := range map[string]FailMode{"fail_open": FailOpen, "open": FailOpen, "fail_closed": FailClosed, "closed": FailClosed, "local": FailLocal} {
+		if got, err := ParseFailMode(s); err != nil || got != want {
+			t.Errorf("ParseFailMode(%q) = %v, %v", s, got, err)
+		}
+		if back, err := ParseFailMode(want.String()); err != nil || back != want {
+			t.Errorf("%v does not round-trip through String", want)
+		}
+	}
+	if _, err := ParseFailMode("maybe"); !errors.Is(err, ErrUnknownFailMode) {
+		t.Errorf("ParseFailMode(maybe): %v", err)
+	}
+}
+
+// TestDeadlines: callers in one slice share a context whose deadline is
+// between the timeout and the timeout plus a slice from now; a cancellable
+// caller context gets its own.
+func TestDeadlines(t *testing.T) {
+	d := newDeadlines(50 * time.Millisecond)
+	start := time.Now()
+	c1, cancel1 := d.with(context.Background())
+	c2, cancel2 := d.with(context.Background())
+	defer cancel1()
+	defer cancel2()
+	if c1 != c2 {
+		t.Error("two callers in one slice got different contexts")
+	}
+	dl, ok := c1.Deadline()
+	if !ok || dl.Before(start.Add(50*time.Millisecond)) || dl.After(time.Now().Add(55*time.Millisecond)) {
+		t.Errorf("deadline %v after start, want within [50ms, 55ms]", dl.Sub(start))
+	}
+	parent, cancel := context.WithCancel(context.Background())
+	c3, cancel3 := d.with(parent)
+	defer cancel3()
+	cancel()
+	if c3.Err() == nil {
+		t.Error("a cancelled caller's context did not end its round trip")
+	}
+}
