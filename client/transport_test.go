@@ -506,3 +506,20 @@ func TestRewindFailureEndsTheRequest(t *testing.T) {
 		t.Errorf("pacer state after the failure: %+v, want nothing in flight", st)
 	}
 }
+
+// TestClientTimeoutIsADeadline: http.Client.Timeout reaches the Transport
+// as a context deadline, so a long Retry-After fails at once too.
+func TestClientTimeoutIsADeadline(t *testing.T) {
+	s := newScript(t, newFakeClock(), reply{status: 503, header: h("Retry-After", "30")})
+	c := mustClient(t, Config{})
+	c.Timeout = 5 * time.Second
+	start := time.Now()
+	_, err := c.Get(s.srv.URL)
+	var werr *WaitError
+	if !errors.As(err, &werr) || werr.Wait != 30*time.Second {
+		t.Fatalf("err = %v, want a WaitError of 30s", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("returned after %v, want at once", d)
+	}
+}
