@@ -186,3 +186,36 @@ func TestConcurrentCallersShareTheAllowance(t *testing.T) {
 		t.Errorf("%d requests refused on the wire, want at most a few", n)
 	}
 }
+
+// TestMiddlewareRetryAfterWithoutRateLimitFields: with the middleware's
+// rate-limit fields turned off, only Retry-After on a refusal guides the
+// client. 200 requests at 50/s: each refusal's Retry-After brings the
+// client back when the bucket has refilled, so there is about one refusal
+// per refill and never a second refusal for the same request.
+func TestMiddlewareRetryAfterWithoutRateLimitFields(t *testing.T) {
+	clock := newFakeClock()
+	srv := newLimited(t, limitedOptions{
+		policy: rules.Policy{Algorithm: "token_bucket", Rate: "50/s"},
+		styles: []string{}, now: clock.Now,
+	})
+	cfg := clock.config()
+	cfg.MaxAttempts = 2 // a second refusal would surface as a 429
+	c := mustClient(t, cfg)
+	for i := range 200 {
+		ok, err := fetch(c, srv.srv.URL)
+		if err != nil || !ok {
+			t.Fatalf("request %d: ok=%v err=%v", i, ok, err)
+		}
+	}
+	if n := srv.refused.Load(); n < 3 || n > 4 {
+		t.Errorf("%d refusals, want 3 or 4 (one per refill of the bucket)", n)
+	}
+	var waited time.Duration
+	for _, d := range clock.Sleeps() {
+		waited += d
+	}
+	if waited < 3*time.Second {
+		t.Errorf("waited %v in all, want at least 3s of Retry-After", waited)
+	}
+	t.Logf("200 requests: %d on the wire, %d refused, %v waited", srv.wire.Load(), srv.refused.Load(), waited)
+}
