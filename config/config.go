@@ -92,10 +92,10 @@ type Upstream struct {
 	Pos Pos `yaml:"-"`
 	// DialTimeout bounds connecting to an upstream. Default 5s.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
-	// ResponseTimeout bounds one upstream exchange, from sending the
-	// request to the end of the response body; past it the client gets
-	// 504 (or a cut body, once the response has started). Raise it for
-	// long downloads and streams. Default 60s.
+	// ResponseTimeout bounds the wait for an upstream's response
+	// headers, from sending the request; past it the client gets 504. A
+	// large or chunked body then streams for as long as it takes; a small
+	// one (64 KiB or less) must arrive within the same bound. Default 60s.
 	ResponseTimeout time.Duration `yaml:"response_timeout"`
 	// IdleConnTimeout closes idle upstream keep-alive connections.
 	// Default 90s.

@@ -17,9 +17,8 @@
 // fields, streams request and response bodies, passes WebSocket upgrades
 // through, and answers 502 (upstream unreachable), 503 (upstream
 // connection limit reached for longer than the response timeout) or 504
-// (timed out) with an application/problem+json body. The response timeout
-// bounds the whole upstream exchange, body included: raise it for long
-// downloads.
+// (no response headers within the response timeout) with an
+// application/problem+json body.
 //
 // HTTP/2 is not offered to clients: fasthttp implements HTTP/1.1 only, and
 // fasthttp is the stack that reaches the throughput targets (see

@@ -36,6 +36,7 @@ type Gateway struct {
 	// mu serializes reloads and guards clients.
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient
+	conns   upstreamConns
 
 	store      limit.Store
 	memStore   *memory.Store // nil unless the store is in memory

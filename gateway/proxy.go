@@ -116,6 +116,13 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *route) {
 		return
 	}
 	rt.upTime.Observe(time.Since(start).Seconds())
+	if resp.IsBodyStream() {
+		// The headers came in time; the body may take as long as it
+		// needs (a large download over a slow link).
+		if n := resp.Header.ContentLength(); n < 0 || n > 64<<10 {
+			g.conns.liftDeadline(resp.LocalAddr(), resp.RemoteAddr())
+		}
+	}
 	rt.upStatus[statusIndex(resp.StatusCode())].Inc()
 	removeResponseHop(&resp.Header)
 }

@@ -148,9 +148,7 @@ func (g *Gateway) client(u config.Upstream, addr string, isTLS bool) *fasthttp.H
 		DisableHeaderNamesNormalizing: false,
 		NoDefaultUserAgentHeader:      true,
 		MaxIdemponentCallAttempts:     1,
-		Dial: func(addr string) (net.Conn, error) {
-			return dialer.Dial("tcp", addr)
-		},
+		Dial:                          g.conns.dial(dialer),
 	}
 	g.clients[key] = c
 	return c

@@ -208,3 +208,34 @@ rules:
 		}
 	}
 }
+
+// The response timeout bounds the wait for the upstream's headers, not
+// the body: a slow download outlives it. (Network deadlines cannot be
+// injected, so this test lets real time pass: 3× the timeout.)
+func TestE2ESlowBodyOutlivesResponseTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(2<<20))
+		w.WriteHeader(200)
+		io.CopyN(w, zeros{}, 1<<20)
+		w.(http.Flusher).Flush()
+		<-release
+		io.CopyN(w, zeros{}, 1<<20)
+	}))
+	defer srv.Close()
+	p := startServe(t, baseCfg+"upstream: {response_timeout: 200ms}\nroutes: [{path: /, upstream: \""+srv.URL+"\"}]\n")
+	resp, err := http.Get(p.url("/slow-body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := io.CopyN(io.Discard, resp.Body, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	<-time.After(600 * time.Millisecond)
+	close(release)
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil || n != 1<<20 {
+		t.Fatalf("rest of the body: %d bytes, %v", n, err)
+	}
+}
