@@ -401,18 +401,22 @@ func TestReplayRules(t *testing.T) {
 }
 
 func TestContextCancelledDuringWait(t *testing.T) {
-	s := newScript(t, newFakeClock(), reply{status: 429, header: h("Retry-After", "30")})
+	refused := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusTooManyRequests)
+		close(refused)
+	}))
+	defer srv.Close()
 	c := mustClient(t, Config{}) // the real timer
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.URL, nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Do(req)
 		done <- err
 	}()
-	for s.requests() == 0 {
-		time.Sleep(time.Millisecond) // waits for the server, not for time to pass
-	}
+	<-refused
 	cancel()
 	select {
 	case err := <-done:
