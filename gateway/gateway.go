@@ -51,6 +51,7 @@ type Gateway struct {
 	ready    atomic.Bool
 	tunnels  tunnels
 	serveErr chan error
+	serving  sync.WaitGroup // the listeners' Serve goroutines
 
 	// stop ends the watcher; done reports it has.
 	stop, done chan struct{}
@@ -203,18 +204,18 @@ func (g *Gateway) Start() error {
 			return fmt.Errorf("admin listen: %w", err)
 		}
 		g.admin = &http.Server{Handler: g.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
-		go func() {
+		g.serving.Go(func() {
 			if err := g.admin.Serve(g.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				g.serveErr <- fmt.Errorf("admin: %w", err)
+				g.report(fmt.Errorf("admin: %w", err))
 			}
-		}()
+		})
 	}
 	g.ln, g.server = ln, server
-	go func() {
+	g.serving.Go(func() {
 		if err := server.Serve(ln); err != nil {
-			g.serveErr <- fmt.Errorf("serve: %w", err)
+			g.report(fmt.Errorf("serve: %w", err))
 		}
-	}()
+	})
 	g.watching = true
 	go g.watch()
 	g.ready.Store(true)
@@ -234,6 +235,14 @@ func (g *Gateway) AdminAddr() net.Addr {
 
 // Err reports a listener that stopped serving on its own.
 func (g *Gateway) Err() <-chan error { return g.serveErr }
+
+// report passes a listener's failure to Err without ever blocking.
+func (g *Gateway) report(err error) {
+	select {
+	case g.serveErr <- err:
+	default:
+	}
+}
 
 // Config returns the running configuration.
 func (g *Gateway) Config() *config.Config { return g.snap.Load().cfg }
@@ -371,6 +380,7 @@ func (g *Gateway) Close() error {
 		if g.admin != nil {
 			g.admin.Close()
 		}
+		g.serving.Wait()
 		g.tunnels.closeAll()
 		g.mu.Lock()
 		for _, c := range g.clients {

@@ -4,8 +4,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
 )
@@ -203,4 +205,40 @@ func TestForEachToken(t *testing.T) {
 	if strings.Join(got, "|") != "close|X-Foo|X-Bar" {
 		t.Fatalf("tokens = %q", got)
 	}
+}
+
+// Close stops every goroutine the gateway started.
+func TestCloseLeavesNoGoroutines(t *testing.T) {
+	run := func() {
+		g, base := startTestGateway(t, "routes: [{path: /, upstream: demo}]\nrules: [{name: r, policies: [{rate: 10/s}]}]\n")
+		get(t, base+"/", "")
+		get(t, "http://"+g.AdminAddr().String()+"/metrics", "")
+		http.DefaultClient.CloseIdleConnections()
+		g.Close()
+	}
+	run() // starts fasthttp's and net/http's process-wide helpers once
+	before := goroutines()
+	run()
+	deadline := time.Now().Add(5 * time.Second)
+	for goroutines() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines after Close, %d before:\n%s", goroutines(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// goroutines counts the live goroutines but fasthttp's worker-pool
+// cleaners, which notice a stopped server only after their 10 s sleep.
+func goroutines() int {
+	buf := make([]byte, 1<<20)
+	stacks := strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n")
+	n := 0
+	for _, s := range stacks {
+		if !strings.Contains(s, "fasthttp.(*workerPool).Start.func") {
+			n++
+		}
+	}
+	return n
 }
