@@ -28,6 +28,9 @@ type scripts struct {
 
 // scriptSource returns the source of the one-request script for alg.
 func scriptSource(alg limit.Algorithm) string {
+	if alg == limit.AlgTokenBucket {
+		return luaFile("token_bucket_one")
+	}
 	var b strings.Builder
 	b.WriteString(luaFile("prelude"))
 	name := alg.String()
