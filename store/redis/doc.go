@@ -5,9 +5,12 @@
 // which runs a port of package limit's integer arithmetic in microseconds
 // (Lua numbers are doubles, exact below 2^53; Unix time in µs is about
 // 1.8e15). Each key's TTL is its state's idle instant, rounded up to the
-// millisecond, so expiry never changes a decision. Scripts are loaded with
-// SCRIPT LOAD on first use and re-sent when the server answers NOSCRIPT (a
-// restart, SCRIPT FLUSH, a failover).
+// millisecond, so expiry never changes a decision. A decision is sent as
+// EVALSHA; when the server answers NOSCRIPT (first use, a restart, SCRIPT
+// FLUSH, a failover) the client re-sends the script once with EVAL, which
+// caches it again. ApplyAll's script holds all five algorithms. Concurrent
+// decisions are pipelined automatically (rueidis): many EVALSHAs go out in
+// one write (Config.FlushDelay).
 //
 // # Exactness
 //
@@ -51,5 +54,14 @@
 //
 // A key refused until instant T is answered locally, without a round trip,
 // until T. The cache is keyed by the policy as well as the key, so a changed
-// policy never sees a refusal made under the old one.
+// policy never sees a refusal made under the old one; an entry answers only
+// requests costing at least the refused one, and reports the Remaining of
+// the refusal. An ApplyAll with a cached refusal among its requests is
+// refused with that one. Hits are counted in Stats.CacheHits.
+//
+// # Consistency tiers
+//
+// This package is the strict tier: every decision is one atomic script.
+// Package store/eventual decides locally and syncs with Redis through
+// Store.Sync; package store/local divides a policy by the node count.
 package redis
