@@ -144,7 +144,7 @@ func (s *simulator) retire() {
 			break
 		}
 		s.retired.fold(s.entry(id))
-		delete(s.index, s.names[id])
+		s.index.del([]byte(s.names[id]), s.index.hash([]byte(s.names[id])))
 		s.names[id] = ""
 		for j := range s.nLogged {
 			s.logs[int(id)*s.nLogged+j] = limit.Log{}

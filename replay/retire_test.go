@@ -45,7 +45,7 @@ func TestMaxKeysRetiresIdleKeysLosslessly(t *testing.T) {
 		p.line(n, sc.Bytes())
 		most = max(most, len(p.sim.names))
 	}
-	p.reo.flush()
+	p.finish()
 	p.in.Simulated = p.sim.events
 	bounded := buildReport(p.sim, &cfg, p.in)
 

@@ -149,7 +149,7 @@ func Run(ctx context.Context, r io.Reader, cfg Config) (*Report, error) {
 			}
 		}
 	}
-	p.reo.flush()
+	p.finish()
 	if cfg.Progress != nil {
 		cfg.Progress(src.raw.n.Load())
 	}
@@ -170,6 +170,19 @@ type pipeline struct {
 	in     InputStats
 	rec    record
 	keyBuf []byte
+	// The line before the current one waits here, its key table slot
+	// being loaded (prefetched) while the current line is parsed.
+	pend    pendingLine
+	pendBuf []byte
+}
+
+// pendingLine is a parsed line whose key is still to be looked up.
+type pendingLine struct {
+	valid   bool
+	t, cost int64
+	h       uint64 // the key's hash
+	key     []byte
+	req     *engineRequest
 }
 
 func newPipeline(cfg *Config, format Format) (*pipeline, error) {
@@ -179,7 +192,7 @@ func newPipeline(cfg *Config, format Format) (*pipeline, error) {
 	fields := cfg.Fields
 	fields.Extra = cfg.Key.Extra
 	p := &pipeline{cfg: cfg, parser: newParser(format, fields), nExtra: len(fields.Extra),
-		keyBuf: make([]byte, 0, 256)}
+		keyBuf: make([]byte, 0, 256), pendBuf: make([]byte, 0, 256)}
 	engineName := ""
 	if cfg.Rules != nil {
 		var err error
@@ -250,5 +263,25 @@ func (p *pipeline) line(n int64, line []byte) {
 		req = &engineRequest{method: p.strs.get(rec.Method), host: p.strs.get(rec.Host),
 			path: p.strs.get(rec.Path), query: p.strs.get(rec.Query), addr: parseAddr(rec.Addr)}
 	}
-	p.reo.push(rec.Time, p.sim.intern(p.keyBuf), rec.Cost, req)
+	h := p.sim.index.hash(p.keyBuf)
+	p.sim.index.prefetch(h)
+	p.flushPending()
+	p.pend = pendingLine{valid: true, t: rec.Time, cost: rec.Cost, h: h, key: p.keyBuf, req: req}
+	p.keyBuf, p.pendBuf = p.pendBuf[:0], p.keyBuf
+}
+
+// flushPending interns the waiting line's key and queues it.
+func (p *pipeline) flushPending() {
+	if !p.pend.valid {
+		return
+	}
+	l := &p.pend
+	p.reo.push(l.t, p.sim.internHashed(l.key, l.h), l.cost, l.req)
+	l.valid, l.req = false, nil
+}
+
+// finish simulates everything still queued.
+func (p *pipeline) finish() {
+	p.flushPending()
+	p.reo.flush()
 }

@@ -95,7 +95,7 @@ type simulator struct {
 	nSeam     int
 	suggest   bool
 
-	index map[string]int32
+	index *keyTable
 	names []string // by key id
 	// slab holds each key's record of stride words (see statWords); the
 	// states of key k start at k*stride+statWords, its outcomes at
@@ -131,7 +131,7 @@ type simulator struct {
 const sweepEvery = 1 << 18
 
 func newSimulator(policies []Policy, engine *engineRun, engineName string, suggest bool, track []string, maxKeys, top int) *simulator {
-	s := &simulator{index: make(map[string]int32), suggest: suggest, maxKeys: maxKeys}
+	s := &simulator{index: newKeyTable(), suggest: suggest, maxKeys: maxKeys}
 	addSlot := func(p limit.Policy) *slot {
 		sl := &slot{}
 		switch q := p.(type) {
@@ -211,8 +211,11 @@ func unbounded(p limit.Policy) (limit.Policy, int64) {
 
 // intern returns the id of key, adding it on first sight. key is only
 // copied (allocated) the first time.
-func (s *simulator) intern(key []byte) int32 {
-	if id, ok := s.index[string(key)]; ok {
+func (s *simulator) intern(key []byte) int32 { return s.internHashed(key, s.index.hash(key)) }
+
+// internHashed is intern for a key whose hash (keyTable.hash) is h.
+func (s *simulator) internHashed(key []byte, h uint64) int32 {
+	if id, ok := s.index.get(key, h); ok {
 		return id
 	}
 	if s.maxKeys > 0 && s.live >= s.retireAt {
@@ -234,7 +237,7 @@ func (s *simulator) intern(key []byte) int32 {
 		s.logs = grow(s.logs, s.nLogged)
 		s.seams = grow(s.seams, s.nSeam)
 	}
-	s.index[name] = id
+	s.index.put(key, h, id)
 	s.live++
 	if s.track[name] {
 		s.tracks[id] = newSeries(len(s.runs))
