@@ -17,12 +17,12 @@
 // The scripts compute exactly what package limit computes when the policy's
 // window (or emission interval, Rate.Period/Rate.Count) is a whole number of
 // microseconds and the clock is read in whole microseconds; otherwise they
-// compute it for the window or interval truncated to the microsecond. Policies
-// whose products could lose exactness are refused (a fixed or sliding
-// window's (limit+1) × window in µs at 2^53; a bucket's interval × (burst+2)
-// in µs, or a sliding log's window, at 2^50)
-// with an error wrapping limit.ErrInvalidPolicy: a sliding window of one
-// million per day (8.6e16) is out of range, one million per hour is not.
+// compute it for the window or interval truncated to the microsecond. The
+// sliding window's products (count × window in µs: a million a day is
+// 8.6e16, beyond 2^53) are computed exactly in base-2^26 limbs. Limits,
+// windows in µs and a bucket's interval × (burst+2) in µs must stay below
+// 2^50 (about 35 years of µs); a policy beyond that is refused with an
+// error wrapping limit.ErrInvalidPolicy.
 //
 // # Time
 //

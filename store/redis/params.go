@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"strconv"
@@ -11,14 +12,10 @@ import (
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
-// maxExact bounds the products the scripts add to times: below it a double
-// holds every integer exactly, with room for a sum or two. maxProduct
-// bounds the sliding window's products, which are only compared and
-// divided.
-const (
-	maxExact   = 1 << 50
-	maxProduct = 1 << 53
-)
+// maxExact bounds the parameters and the products the scripts add to
+// times: below it a double holds every integer exactly, with room for a sum
+// or two. The sliding window's larger products are computed in limbs.
+const maxExact = 1 << 50
 
 // args is a policy in the scripts' terms: microseconds and counts.
 type args struct {
@@ -78,7 +75,7 @@ func encode(p limit.Policy) (args, error) {
 		}
 		a.p = [4]int64{p.Limit, w}
 		a.capacity = p.Limit
-		return a, bound(p.Limit, w, maxProduct, "fixed_window: limit × window")
+		return a, errors.Join(bound(p.Limit, 1, maxExact, "fixed_window: limit"), bound(w, 1, maxExact, "fixed_window: window (µs)"))
 	case limit.SlidingLog:
 		w, err := micros("window", p.Window)
 		if err != nil {
@@ -94,7 +91,7 @@ func encode(p limit.Policy) (args, error) {
 		}
 		a.p = [4]int64{p.Limit, w}
 		a.capacity = p.Limit
-		return a, bound(p.Limit+1, w, maxProduct, "sliding_window: (limit+1) × window")
+		return a, errors.Join(bound(p.Limit, 1, maxExact, "sliding_window: limit"), bound(w, 1, maxExact, "sliding_window: window (µs)"))
 	case limit.TokenBucket:
 		t, err := micros("interval", time.Duration(p.Rate.Interval()))
 		if err != nil {

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -236,15 +237,61 @@ func TestOutOfRange(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, srv.Addr, Config{})
 	for _, p := range []limit.Policy{
-		limit.SlidingWindow{Limit: 1_000_000, Window: 24 * time.Hour},
+		limit.SlidingWindow{Limit: 1 << 51, Window: time.Hour},
 		limit.FixedWindow{Limit: 5, Window: 500 * time.Nanosecond},
 		limit.TokenBucket{Rate: limit.Per(3, time.Microsecond)},
+		limit.TokenBucket{Rate: limit.Per(1, 24*time.Hour), Burst: 1 << 20},
 	} {
-		if _, err := s.Apply(context.Background(), "k", p, 1); err == nil {
-			t.Errorf("%v: no error", p)
+		if _, err := s.Apply(context.Background(), "k", p, 1); !errors.Is(err, limit.ErrInvalidPolicy) {
+			t.Errorf("%v: %v, want ErrInvalidPolicy", p, err)
 		}
 	}
-	if _, err := s.Apply(context.Background(), "k", limit.SlidingWindow{Limit: 1_000_000, Window: time.Hour}, 1); err != nil {
-		t.Errorf("1e6/h: %v", err)
+	for _, p := range []limit.Policy{
+		limit.SlidingWindow{Limit: 1_000_000, Window: 24 * time.Hour},
+		limit.FixedWindow{Limit: 1_000_000_000, Window: 30 * 24 * time.Hour},
+	} {
+		if _, err := s.Apply(context.Background(), "k"+p.String(), p, 1); err != nil {
+			t.Errorf("%v: %v", p, err)
+		}
+	}
+}
+
+// TestLargeWindowsAgainstGo: daily and monthly quotas whose count × window
+// in µs is far beyond 2^53 (the sliding window's limb arithmetic), with
+// costs of every size, against the pure algorithms.
+func TestLargeWindowsAgainstGo(t *testing.T) {
+	srv := redistest.Start(t)
+	var now int64 = limittest.Base
+	s := open(t, srv.Addr, Config{Clock: func() int64 { return now }, CacheSize: -1})
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []struct {
+		p    limit.Policy
+		cost int64
+		step time.Duration
+	}{
+		{limit.SlidingWindow{Limit: 1_000_000, Window: 24 * time.Hour}, 60_000, 30 * time.Minute},
+		{limit.SlidingWindow{Limit: 999_999_999_937, Window: 30 * 24 * time.Hour}, 90_000_000_000, 36 * time.Hour},
+		{limit.SlidingWindow{Limit: 1 << 49, Window: 365 * 24 * time.Hour}, 1 << 45, 9 * 24 * time.Hour},
+		{limit.FixedWindow{Limit: 1_000_000, Window: 24 * time.Hour}, 60_000, 30 * time.Minute},
+	} {
+		ref := &reference{p: c.p}
+		refused := 0
+		for step := range 300 {
+			now += int64(rng.Int64N(int64(c.step)/1000)) * 1000
+			cost := rng.Int64N(c.cost)
+			got, err := s.Apply(context.Background(), "large:"+c.p.String(), c.p, cost)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := ref.decide(now, cost); !same(got, want) {
+				t.Fatalf("%v step %d (cost %d):\n got  %+v\n want %+v", c.p, step, cost, got, want)
+			}
+			if !got.Allowed {
+				refused++
+			}
+		}
+		if refused < 30 || refused > 270 {
+			t.Errorf("%v: %d of 300 refused; the traffic should cross the limit often", c.p, refused)
+		}
 	}
 }
