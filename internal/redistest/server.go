@@ -106,7 +106,8 @@ func (s *Server) start() error {
 	return fmt.Errorf("redis-server on %s did not answer PING within 5s", s.Addr)
 }
 
-// ping sends PING and waits for +PONG.
+// ping sends PING and waits for +PONG (or -NOAUTH from a server started
+// with --requirepass: it is up, and refuses us).
 func ping(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
@@ -121,7 +122,7 @@ func ping(addr string) error {
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(line, "+PONG") {
+	if !strings.HasPrefix(line, "+PONG") && !strings.HasPrefix(line, "-NOAUTH") {
 		return fmt.Errorf("unexpected reply %q", line)
 	}
 	return nil

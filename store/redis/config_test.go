@@ -5,6 +5,9 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/redistest"
+	"github.com/tollgate-dev/tollgate/limit"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -61,5 +64,18 @@ func TestDeadlines(t *testing.T) {
 	cancel()
 	if c3.Err() == nil {
 		t.Error("a cancelled caller's context did not end its round trip")
+	}
+}
+
+// TestPassword connects to a server that requires AUTH.
+func TestPassword(t *testing.T) {
+	srv := redistest.Start(t, "--requirepass", "s3cret")
+	if _, err := New(context.Background(), Config{Addrs: []string{srv.Addr}, Password: "wrong"}); err == nil {
+		t.Fatal("connected with a wrong password")
+	}
+	s := open(t, srv.Addr, Config{Password: "s3cret"})
+	d, err := s.Apply(context.Background(), "k", limit.FixedWindow{Limit: 1, Window: time.Minute}, 1)
+	if err != nil || !d.Allowed {
+		t.Fatalf("%+v %v", d, err)
 	}
 }
