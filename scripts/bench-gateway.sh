@@ -2,6 +2,9 @@
 # bench-gateway.sh: tollgate's gateway against nginx (and a plain net/http
 # httputil.ReverseProxy) on loopback, all proxying to the same nginx origin,
 # measured with wrk in interleaved rounds; prints medians as a Markdown table.
+# Besides throughput and latency it records the CPU time the server process
+# (with its children: nginx's workers) spent per request, which a shared,
+# noisy machine disturbs much less than throughput.
 #
 #   scripts/bench-gateway.sh [ROUNDS] [SECONDS]     defaults: 3 rounds of 5 s
 #
@@ -18,10 +21,11 @@ EDGE=${EDGE:-$ROOT/../shared/bench/edge}
 [ -f "$EDGE/nginx-proxy.conf.in" ] || EDGE=/work/shared/bench/edge
 RUN=$(mktemp -d /tmp/bench-gateway.XXXXXX)
 PIDS=()
+declare -A PIDOF # port -> process id of the server on it (nginx: the master)
 
 cleanup() {
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for f in "$RUN"/*/*.pid; do [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true; done
+	for f in "$RUN"/*/*.pid; do [ -f "$f" ] && kill "$(cat "$f" 2>/dev/null)" 2>/dev/null || true; done
 	wait 2>/dev/null || true
 	rm -rf "$RUN"
 }
@@ -36,6 +40,7 @@ mkdir -p "$RUN/origin/tmp"
 sed "s|@RUN@|$RUN/origin|g" "$EDGE/nginx-origin.conf.in" >"$RUN/origin/nginx.conf"
 nginx -c "$RUN/origin/nginx.conf" -p "$RUN/origin/" -g 'daemon off;' &
 PIDS+=($!)
+PIDOF[18081]=$!
 
 # --- nginx as the proxy: plain, never refusing, refusing --------------------
 nginx_proxy() { # name port zone req
@@ -46,6 +51,7 @@ nginx_proxy() { # name port zone req
 		"$EDGE/nginx-proxy.conf.in" >"$d/nginx.conf"
 	nginx -c "$d/nginx.conf" -p "$d/" -g 'daemon off;' &
 	PIDS+=($!)
+	PIDOF[$2]=$!
 }
 nginx_proxy plain 18082 "" ""
 nginx_proxy allow 18083 'limit_req_zone $binary_remote_addr zone=z:10m rate=1000000r/s;' 'limit_req zone=z burst=1000 nodelay;'
@@ -65,6 +71,7 @@ YAML
 	"$RUN/tollgate" check -q "$RUN/tollgate-$1.yaml"
 	"$RUN/tollgate" serve -config "$RUN/tollgate-$1.yaml" -log-level error &
 	PIDS+=($!)
+	PIDOF[$2]=$!
 }
 tollgate norule 18090 ""
 tollgate allow 18091 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1000000/s, burst: 1000}]}]'
@@ -115,11 +122,87 @@ GO
 (cd "$RUN/stdproxy" && GOFLAGS= GO111MODULE=off go build -o stdproxy main.go)
 "$RUN/stdproxy/stdproxy" -addr 127.0.0.1:18095 &
 PIDS+=($!)
+PIDOF[18095]=$!
 "$RUN/stdproxy/stdproxy" -addr 127.0.0.1:18096 -deny &
 PIDS+=($!)
+PIDOF[18096]=$!
+
+# --- baseline: a bare fasthttp HostClient proxy and a fasthttp handler ------
+# answering the same 429: the stack's own cost, without tollgate's work.
+mkdir -p "$RUN/fastpeer"
+fhver=$(cd "$ROOT" && go list -m -f '{{.Version}}' github.com/valyala/fasthttp)
+cat >"$RUN/fastpeer/go.mod" <<MOD
+module fastpeer
+
+go 1.26
+
+require github.com/valyala/fasthttp $fhver
+MOD
+cp "$ROOT/go.sum" "$RUN/fastpeer/go.sum"
+cat >"$RUN/fastpeer/main.go" <<'GO'
+// fastpeer is the fasthttp baseline: a bare HostClient proxy with upstream
+// keep-alive, or (-deny) a handler answering 429 with the same header
+// fields and problem body tollgate writes.
+package main
+
+import (
+	"flag"
+	"log"
+
+	"github.com/valyala/fasthttp"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:18097", "listen address")
+	deny := flag.Bool("deny", false, "answer 429 to everything")
+	flag.Parse()
+	c := &fasthttp.HostClient{Addr: "127.0.0.1:18081", MaxConns: 512}
+	body := []byte(`{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"retry in 3600 seconds","violated-policies":["per-ip"]}`)
+	h := func(ctx *fasthttp.RequestCtx) {
+		if err := c.Do(&ctx.Request, &ctx.Response); err != nil {
+			ctx.Error("bad gateway", 502)
+		}
+	}
+	if *deny {
+		h = func(ctx *fasthttp.RequestCtx) {
+			ctx.SetStatusCode(429)
+			hd := &ctx.Response.Header
+			hd.Set("Ratelimit-Policy", `"per-ip";q=1;w=3600`)
+			hd.Set("Ratelimit", `"per-ip";r=0;t=3600`)
+			hd.Set("Retry-After", "3600")
+			hd.Set("Cache-Control", "no-store")
+			hd.SetContentType("application/problem+json")
+			ctx.SetBody(body)
+		}
+	}
+	log.Fatal(fasthttp.ListenAndServe(*addr, h))
+}
+GO
+if (cd "$RUN/fastpeer" && GOFLAGS=-mod=mod go build -o fastpeer . 2>"$RUN/fastpeer/build.log"); then
+	"$RUN/fastpeer/fastpeer" -addr 127.0.0.1:18097 &
+	PIDS+=($!)
+	PIDOF[18097]=$!
+	"$RUN/fastpeer/fastpeer" -addr 127.0.0.1:18098 -deny &
+	PIDS+=($!)
+	PIDOF[18098]=$!
+else
+	echo "bench-gateway: fasthttp baseline did not build, skipped:" >&2
+	cat "$RUN/fastpeer/build.log" >&2
+fi
+
+# cputicks PID: CPU clock ticks (user + system) used so far by PID and its
+# children (nginx's workers).
+cputicks() {
+	local t=0 p
+	for p in "$1" $(pgrep -P "$1"); do
+		t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+	done
+	echo "$t"
+}
+HZ=$(getconf CLK_TCK)
 
 # Wait for every port.
-for port in 18081 18082 18083 18084 18090 18091 18092 18095 18096; do
+for port in "${!PIDOF[@]}"; do
 	for _ in $(seq 100); do
 		curl -s -o /dev/null "http://127.0.0.1:$port/" && break
 		sleep 0.1
@@ -138,6 +221,9 @@ CONFIGS=(
 	"nethttp-reverseproxy 18095"
 	"nethttp-429 18096"
 )
+if [ -n "${PIDOF[18097]:-}" ]; then
+	CONFIGS+=("fasthttp-hostclient-proxy 18097" "fasthttp-429 18098")
+fi
 
 # Check the refusing configurations refuse and the others do not.
 for c in "${CONFIGS[@]}"; do
@@ -157,13 +243,17 @@ RES="$RUN/results"
 for r in $(seq "$ROUNDS"); do
 	for c in "${CONFIGS[@]}"; do
 		set -- $c
+		t0=$(cputicks "${PIDOF[$2]}")
 		out=$(wrk -t2 -c"$CONNS" -d"${SECS}s" --latency "http://127.0.0.1:$2/")
+		t1=$(cputicks "${PIDOF[$2]}")
 		rps=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+		nreq=$(awk '/requests in/ {print $1}' <<<"$out")
+		cpu=$(awk -v a="$t0" -v b="$t1" -v n="$nreq" -v hz="$HZ" 'BEGIN {printf "%.1f", (b - a) / hz * 1e6 / n}')
 		p50=$(awk '$1=="50%" {print $2}' <<<"$out")
 		p99=$(awk '$1=="99%" {print $2}' <<<"$out")
 		non2xx=$(awk '/Non-2xx or 3xx responses:/ {print $5}' <<<"$out")
-		echo "$1 $r $rps $p50 $p99 ${non2xx:-0}" >>"$RES"
-		echo "# round $r $1: $rps req/s, p50 $p50, p99 $p99, non-2xx ${non2xx:-0}" >&2
+		echo "$1 $r $rps $p50 $p99 ${non2xx:-0} $cpu" >>"$RES"
+		echo "# round $r $1: $rps req/s, p50 $p50, p99 $p99, non-2xx ${non2xx:-0}, server CPU $cpu µs/req" >&2
 	done
 done
 
@@ -176,13 +266,14 @@ to_us() { # wrk latency (123.45us, 1.23ms, 1.2s) to microseconds
 }
 median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 echo
-echo "| configuration | req/s (median of $ROUNDS) | p50 µs | p99 µs | all req/s |"
-echo "| --- | ---: | ---: | ---: | --- |"
+echo "| configuration | req/s (median of $ROUNDS) | p50 µs | p99 µs | server CPU µs/req | all req/s |"
+echo "| --- | ---: | ---: | ---: | ---: | --- |"
 for c in "${CONFIGS[@]}"; do
 	set -- $c
 	rps=$(awk -v n="$1" '$1 == n {print $3}' "$RES" | median)
 	p50=$(awk -v n="$1" '$1 == n {print $4}' "$RES" | while read -r v; do to_us "$v"; done | median)
 	p99=$(awk -v n="$1" '$1 == n {print $5}' "$RES" | while read -r v; do to_us "$v"; done | median)
+	cpu=$(awk -v n="$1" '$1 == n {print $7}' "$RES" | median)
 	all=$(awk -v n="$1" '$1 == n {printf "%s%.0f", sep, $3; sep = ", "}' "$RES")
-	printf "| %s | %.0f | %.0f | %.0f | %s |\n" "$1" "$rps" "$p50" "$p99" "$all"
+	printf "| %s | %.0f | %.0f | %.0f | %.1f | %s |\n" "$1" "$rps" "$p50" "$p99" "$cpu" "$all"
 done
