@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -115,9 +116,9 @@ func (s *Store) loop() {
 	}
 }
 
-func (s *Store) shard(key string) *shard {
-	return &s.shards[maphash.String(s.seed, key)&31]
-}
+func (s *Store) shard(key string) *shard { return &s.shards[s.shardIndex(key)] }
+
+func (s *Store) shardIndex(key string) int { return int(maphash.String(s.seed, key) & 31) }
 
 // Apply decides locally against the key's local view. The first request
 // for a key this node has not seen sees an empty view until the next sync.
@@ -153,15 +154,16 @@ func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int6
 	return d, nil
 }
 
-// ApplyAll decides every request locally, all or nothing.
+// ApplyAll decides every request locally, all or nothing, under the locks
+// of every shard the requests touch (taken in shard order): allowed only if
+// every request allows against the local views; when any refuses, no view
+// is charged.
 func (s *Store) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decision, error) {
 	if len(reqs) == 0 {
 		return limit.Decision{Allowed: true}, nil
 	}
-	// Peek every policy first (cost applied to a copy of the view), then
-	// charge only if all allow. Two requests on one key see each other
-	// only through the charge, as the views are per key.
-	var out limit.Decision
+	sps := make([]limit.Stateful, len(reqs))
+	idx := make([]int, 0, len(reqs))
 	for i, r := range reqs {
 		if r.Cost < 0 {
 			return limit.Decision{}, limit.ErrNegativeCost
@@ -170,14 +172,43 @@ func (s *Store) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decis
 		if err != nil {
 			return limit.Decision{}, err
 		}
-		sh := s.shard(r.Key)
-		sh.mu.Lock()
-		var st limit.State
-		if e := sh.m[r.Key]; e != nil && e.p == sp {
-			st = e.st
+		sps[i] = sp
+		if j := s.shardIndex(r.Key); !slices.Contains(idx, j) {
+			idx = append(idx, j)
 		}
-		sh.mu.Unlock()
-		_, d := sp.Decide(st, s.now(), r.Cost)
+	}
+	slices.Sort(idx)
+	for _, j := range idx {
+		s.shards[j].mu.Lock()
+	}
+	defer func() {
+		for _, j := range idx {
+			s.shards[j].mu.Unlock()
+		}
+	}()
+	now := s.now()
+	// Decide on working copies, so a key named twice sees its first
+	// charge, and commit only if all allow.
+	type work struct {
+		e  *entry
+		st limit.State
+	}
+	views := make(map[string]*work, len(reqs))
+	var out limit.Decision
+	for i, r := range reqs {
+		w := views[r.Key]
+		if w == nil {
+			e := s.shards[s.shardIndex(r.Key)].m[r.Key]
+			w = &work{e: e}
+			if e != nil && e.p == sps[i] {
+				w.st = e.st
+			}
+			views[r.Key] = w
+		}
+		st, d := sps[i].Decide(w.st, now, r.Cost)
+		if d.Allowed {
+			w.st = st
+		}
 		d.Policy, d.Index = r.Policy, i
 		if i == 0 {
 			out = d
@@ -189,16 +220,17 @@ func (s *Store) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decis
 		return out, nil
 	}
 	for i, r := range reqs {
-		d, err := s.Apply(ctx, r.Key, r.Policy, r.Cost)
-		if err != nil {
-			return d, err
+		sh := &s.shards[s.shardIndex(r.Key)]
+		e := sh.m[r.Key]
+		if e == nil || e.p != sps[i] {
+			if e == nil && len(sh.m) >= s.max {
+				s.evict(sh, now) // a full shard takes the key anyway: MaxKeys is exceeded by at most a batch
+			}
+			e = &entry{p: sps[i]}
+			sh.m[r.Key] = e
 		}
-		d.Index = i
-		if i == 0 {
-			out = d
-		} else {
-			out = limit.Merge(out, d)
-		}
+		e.st = views[r.Key].st
+		e.pending += r.Cost
 	}
 	return out, nil
 }

@@ -156,3 +156,30 @@ func syncOK(t *testing.T, s *Store) {
 	}
 	t.Fatalf("sync: %v", err)
 }
+
+// TestApplyAllAllOrNothing: a batch refused by one policy charges none.
+func TestApplyAllAllOrNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := newNode(t, srv.Addr, func() int64 { return now })
+	ctx := context.Background()
+	perSec := limit.FixedWindow{Limit: 2, Window: time.Second}
+	perHour := limit.FixedWindow{Limit: 3, Window: time.Hour}
+	batch := []limit.Request{{Key: "s", Policy: perSec, Cost: 1}, {Key: "h", Policy: perHour, Cost: 1}}
+	for i := range 2 {
+		if d, err := s.ApplyAll(ctx, batch); err != nil || !d.Allowed {
+			t.Fatalf("batch %d: %+v %v", i, d, err)
+		}
+	}
+	d, _ := s.ApplyAll(ctx, batch) // per-second refuses: per-hour must not be charged
+	if d.Allowed || d.Index != 0 {
+		t.Fatalf("third batch: %+v", d)
+	}
+	if d, _ := s.Apply(ctx, "h", perHour, 1); !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("per-hour after a refused batch: %+v (charged by the refusal?)", d)
+	}
+	twice := []limit.Request{{Key: "t", Policy: perSec, Cost: 1}, {Key: "t", Policy: perSec, Cost: 2}}
+	if d, _ := s.ApplyAll(ctx, twice); d.Allowed {
+		t.Fatalf("one key charged 1+2 over a limit of 2: %+v", d)
+	}
+}
