@@ -183,3 +183,35 @@ func TestApplyAllAllOrNothing(t *testing.T) {
 		t.Fatalf("one key charged 1+2 over a limit of 2: %+v", d)
 	}
 }
+
+// TestApplyAllocs: a local decision on a known key allocates nothing.
+func TestApplyAllocs(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := newNode(t, srv.Addr, func() int64 { return now })
+	p := limit.Policy(limit.TokenBucket{Rate: limit.Per(1000, time.Second), Burst: 1000})
+	ctx := context.Background()
+	s.Apply(ctx, "k", p, 1)
+	if n := testing.AllocsPerRun(500, func() { s.Apply(ctx, "k", p, 1) }); n != 0 {
+		t.Fatalf("%v allocs per decision", n)
+	}
+}
+
+func BenchmarkApply(b *testing.B) {
+	srv := redistest.Start(b)
+	r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	s, _ := New(Config{Redis: r, Interval: -1})
+	defer s.Close()
+	p := limit.Policy(limit.TokenBucket{Rate: limit.Per(1_000_000, time.Second), Burst: 1000})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s.Apply(ctx, "k", p, 1)
+		}
+	})
+}
