@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -186,20 +187,23 @@ func TestServerTime(t *testing.T) {
 	}
 }
 
-// TestTTLIsIdleInstant checks that a key lives exactly until its state's
-// idle instant (rounded up to the millisecond).
+// TestTTLIsIdleInstant checks, for every algorithm, that a key lives
+// exactly until its state's idle instant (rounded up to the millisecond):
+// PTTL right after a decision is its ResetAfter, less the time since.
 func TestTTLIsIdleInstant(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, srv.Addr, Config{CacheSize: -1})
-	p := limit.TokenBucket{Rate: limit.Per(1, time.Minute), Burst: 10}
-	d, err := s.Apply(context.Background(), "ttl", p, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := srv.CLI(t, "pttl", "tollgate:{ttl}")
-	want := d.ResetAfter.Milliseconds()
-	if got := atoi(t, ms); got > want+1 || got < want-50 {
-		t.Fatalf("PTTL %d ms, want about %d (ResetAfter %v)", got, want, d.ResetAfter)
+	for i, p := range append(policies, limit.TokenBucket{Rate: limit.Per(1, time.Minute), Burst: 10}) {
+		key := fmt.Sprintf("ttl%d", i)
+		d, err := s.Apply(context.Background(), key, p, 1)
+		if err != nil || !d.Allowed {
+			t.Fatalf("%v: %+v %v", p, d, err)
+		}
+		got := atoi(t, srv.CLI(t, "pttl", "tollgate:{"+key+"}"))
+		want := (d.ResetAfter + time.Millisecond - 1).Milliseconds()
+		if got > want || got < want-100 {
+			t.Errorf("%v: PTTL %d ms, want %d (ResetAfter %v)", p, got, want, d.ResetAfter)
+		}
 	}
 }
 
