@@ -11,8 +11,12 @@ import (
 func WriteText(w io.Writer, rep *Report) error {
 	b := bufio.NewWriter(w)
 	in := &rep.Input
-	fmt.Fprintf(b, "Input: %d lines (%s format), %d requests simulated, %d distinct keys (key: %s)\n",
-		in.Lines, in.Format, in.Simulated, in.Keys, in.Key)
+	keys := "distinct keys"
+	if in.Retired > 0 {
+		keys = "key records"
+	}
+	fmt.Fprintf(b, "Input: %d lines (%s format), %d requests simulated, %d %s (key: %s)\n",
+		in.Lines, in.Format, in.Simulated, in.Keys, keys, in.Key)
 	if !in.First.IsZero() {
 		fmt.Fprintf(b, "  from %s to %s (%s)\n", stamp(in.First), stamp(in.Last), in.Last.Sub(in.First).Round(time.Second))
 	}
