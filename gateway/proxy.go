@@ -11,36 +11,54 @@ import (
 )
 
 // hopHeaders are the hop-by-hop fields (RFC 9110 §7.6.1) a proxy must not
-// forward, besides those the Connection field names. fasthttp handles
-// Connection and Transfer-Encoding itself.
-var hopHeaders = []string{
-	"Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
-	"Proxy-Authorization", "Te", "Trailer", "Upgrade",
+// forward, besides those the Connection field names, in canonical form.
+// fasthttp handles Connection and Transfer-Encoding itself.
+var hopHeaders = [][]byte{
+	[]byte("Keep-Alive"), []byte("Proxy-Connection"), []byte("Proxy-Authenticate"),
+	[]byte("Proxy-Authorization"), []byte("Te"), []byte("Trailer"), []byte("Upgrade"),
 }
 
-// removeConnectionListed deletes the fields named in Connection, then the
-// standard hop-by-hop ones.
+var (
+	hdrConnection = []byte("Connection")
+	hdrXFF        = []byte("X-Forwarded-For")
+	hdrXFProto    = []byte("X-Forwarded-Proto")
+	hdrXFHost     = []byte("X-Forwarded-Host")
+	valHTTP       = []byte("http")
+	valHTTPS      = []byte("https")
+)
+
+// removeRequestHop deletes the fields named in Connection, then the
+// standard hop-by-hop ones. Fields are looked up before deleting: most
+// requests have none, and a lookup costs less than a delete.
 func removeRequestHop(h *fasthttp.RequestHeader) {
-	for _, v := range h.PeekAll("Connection") {
-		forEachToken(v, func(name []byte) { h.DelBytes(name) })
+	if h.PeekCanonical(hdrConnection) != nil {
+		for _, v := range h.PeekAll("Connection") {
+			forEachToken(v, func(name []byte) { h.DelBytes(name) })
+		}
 	}
 	for _, k := range hopHeaders {
-		h.Del(k)
+		if h.PeekCanonical(k) != nil {
+			h.DelBytes(k)
+		}
 	}
 	h.ResetConnectionClose()
 }
 
 func removeResponseHop(h *fasthttp.ResponseHeader) {
-	for _, v := range h.PeekAll("Connection") {
-		forEachToken(v, func(name []byte) {
-			// close and keep-alive are fasthttp's own business.
-			if !equalFold(name, "close") && !equalFold(name, "keep-alive") {
-				h.DelBytes(name)
-			}
-		})
+	if h.PeekCanonical(hdrConnection) != nil {
+		for _, v := range h.PeekAll("Connection") {
+			forEachToken(v, func(name []byte) {
+				// close and keep-alive are fasthttp's own business.
+				if !equalFold(name, "close") && !equalFold(name, "keep-alive") {
+					h.DelBytes(name)
+				}
+			})
+		}
 	}
 	for _, k := range hopHeaders {
-		h.Del(k)
+		if h.PeekCanonical(k) != nil {
+			h.DelBytes(k)
+		}
 	}
 }
 
@@ -75,26 +93,27 @@ func forEachToken(v []byte, f func([]byte)) {
 func setForwarded(ctx *fasthttp.RequestCtx, scratch []byte) []byte {
 	h := &ctx.Request.Header
 	buf := scratch[:0]
-	if prior := h.Peek("X-Forwarded-For"); len(prior) > 0 {
+	if prior := h.PeekCanonical(hdrXFF); len(prior) > 0 {
 		buf = append(buf, prior...)
 		buf = append(buf, ", "...)
 	}
 	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
 		buf = a.AddrPort().Addr().Unmap().AppendTo(buf)
 	}
-	h.SetBytesV("X-Forwarded-For", buf)
+	h.SetCanonical(hdrXFF, buf)
 	if ctx.IsTLS() {
-		h.Set("X-Forwarded-Proto", "https")
+		h.SetCanonical(hdrXFProto, valHTTPS)
 	} else {
-		h.Set("X-Forwarded-Proto", "http")
+		h.SetCanonical(hdrXFProto, valHTTP)
 	}
-	h.SetBytesV("X-Forwarded-Host", h.Host())
+	h.SetCanonical(hdrXFHost, h.Host())
 	return buf
 }
 
 // proxy forwards the request to rt's upstream and fills the response,
-// streaming bodies both ways.
-func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *route) {
+// streaming bodies both ways. start, when not zero, is a time read just
+// before (it saves reading the clock again).
+func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *route, start time.Time) {
 	req := &ctx.Request
 	var scratch [128]byte
 	removeRequestHop(&req.Header)
@@ -108,7 +127,9 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *route) {
 	setUpstream(req, rt)
 	req.SetTimeout(rt.timeout)
 	resp := &ctx.Response
-	start := time.Now()
+	if start.IsZero() {
+		start = time.Now()
+	}
 	err := rt.client.Do(req, resp)
 	if err != nil {
 		rt.upTime.Observe(time.Since(start).Seconds())

@@ -27,10 +27,12 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	var res rules.Result
+	var now time.Time // after the decision: the upstream exchange's start
 	if s.engine != nil {
 		t0 := time.Now()
 		res, _ = s.engine.Decide(ctx, fastlimit.Request{Ctx: ctx})
-		g.m.decisionTime.Observe(time.Since(t0).Seconds())
+		now = time.Now()
+		g.m.decisionTime.Observe(now.Sub(t0).Seconds())
 		if ent != nil {
 			ent.result(&res)
 		}
@@ -40,6 +42,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 		}
 		if res.Delay > 0 {
 			time.Sleep(res.Delay)
+			now = time.Time{}
 		}
 	}
 	switch {
@@ -51,7 +54,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 		g.websocket(ctx, rt)
 		return
 	default:
-		g.proxy(ctx, rt)
+		g.proxy(ctx, rt, now)
 	}
 	if res.Matched() {
 		fastlimit.SetHeaders(&ctx.Response.Header, &res)
