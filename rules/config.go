@@ -45,6 +45,13 @@ type Config struct {
 	// Now is the wall clock used for epoch-style reset headers. Nil means
 	// time.Now. Set in code; never decoded.
 	Now func() time.Time `yaml:"-" json:"-"`
+	// Stores, when set, supplies the store of every rule whose
+	// Consistency is not the default (New calls it once per such rule; a
+	// nil store means the engine's). Return the same store for rules that
+	// must be charged together atomically. Nil: every rule uses the
+	// engine's store, whatever its tier (a local rule's policies are still
+	// divided by its Nodes). Set in code; never decoded.
+	Stores StoreFunc `yaml:"-" json:"-"`
 }
 
 // Rule is one limit: which requests it applies to, how they are grouped
@@ -79,6 +86,30 @@ type Rule struct {
 	// MaxDelay caps the wait of a request this rule shapes. Zero means
 	// Config.MaxDelay.
 	MaxDelay time.Duration `yaml:"max_delay" json:"max_delay"`
+
+	// Consistency is the rule's consistency tier, which chooses the store
+	// its counters live in (through Config.Stores): "" or
+	// ConsistencyDefault (the engine's store, as before tiers existed),
+	// ConsistencyStrict (every decision one atomic Redis script),
+	// ConsistencyEventual (decided locally, synced with Redis every
+	// SyncInterval) or ConsistencyLocal (this process only, the policies
+	// divided by Nodes). See the package documentation for what a request
+	// matched by rules of several tiers is charged.
+	Consistency string `yaml:"consistency" json:"consistency"`
+	// OnError is what a strict rule answers while Redis is failing or
+	// slow: "fail_open" (allow), "fail_closed" (refuse) or "local" (decide
+	// in this process with the same policy). Empty means the store's
+	// default. Only a strict rule takes it.
+	OnError string `yaml:"on_error" json:"on_error"`
+	// SyncInterval is how often an eventual rule's counts are pushed to
+	// and pulled from Redis. Zero means 100ms. Only an eventual rule takes
+	// it.
+	SyncInterval time.Duration `yaml:"sync_interval" json:"sync_interval"`
+	// Nodes is how many gateways share a local rule's limit: each one
+	// enforces its share, the policies divided by Nodes (package
+	// store/local's Divide: limits and bursts rounded down, at least one).
+	// Zero means 1. Only a local rule takes it.
+	Nodes int `yaml:"nodes" json:"nodes"`
 }
 
 // Match selects requests. Every non-empty field must match (AND); inside a

@@ -23,6 +23,33 @@
 // Cache-Control: no-store, an RFC 9457 application/problem+json body with
 // violated-policies), so no header or body logic is written twice.
 //
+// # Consistency tiers
+//
+// A rule may choose where its counters live with [Rule].Consistency:
+// "strict" (one atomic script on the shared Redis, exact across gateways;
+// [Rule].OnError says what to answer while Redis is down), "eventual"
+// (decided in process against a view of the global count synced every
+// [Rule].SyncInterval) or "local" (this process only, each of
+// [Rule].Nodes gateways enforcing its share: the policies divided by
+// store/local's Divide). [Config].Stores supplies each tier's store; a
+// rule without a tier, or every rule when Stores is nil, is charged on
+// the store given to New, exactly as before tiers existed.
+//
+// All or nothing holds per store. The requests of one decision are grouped
+// by store; each group is one ApplyAll, atomic on its store. The groups
+// are charged one after the other, cheapest first (local, eventual, the
+// engine's store, strict), and the first refusal (or store error) stops
+// the rest, which are not charged. A group charged before the refusal
+// stays charged, since no store can take a charge back: a request refused
+// by a strict rule still counts against the local and eventual rules it
+// matched (this gateway's own counts), while a request refused by a local
+// rule never reaches Redis, so the shared counts only ever see requests
+// every cheaper tier admitted. The merged decision, headers and
+// violated-policies are those of the groups charged. When every rule is
+// on one store (all default, or tiers the Stores function maps to the
+// same store) the decision is one ApplyAll as before, and the allowed path
+// allocates nothing in either case.
+//
 // Client IPs come from the peer address; forwarding headers
 // (X-Forwarded-For, Forwarded per RFC 7239, or X-Real-IP) are read only when
 // the peer is inside [ClientIP].TrustedProxies, walking right to left past

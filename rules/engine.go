@@ -19,6 +19,7 @@ import (
 // store, so an unchanged rule keeps its counts).
 type Engine struct {
 	store     limit.Store
+	groups    []storeGroup // nil when every rule is charged on store
 	enforced  []*compiledRule
 	shadow    []*compiledRule
 	ip        ipResolver
@@ -53,6 +54,9 @@ type compiledRule struct {
 	shadow    bool
 	headers   bool // shown in headers
 	maxDelay  time.Duration
+	index     int  // position in Config.Rules
+	tier      tier // consistency tier
+	group     int  // index in Engine.groups
 }
 
 type compiledTiers struct {
@@ -91,6 +95,11 @@ func New(cfg Config, store limit.Store) (*Engine, error) {
 		return nil, errors.Join(ps...)
 	}
 	e.store = store
+	if cfg.Stores != nil {
+		if err := e.bindStores(&cfg); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
 }
 
@@ -151,6 +160,7 @@ func compile(c *Config) (*Engine, problems) {
 		}
 		seen[r.Name] = true
 		cr := e.compileRule(r, where, maxDelay, &ps)
+		cr.index = i
 		if cr.shadow {
 			e.shadow = append(e.shadow, cr)
 		} else {
@@ -181,6 +191,7 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 	} else if r.MaxDelay > 0 {
 		cr.maxDelay = r.MaxDelay
 	}
+	cr.tier = compileTier(r, where, ps)
 	cr.match = compileMatch(r.Match, where+".match", ps)
 	cr.key = compileKey(r.Key, where+".key", ps)
 
@@ -190,9 +201,9 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 	case len(r.Policies) == 0 && r.Tiers == nil:
 		ps.add(where, "no policies and no tiers: the rule would limit nothing")
 	case r.Tiers != nil:
-		cr.tiers = e.compileTiers(r.Name, r.Tiers, where+".tiers", ps)
+		cr.tiers = e.compileTiers(r.Name, r.Tiers, cr.tier, where+".tiers", ps)
 	default:
-		cr.policies = compilePolicies(r.Name, r.Name, "", r.Policies, where+".policies", ps)
+		cr.policies = compilePolicies(r.Name, r.Name, "", r.Policies, cr.tier, where+".policies", ps)
 	}
 
 	switch {
@@ -216,7 +227,7 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 
 // compilePolicies compiles a rule's (or a plan's) policies. Default names
 // are base, base-2, base-3...; keys are namespaced by rule, plan and name.
-func compilePolicies(rule, base, plan string, list []Policy, where string, ps *problems) []*compiledPolicy {
+func compilePolicies(rule, base, plan string, list []Policy, t tier, where string, ps *problems) []*compiledPolicy {
 	var out []*compiledPolicy
 	names := map[string]bool{}
 	for i, p := range list {
@@ -236,6 +247,9 @@ func compilePolicies(rule, base, plan string, list []Policy, where string, ps *p
 		}
 		names[name] = true
 		lp, field, err := p.toLimit()
+		if err == nil {
+			lp, field, err = t.tierPolicy(lp)
+		}
 		if err != nil {
 			if field != "" {
 				at += "." + field
@@ -252,7 +266,7 @@ func compilePolicies(rule, base, plan string, list []Policy, where string, ps *p
 	return out
 }
 
-func (e *Engine) compileTiers(rule string, t *Tiers, where string, ps *problems) *compiledTiers {
+func (e *Engine) compileTiers(rule string, t *Tiers, rt tier, where string, ps *problems) *compiledTiers {
 	ct := &compiledTiers{members: map[string]*compiledPlan{}}
 	if len(t.Identity) > 0 {
 		ct.identity = compileKey(t.Identity, where+".identity", ps)
@@ -269,7 +283,7 @@ func (e *Engine) compileTiers(rule string, t *Tiers, where string, ps *problems)
 		if len(t.Plans[name]) == 0 {
 			ps.add(at, "no policies")
 		}
-		list := compilePolicies(rule, rule+"-"+name, name, t.Plans[name], at, ps)
+		list := compilePolicies(rule, rule+"-"+name, name, t.Plans[name], rt, at, ps)
 		plans[name] = &compiledPlan{name: name, policies: list}
 	}
 	if t.Default == "" {
@@ -341,12 +355,24 @@ func (b *batch) add(e *Engine, r limit.Request) {
 	b.n++
 }
 
-// apply charges the batch (of at least one request) in one store call.
-func (b *batch) apply(ctx context.Context, e *Engine) (limit.Decision, error) {
+// apply charges the batch (of at least one request), whose first request
+// is res.at(from), on the engine's store in one call, or, when rules have
+// stores of their own, store group by store group (applyGroups).
+func (b *batch) apply(ctx context.Context, e *Engine, res *Result, from int) (limit.Decision, error) {
 	if b.n == 1 {
-		return e.store.Apply(ctx, b.first.Key, b.first.Policy, b.first.Cost)
+		st := e.store
+		if e.groups != nil {
+			st = e.groups[res.at(from).rule.group].store
+		}
+		return st.Apply(ctx, b.first.Key, b.first.Policy, b.first.Cost)
 	}
-	d, err := e.store.ApplyAll(ctx, *b.more)
+	var d limit.Decision
+	var err error
+	if e.groups == nil {
+		d, err = e.store.ApplyAll(ctx, *b.more)
+	} else {
+		d, err = e.applyGroups(ctx, *b.more, res, from)
+	}
 	clear(*b.more)
 	e.batches.Put(b.more)
 	b.more = nil
@@ -373,7 +399,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 	res.enforced = res.n
 	var err error
 	if b.n > 0 {
-		res.Decision, err = b.apply(ctx, e)
+		res.Decision, err = b.apply(ctx, e, &res, 0)
 		if err != nil {
 			err = fmt.Errorf("%w: %w", ErrStore, err)
 			res.Outcome = Errored
@@ -398,7 +424,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 		}
 		if sb.n > 0 {
 			res.shadowMatched = true
-			sd, serr := sb.apply(ctx, e)
+			sd, serr := sb.apply(ctx, e, &res, res.enforced)
 			out := ShadowAllowed
 			if serr != nil {
 				serr = fmt.Errorf("%w: %w", ErrStore, serr)
