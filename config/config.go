@@ -35,7 +35,9 @@ type Config struct {
 	// Config is the rule engine's part of the file, decoded in package
 	// rules' own vocabulary (its yaml tags) at the top level: rules,
 	// client_ip, headers, refusal, max_key_length, key_cache, max_delay
-	// and on_store_error. See rules.Config for each field.
+	// and on_store_error. See rules.Config for each field, and rules.Rule
+	// for a rule's keys, including its consistency tier (consistency,
+	// on_error, sync_interval, nodes).
 	rules.Config `yaml:",inline"`
 	// AccessLog is off unless a path is given.
 	AccessLog AccessLog `yaml:"access_log"`
@@ -149,7 +151,8 @@ type RedisStore struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// OnError is what a decision does when Redis fails or is slow:
 	// "local" (decide in memory, each node alone; the default), "open"
-	// (allow) or "closed" (refuse).
+	// (allow) or "closed" (refuse). A rule with consistency strict may
+	// set its own (rules.Rule.OnError).
 	OnError string `yaml:"on_error"`
 }
 

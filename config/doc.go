@@ -9,6 +9,25 @@
 // Defaults are filled after decoding ([Config.Defaults]), so a Config
 // returned without error is complete and valid.
 //
+// # Consistency tiers
+//
+// A rule may choose where its counters live (see rules.Rule for details):
+//
+//	consistency: strict     # one atomic script on store.redis per decision
+//	on_error: fail_closed   # strict only: fail_open, fail_closed or local
+//	                        # while Redis is down (default: store.redis.on_error)
+//	consistency: eventual   # decided in process, synced with store.redis
+//	sync_interval: 100ms    # eventual only (default 100ms)
+//	consistency: local      # in process only, nothing shared
+//	nodes: 3                # local only: each of 3 gateways enforces 1/3
+//
+// A rule without consistency uses the store of the store: section, exactly
+// as before tiers existed. strict and eventual need store.redis. A request
+// matched by rules of several tiers is charged tier by tier, cheapest first
+// (local, eventual, the store: section's, strict), stopping at the first
+// refusal: see package rules for what all-or-nothing means across tiers.
+// examples/tiers.yaml uses all three.
+//
 // The package knows nothing about HTTP stacks or stores: the gateway
 // (package gateway) builds its listeners, routes and rule engine from a
 // Config. [Default] is the embedded configuration `tollgate serve` runs

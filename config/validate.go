@@ -37,6 +37,7 @@ func (c *Config) validate(ps *problems) {
 	c.validateRoutes(ps)
 	c.validateStore(ps)
 	c.validateRules(ps)
+	c.validateTiers(ps)
 	c.validateAccessLog(ps)
 }
 
