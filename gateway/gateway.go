@@ -42,6 +42,7 @@ type Gateway struct {
 	memStore   *memory.Store // nil unless the store is in memory
 	closeStore func() error
 	storeCfg   config.Store
+	tiers      *tierStores // the rules' consistency tiers' stores
 
 	server   *fasthttp.Server
 	ln       net.Listener
@@ -122,13 +123,15 @@ func (g *Gateway) openStore(sc config.Store) error {
 		if err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
-		g.store, g.closeStore = rs, rs.Close
+		g.tiers = &tierStores{redis: rs, onFail: rc.OnFailure}
+		g.store, g.closeStore = rs, func() error { g.tiers.close(); return rs.Close() }
 	default:
 		ms, err := memory.New(memory.Config{MaxKeys: sc.Memory.MaxKeys})
 		if err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
-		g.store, g.memStore, g.closeStore = ms, ms, ms.Close
+		g.tiers = &tierStores{mem: ms}
+		g.store, g.memStore, g.closeStore = ms, ms, func() error { g.tiers.close(); return ms.Close() }
 	}
 	g.storeCfg = sc
 	return nil

@@ -56,6 +56,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		rc := cfg.Config // a copy: the observer and logger are per snapshot
 		rc.Observer = g.m.newObserver(&rc)
 		rc.Logger = g.log
+		rc.Stores = g.tiers.store
 		e, err := rules.New(rc, g.store)
 		if err != nil {
 			return nil, fmt.Errorf("rules: %w", err)
