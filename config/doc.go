@@ -26,7 +26,7 @@
 // matched by rules of several tiers is charged tier by tier, cheapest first
 // (local, eventual, the store: section's, strict), stopping at the first
 // refusal: see package rules for what all-or-nothing means across tiers.
-// examples/tiers.yaml uses all three.
+// examples/consistency-tiers.yaml uses all three.
 //
 // The package knows nothing about HTTP stacks or stores: the gateway
 // (package gateway) builds its listeners, routes and rule engine from a

@@ -5,6 +5,7 @@
 //	api-key-tiers.yaml     API-key plans from a members file, costs by path
 //	login-bruteforce.yaml  login attempts per IP and per account
 //	write-shaping.yaml     nginx-style shaping of writes, a shadow rule
+//	consistency-tiers.yaml strict, eventual and local rules over one Redis
 //
 // Run one with: tollgate serve -config examples/per-ip-api.yaml
 package examples
