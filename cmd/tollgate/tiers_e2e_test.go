@@ -10,11 +10,12 @@ import (
 )
 
 // TestE2EConsistencyTiers runs two gateways on one real Redis with rules
-// of three tiers in one file, and kills Redis in the middle: the strict
+// of every tier in one file, and kills Redis in the middle: the strict
 // rule shares one exact count across the gateways and, set to
 // fail_closed, refuses while Redis is down; the local rule counts in each
 // gateway alone, its limit divided by the node count, and keeps counting
-// (and refusing at its limit) while Redis is down; a rule without a tier
+// (and refusing at its limit) while Redis is down; the eventual rule's
+// admissions on one gateway reach the other through Redis; a rule without a tier
 // keeps the store-wide on_error (local: allowed, counted in memory).
 func TestE2EConsistencyTiers(t *testing.T) {
 	rs := redistest.Start(t)
@@ -33,6 +34,12 @@ func TestE2EConsistencyTiers(t *testing.T) {
     key: path
     consistency: local
     nodes: 2
+    policies: [{algorithm: fixed_window, limit: 4, window: 1h}]
+  - name: synced
+    match: {path_prefixes: [/eventual/]}
+    key: path
+    consistency: eventual
+    sync_interval: 20ms
     policies: [{algorithm: fixed_window, limit: 4, window: 1h}]
   - name: plain
     match: {path_prefixes: [/plain/]}
@@ -67,13 +74,22 @@ func TestE2EConsistencyTiers(t *testing.T) {
 	if got := codes([]*proc{b}, "/local/a", 3); got != "200 200 429" {
 		t.Fatalf("local on gateway b: %s, want its own share of 2", got)
 	}
+	// Eventual: gateway a admits its 4 locally; once a has pushed and b
+	// has pulled, b refuses too.
+	if got := codes([]*proc{a}, "/eventual/a", 5); got != "200 200 200 200 429" {
+		t.Fatalf("eventual on gateway a: %s", got)
+	}
+	eventually(t, "gateway b to see a's admissions", func() bool {
+		resp, _ := get(t, b.url("/eventual/a"))
+		return resp.StatusCode == 429
+	})
 	keys := rs.CLI(t, "--scan", "--pattern", "e2e:*")
-	if !strings.Contains(keys, "exact") || strings.Contains(keys, "node") {
-		t.Fatalf("Redis keys %q: want the strict rule's, not the local rule's", keys)
+	if !strings.Contains(keys, "exact") || !strings.Contains(keys, "synced") || strings.Contains(keys, "node") {
+		t.Fatalf("Redis keys %q: want the strict and eventual rules', not the local rule's", keys)
 	}
 
 	// Redis down: the strict rule refuses (a fresh key, far from its
-	// limit), the local rule keeps counting, the default rule decides in
+	// limit), the local and eventual rules keep counting, the default rule decides in
 	// memory (store-wide on_error local).
 	rs.Kill()
 	if got := codes([]*proc{a}, "/strict/b", 4); got != "429 429 429 429" {
@@ -81,6 +97,9 @@ func TestE2EConsistencyTiers(t *testing.T) {
 	}
 	if got := codes([]*proc{a}, "/local/c", 3); got != "200 200 429" {
 		t.Fatalf("local with Redis down: %s", got)
+	}
+	if got := codes([]*proc{a}, "/eventual/f", 5); got != "200 200 200 200 429" {
+		t.Fatalf("eventual with Redis down: %s", got)
 	}
 	if got := codes([]*proc{a}, "/plain/d", 5); got != "200 200 200 200 429" {
 		t.Fatalf("default rule (on_error local) with Redis down: %s", got)
