@@ -71,6 +71,12 @@ func TestParseCLF(t *testing.T) {
 	if err := new(clfParser).parse([]byte(line), &r); err != nil || string(r.Status) != "200" || string(r.Path) != `/a\"b` {
 		t.Errorf("common: %v %+v", err, r)
 	}
+	// The gateway's own combined log appends rule= and decision=.
+	r.reset(0)
+	line = `192.0.2.9 - - [30/Nov/2026:02:00:00 +0100] "GET /v1/x HTTP/1.1" 429 57 "-" "curl/8" rule=per-ip decision=refused`
+	if err := new(clfParser).parse([]byte(line), &r); err != nil || string(r.Status) != "429" || r.Time != time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC).UnixNano() {
+		t.Errorf("gateway combined: %v %+v", err, r)
+	}
 	for _, bad := range []string{
 		`10.0.0.1 - - 17/May/2015:10:05:03 +0000 "GET / HTTP/1.1" 200 1`,
 		`10.0.0.1 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1`,
