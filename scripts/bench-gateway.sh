@@ -277,3 +277,21 @@ for c in "${CONFIGS[@]}"; do
 	all=$(awk -v n="$1" '$1 == n {printf "%s%.0f", sep, $3; sep = ", "}' "$RES")
 	printf "| %s | %.0f | %.0f | %.0f | %.1f | %s |\n" "$1" "$rps" "$p50" "$p99" "$cpu" "$all"
 done
+
+# Paired ratios: each round's A/B from the same round (measured seconds
+# apart), median over the rounds; throughput, and CPU efficiency (B's CPU
+# per request over A's: above 1 means A spends less).
+echo
+echo "| A vs B (median of per-round ratios) | req/s A/B | CPU efficiency A vs B |"
+echo "| --- | ---: | ---: |"
+for pair in tollgate-rule-allow/tollgate-norule tollgate-rule-allow/nginx-limit-allow \
+	tollgate-norule/nginx-plain tollgate-rule-deny/nginx-limit-deny \
+	tollgate-norule/nethttp-reverseproxy tollgate-rule-deny/nethttp-429 \
+	tollgate-norule/fasthttp-hostclient-proxy tollgate-rule-deny/fasthttp-429 \
+	fasthttp-hostclient-proxy/nginx-plain fasthttp-429/nginx-limit-deny; do
+	a=${pair%/*} b=${pair#*/}
+	grep -q "^$b " "$RES" && grep -q "^$a " "$RES" || continue
+	rr=$(awk -v a="$a" -v b="$b" '$1 == a {x[$2] = $3} $1 == b {y[$2] = $3} END {for (r in x) if (y[r] > 0) print x[r] / y[r]}' "$RES" | median)
+	cr=$(awk -v a="$a" -v b="$b" '$1 == a {x[$2] = $7} $1 == b {y[$2] = $7} END {for (r in x) if (x[r] > 0) print y[r] / x[r]}' "$RES" | median)
+	printf "| %s vs %s | %.2f | %.2f |\n" "$a" "$b" "$rr" "$cr"
+done
