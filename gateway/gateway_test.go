@@ -242,3 +242,22 @@ func goroutines() int {
 	}
 	return n
 }
+
+// A shaping rule delays the excess instead of refusing it, and counts it
+// as delayed.
+func TestShapingDelays(t *testing.T) {
+	g, base := startTestGateway(t, `routes: [{path: /, upstream: demo}]
+rules:
+  - name: shape
+    policies: [{algorithm: leaky_bucket, rate: 50/s, burst: 5, mode: shape}]
+`)
+	for range 3 {
+		if code, _, _ := get(t, base+"/", ""); code != 200 {
+			t.Fatalf("status %d, want 200 (delayed, not refused)", code)
+		}
+	}
+	_, body, _ := get(t, "http://"+g.AdminAddr().String()+"/metrics", "")
+	if !strings.Contains(body, `tollgate_decisions_total{outcome="delayed",rule="shape"} 2`) {
+		t.Errorf("want 2 delayed decisions:\n%s", body)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/config"
@@ -102,8 +104,8 @@ func summarize(w io.Writer, c *config.Config) {
 				fmt.Fprintf(w, " + file %s", t.MembersFile)
 			}
 			fmt.Fprintln(w)
-			for plan, ps := range t.Plans {
-				for _, p := range ps {
+			for _, plan := range slices.Sorted(maps.Keys(t.Plans)) {
+				for _, p := range t.Plans[plan] {
 					fmt.Fprintf(w, "      %-10s %s\n", plan, describePolicy(p))
 				}
 			}
