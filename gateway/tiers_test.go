@@ -1,0 +1,69 @@
+package gateway
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/redistest"
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/eventual"
+	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis"
+)
+
+// TestTierStores: the stores the gateway gives each tier, over one Redis
+// store: strict with the store's own failure mode is that store (so it is
+// charged atomically with the default rules), another mode a view of it;
+// one eventual store per sync interval; one memory store for local rules.
+func TestTierStores(t *testing.T) {
+	rs := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := redis.New(ctx, redis.Config{Addrs: []string{rs.Addr}, OnFailure: redis.FailLocal})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ts := &tierStores{redis: st, onFail: redis.FailLocal}
+	get := func(r rules.Rule) limit.Store {
+		t.Helper()
+		s, err := ts.store(r)
+		if err != nil {
+			t.Fatalf("%+v: %v", r, err)
+		}
+		return s
+	}
+	if s := get(rules.Rule{Consistency: "strict"}); s != limit.Store(st) {
+		t.Errorf("strict without on_error = %T, want the Redis store", s)
+	}
+	if s := get(rules.Rule{Consistency: "strict", OnError: "local"}); s != limit.Store(st) {
+		t.Errorf("strict with the store's mode = %T, want the Redis store", s)
+	}
+	closed := get(rules.Rule{Consistency: "strict", OnError: "fail_closed"})
+	if closed == limit.Store(st) || closed != get(rules.Rule{Consistency: "strict", OnError: "closed"}) {
+		t.Errorf("fail_closed views: %v", closed)
+	}
+	e1, e2 := get(rules.Rule{Consistency: "eventual"}), get(rules.Rule{Consistency: "eventual", SyncInterval: 100 * time.Millisecond})
+	e3 := get(rules.Rule{Consistency: "eventual", SyncInterval: time.Second})
+	if _, ok := e1.(*eventual.Store); !ok || e1 != e2 || e1 == e3 {
+		t.Errorf("eventual stores %p %p %p: want one per interval (0 = 100ms)", e1, e2, e3)
+	}
+	l1, l2 := get(rules.Rule{Consistency: "local"}), get(rules.Rule{Consistency: "local", Nodes: 3})
+	if _, ok := l1.(*memory.Store); !ok || l1 != l2 {
+		t.Errorf("local stores %T %T: want one memory store", l1, l2)
+	}
+	ts.close()
+	if _, err := ts.store(rules.Rule{Consistency: "eventual", SyncInterval: time.Minute}); err == nil {
+		t.Error("a new eventual store after close")
+	}
+
+	mem := &tierStores{mem: &memory.Store{}}
+	if _, err := mem.store(rules.Rule{Consistency: "strict"}); err == nil {
+		t.Error("strict without Redis accepted")
+	}
+	if s, _ := mem.store(rules.Rule{Consistency: "local"}); s != limit.Store(mem.mem) {
+		t.Error("local on a memory gateway is not its store")
+	}
+}
