@@ -12,9 +12,10 @@
 // survive. [Gateway.Shutdown] stops accepting and lets in-flight requests
 // finish.
 //
-// The proxy appends the client to X-Forwarded-For and sets
-// X-Forwarded-Proto and X-Forwarded-Host, removes hop-by-hop header
-// fields, streams request and response bodies, passes WebSocket upgrades
+// The proxy sets X-Forwarded-For to the client's address (appended to the
+// incoming list only when the peer is one of client_ip.trusted_proxies, so
+// a client cannot plant addresses in it), X-Forwarded-Proto and
+// X-Forwarded-Host, removes hop-by-hop header fields, streams request and response bodies, passes WebSocket upgrades
 // through, and answers 502 (upstream unreachable), 503 (upstream
 // connection limit reached for longer than the response timeout) or 504
 // (no response headers within the response timeout) with an

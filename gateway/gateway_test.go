@@ -261,3 +261,29 @@ rules:
 		t.Errorf("want 2 delayed decisions:\n%s", body)
 	}
 }
+
+// X-Forwarded-For keeps the incoming list only from a trusted proxy.
+func TestForwardedForTrust(t *testing.T) {
+	seen := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Get("X-Forwarded-For") + " | " + r.Header.Get("X-Forwarded-Proto")
+	}))
+	defer srv.Close()
+	for _, tc := range []struct{ trusted, want string }{
+		{"", "127.0.0.1 | http"},
+		{"client_ip: {trusted_proxies: [127.0.0.0/8]}\n", "198.51.100.7, 10.0.0.1, 127.0.0.1 | http"},
+	} {
+		_, base := startTestGateway(t, tc.trusted+"routes: [{path: /, upstream: \""+srv.URL+"\"}]\n")
+		req, _ := http.NewRequest("GET", base+"/", nil)
+		req.Header.Set("X-Forwarded-For", "198.51.100.7, 10.0.0.1")
+		req.Header.Set("X-Forwarded-Proto", "https")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := <-seen; got != tc.want {
+			t.Errorf("trusted %q: origin saw %q, want %q", tc.trusted, got, tc.want)
+		}
+	}
+}

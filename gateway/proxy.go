@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"syscall"
 	"time"
@@ -86,19 +87,24 @@ func forEachToken(v []byte, f func([]byte)) {
 	}
 }
 
-// setForwarded appends the peer to X-Forwarded-For (keeping what earlier
-// proxies wrote: trusting it is the next hop's decision, made with its own
-// trusted-proxy list) and sets X-Forwarded-Proto and X-Forwarded-Host,
+// setForwarded sets X-Forwarded-For to the peer's address, appended to
+// the incoming list only when the peer is a trusted proxy (a client's own
+// X-Forwarded-For is dropped, so an upstream reading the list cannot be
+// fooled by it), and sets X-Forwarded-Proto and X-Forwarded-Host,
 // replacing any value the client sent.
-func setForwarded(ctx *fasthttp.RequestCtx, scratch []byte) []byte {
+func setForwarded(ctx *fasthttp.RequestCtx, s *snapshot, scratch []byte) []byte {
 	h := &ctx.Request.Header
 	buf := scratch[:0]
-	if prior := h.PeekCanonical(hdrXFF); len(prior) > 0 {
+	var peer netip.Addr
+	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+		peer = a.AddrPort().Addr().Unmap()
+	}
+	if prior := h.PeekCanonical(hdrXFF); len(prior) > 0 && peer.IsValid() && s.isTrusted(peer) {
 		buf = append(buf, prior...)
 		buf = append(buf, ", "...)
 	}
-	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
-		buf = a.AddrPort().Addr().Unmap().AppendTo(buf)
+	if peer.IsValid() {
+		buf = peer.AppendTo(buf)
 	}
 	h.SetCanonical(hdrXFF, buf)
 	if ctx.IsTLS() {
@@ -113,11 +119,11 @@ func setForwarded(ctx *fasthttp.RequestCtx, scratch []byte) []byte {
 // proxy forwards the request to rt's upstream and fills the response,
 // streaming bodies both ways. start, when not zero, is a time read just
 // before (it saves reading the clock again).
-func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, rt *route, start time.Time) {
+func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start time.Time) {
 	req := &ctx.Request
 	var scratch [128]byte
 	removeRequestHop(&req.Header)
-	setForwarded(ctx, scratch[:0])
+	setForwarded(ctx, s, scratch[:0])
 	if rt.basePath != "" {
 		uri := req.URI()
 		p := append(scratch[:0], rt.basePath...)

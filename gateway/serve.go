@@ -51,10 +51,10 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 	case isUpgrade(&ctx.Request.Header):
 		// The upstream's 101 response goes to the client raw through the
 		// tunnel: no rate-limit headers can be added to it.
-		g.websocket(ctx, rt)
+		g.websocket(ctx, s, rt)
 		return
 	default:
-		g.proxy(ctx, rt, now)
+		g.proxy(ctx, s, rt, now)
 	}
 	if res.Matched() {
 		fastlimit.SetHeaders(&ctx.Response.Header, &res)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -28,6 +29,9 @@ type snapshot struct {
 	shown []byte
 	// logAccess is whether requests are written to the access log.
 	logAccess bool
+	// trusted are client_ip.trusted_proxies: only from them is an
+	// incoming X-Forwarded-For kept (and appended to).
+	trusted []netip.Prefix
 }
 
 // route is one compiled config.Route.
@@ -86,6 +90,13 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 			return nil, fmt.Errorf("listen.tls: %w", err)
 		}
 		s.cert = &cert
+	}
+	for _, t := range cfg.ClientIP.TrustedProxies {
+		p, err := parsePrefix(t)
+		if err != nil {
+			return nil, fmt.Errorf("client_ip.trusted_proxies: %w", err)
+		}
+		s.trusted = append(s.trusted, p)
 	}
 	shown, err := cfg.Masked()
 	if err != nil {
@@ -153,6 +164,39 @@ func (g *Gateway) client(u config.Upstream, addr string, isTLS bool) *fasthttp.H
 	}
 	g.clients[key] = c
 	return c
+}
+
+// parsePrefix reads a CIDR or a bare address (its own /32 or /128), IPv4
+// unmapped, as the rule engine reads client_ip.trusted_proxies.
+func parsePrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if !strings.Contains(s, "/") {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return netip.Prefix{}, err
+		}
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	p = p.Masked()
+	if p.Addr().Is4In6() {
+		p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+	}
+	return p, nil
+}
+
+// isTrusted reports whether a is a trusted proxy.
+func (s *snapshot) isTrusted(a netip.Addr) bool {
+	for _, p := range s.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // match returns the route for ctx, or nil.

@@ -20,7 +20,7 @@ func isUpgrade(h *fasthttp.RequestHeader) bool {
 // hijacks the client connection and copies bytes both ways until either
 // side closes. The upstream's answer (101 or a refusal) reaches the client
 // unchanged.
-func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, rt *route) {
+func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 	var up net.Conn
 	var err error
 	d := &net.Dialer{Timeout: rt.dialTimeout}
@@ -36,7 +36,7 @@ func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, rt *route) {
 	}
 	req := &ctx.Request
 	var scratch [128]byte
-	setForwarded(ctx, scratch[:0])
+	setForwarded(ctx, s, scratch[:0])
 	if rt.basePath != "" {
 		uri := req.URI()
 		uri.SetPathBytes(append([]byte(rt.basePath), uri.PathOriginal()...))

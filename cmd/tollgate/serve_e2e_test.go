@@ -76,8 +76,8 @@ rules:
 		}
 	}
 	s := <-seenCh
-	if got := s.header.Get("X-Forwarded-For"); got != "203.0.113.9, 127.0.0.1" {
-		t.Errorf("origin saw X-Forwarded-For %q, want the client's list with the peer appended", got)
+	if got := s.header.Get("X-Forwarded-For"); got != "127.0.0.1" {
+		t.Errorf("origin saw X-Forwarded-For %q, want the peer only: the client is not a trusted proxy", got)
 	}
 	if s.header.Get("X-Forwarded-Host") != "api.example" || s.header.Get("X-Forwarded-Proto") != "http" {
 		t.Errorf("origin saw X-Forwarded-Host %q, -Proto %q", s.header.Get("X-Forwarded-Host"), s.header.Get("X-Forwarded-Proto"))
