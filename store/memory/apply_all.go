@@ -44,10 +44,19 @@ func (s *Store) ApplyAll(_ context.Context, reqs []limit.Request) (limit.Decisio
 	}
 	// Lock in shard order: every batch agrees on it.
 	slices.Sort(locks)
+	now := s.now()
 	for _, i := range locks {
 		s.shards[i].mu.Lock()
 	}
-	now := s.now() // under the locks: see Apply
+	for _, i := range locks { // see Store.fresh
+		if now < s.shards[i].last {
+			now = s.now()
+			break
+		}
+	}
+	for _, i := range locks {
+		s.shards[i].last = max(s.shards[i].last, now)
+	}
 	var out limit.Decision
 	allowed := true
 	for i, r := range reqs {

@@ -161,3 +161,43 @@ func TestNoAllocs(t *testing.T) {
 		t.Errorf("ApplyAll: %.1f allocs; want 0", n)
 	}
 }
+
+// TestStaleClockAfterLockWait is the regression test for a goroutine that
+// read the clock, waited for a busy key's lock, and then decided with that
+// stale instant: under a rule that should never refuse, it was refused
+// (86 of 120k requests through the gateway). A decision whose reading lags
+// the shard's latest one reads the clock again under the lock.
+func TestStaleClockAfterLockWait(t *testing.T) {
+	start := int64(1_767_225_600_000_000_000)
+	var readings []int64 // what the clock answers, in order; the last repeats
+	clock := func() int64 {
+		v := readings[0]
+		if len(readings) > 1 {
+			readings = readings[1:]
+		}
+		return v
+	}
+	s, err := New(Config{Shards: 1, SweepInterval: -1, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	p := limit.TokenBucket{Rate: limit.Per(1, time.Second), Burst: 1}
+	sec := int64(time.Second)
+	readings = []int64{start + sec}
+	if d, _ := s.Apply(ctx, "k", p, 1); !d.Allowed { // TAT 2s
+		t.Fatal("first request refused")
+	}
+	// Read 0.9s, then waited while the decision at 1s went first: decides
+	// at the fresh reading 1.2s, 0.8s before the TAT.
+	readings = []int64{start + 9*sec/10, start + 12*sec/10}
+	if d, _ := s.Apply(ctx, "k", p, 0); d.ResetAfter != 800*time.Millisecond {
+		t.Fatalf("decided at a stale instant: reset-after %v; want 800ms", d.ResetAfter)
+	}
+	readings = []int64{start + 11*sec/10, start + 15*sec/10}
+	d, err := s.ApplyAll(ctx, []limit.Request{{Key: "k", Policy: p, Cost: 0}})
+	if err != nil || d.ResetAfter != 500*time.Millisecond {
+		t.Fatalf("batch decided at a stale instant: reset-after %v, %v; want 500ms", d.ResetAfter, err)
+	}
+}

@@ -60,7 +60,14 @@ type Store struct {
 }
 
 type shard struct {
-	mu     sync.Mutex
+	mu sync.Mutex
+	// last is the latest instant a decision in this shard used. A
+	// goroutine reads the clock before it waits for the lock; if another
+	// decided meanwhile with a later instant, it reads the clock again
+	// under the lock rather than decide with a stale now (behind a busy
+	// key a stale now refuses spuriously once it lags the key's state by
+	// more than the burst). The common, uncontended case costs a compare.
+	last   int64
 	states table // fixed-size states
 	logs   map[uint64]*limit.Log
 	_      [64]byte // keep neighbouring shards' locks off one cache line
@@ -137,15 +144,25 @@ func (s *Store) Apply(_ context.Context, key string, p limit.Policy, cost int64)
 	}
 	h, i := s.hash(key)
 	sh := &s.shards[i]
-	sh.mu.Lock()
-	// Read the clock under the lock: a goroutine that waited for it must
-	// not decide with the instant it started waiting (a stale now refuses
-	// spuriously once it lags the key's state by more than the burst).
 	now := s.now()
+	sh.mu.Lock()
+	now = s.fresh(sh, now)
 	d, err := s.apply(sh, h, p, now, cost, nil)
 	sh.mu.Unlock()
 	d.Policy = p
 	return d, err
+}
+
+// fresh returns now, or, if another decision in the shard used a later
+// instant while this one waited for the lock, a new reading of the clock
+// (which a clock that really went back may still leave earlier: the
+// algorithms clamp that themselves). The shard's lock must be held.
+func (s *Store) fresh(sh *shard, now int64) int64 {
+	if now < sh.last {
+		now = s.now()
+	}
+	sh.last = max(sh.last, now)
+	return now
 }
 
 // undo remembers what one request of an ApplyAll changed.
