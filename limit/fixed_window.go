@@ -38,7 +38,7 @@ func (p FixedWindow) Quota() Quota { return Quota{Limit: p.Limit, Window: p.Wind
 
 // String returns e.g. "fixed_window(limit=100, window=1m)".
 func (p FixedWindow) String() string {
-	return fmt.Sprintf("fixed_window(limit=%d, window=%s)", p.Limit, formatPeriod(p.Window))
+	return fmt.Sprintf("fixed_window(limit=%d, window=%s)", p.Limit, formatWindow(p.Window))
 }
 
 // Decide counts cost in the window containing now. State.A is the window

@@ -51,6 +51,16 @@ func (r Rate) String() string {
 	return strconv.FormatInt(r.Count, 10) + "/" + formatPeriod(r.Period)
 }
 
+// formatWindow writes a window length as ParsePeriod reads it, always
+// with a number: "1m", "90s" → "1m30s", "7d".
+func formatWindow(d time.Duration) string {
+	p := formatPeriod(d)
+	if p != "" && (p[0] < '0' || p[0] > '9') {
+		return "1" + p
+	}
+	return p
+}
+
 func formatPeriod(d time.Duration) string {
 	switch d {
 	case time.Nanosecond:

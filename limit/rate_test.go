@@ -103,3 +103,21 @@ func TestMerge(t *testing.T) {
 		t.Errorf("longer retry-after must win: %+v", m)
 	}
 }
+
+func TestPolicyStrings(t *testing.T) {
+	for _, tc := range []struct {
+		p    limit.Policy
+		want string
+	}{
+		{limit.FixedWindow{Limit: 10, Window: time.Minute}, "fixed_window(limit=10, window=1m)"},
+		{limit.SlidingWindow{Limit: 7, Window: 90 * time.Second}, "sliding_window(limit=7, window=1m30s)"},
+		{limit.SlidingLog{Limit: 5, Window: 24 * time.Hour}, "sliding_log(limit=5, window=1d)"},
+		{limit.TokenBucket{Rate: limit.Per(100, time.Minute), Burst: 20}, "token_bucket(rate=100/m, burst=20)"},
+		{limit.LeakyBucket{Rate: limit.Per(10, time.Second), Burst: 5, Delay: 3}, "leaky_bucket(rate=10/s, burst=5, mode=shape, delay=3)"},
+		{limit.LeakyBucket{Rate: limit.Per(10, time.Second), Burst: 5, Mode: limit.Police}, "leaky_bucket(rate=10/s, burst=5, mode=police)"},
+	} {
+		if got := tc.p.String(); got != tc.want {
+			t.Errorf("String() = %q; want %q", got, tc.want)
+		}
+	}
+}

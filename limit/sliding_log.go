@@ -40,7 +40,7 @@ func (p SlidingLog) Quota() Quota { return Quota{Limit: p.Limit, Window: p.Windo
 
 // String returns e.g. "sliding_log(limit=100, window=1m)".
 func (p SlidingLog) String() string {
-	return fmt.Sprintf("sliding_log(limit=%d, window=%s)", p.Limit, formatPeriod(p.Window))
+	return fmt.Sprintf("sliding_log(limit=%d, window=%s)", p.Limit, formatWindow(p.Window))
 }
 
 // DecideLog applies the exact sliding window to l.

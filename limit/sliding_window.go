@@ -34,7 +34,7 @@ func (p SlidingWindow) Quota() Quota { return Quota{Limit: p.Limit, Window: p.Wi
 
 // String returns e.g. "sliding_window(limit=100, window=1m)".
 func (p SlidingWindow) String() string {
-	return fmt.Sprintf("sliding_window(limit=%d, window=%s)", p.Limit, formatPeriod(p.Window))
+	return fmt.Sprintf("sliding_window(limit=%d, window=%s)", p.Limit, formatWindow(p.Window))
 }
 
 // Decide blends the two windows. State.A is the current window's count,

@@ -50,7 +50,7 @@ func ExampleParsePolicy() {
 		fmt.Println(p.Name, p.Policy, err)
 	}
 	// Output:
-	//  sliding_window(limit=100, window=m) <nil>
+	//  sliding_window(limit=100, window=1m) <nil>
 	//  fixed_window(limit=7, window=1m30s) <nil>
 	// api leaky_bucket(rate=10/s, burst=5, mode=shape, delay=2) <nil>
 }

@@ -93,7 +93,7 @@ func TestPolicySpellings(t *testing.T) {
 		{Policy{Algorithm: "token_bucket", Rate: "10/s", Burst: 20}, "token_bucket(rate=10/s, burst=20)"},
 		{Policy{Algorithm: "leaky_bucket", Rate: "10r/s", Burst: 5, Delay: 3}, "leaky_bucket(rate=10/s, burst=5, mode=shape, delay=3)"},
 		{Policy{Algorithm: "leaky_bucket", Rate: "10/s", Burst: 5, Mode: "nodelay"}, "leaky_bucket(rate=10/s, burst=5, mode=police)"},
-		{Policy{Algorithm: "fixed_window", Limit: 100, Window: "1m"}, "fixed_window(limit=100, window=m)"},
+		{Policy{Algorithm: "fixed_window", Limit: 100, Window: "1m"}, "fixed_window(limit=100, window=1m)"},
 		{Policy{Algorithm: "sliding_window", Rate: "7/90s"}, "sliding_window(limit=7, window=1m30s)"},
 		{Policy{Algorithm: "sliding_log", Limit: 10, Window: "7d"}, "sliding_log(limit=10, window=7d)"},
 	}
