@@ -68,6 +68,10 @@ type shard struct {
 	// key a stale now refuses spuriously once it lags the key's state by
 	// more than the burst). The common, uncontended case costs a compare.
 	last   int64
+	// prevH is the key of the shard's last locked decision; a key decided
+	// twice in a row becomes the shard's hot key (see hotKey).
+	prevH  uint64
+	hot    atomic.Pointer[hotKey]
 	states table // fixed-size states
 	logs   map[uint64]*limit.Log
 	_      [64]byte // keep neighbouring shards' locks off one cache line
@@ -145,6 +149,12 @@ func (s *Store) Apply(_ context.Context, key string, p limit.Policy, cost int64)
 	h, i := s.hash(key)
 	sh := &s.shards[i]
 	now := s.now()
+	if tb, ok := p.(limit.TokenBucket); ok {
+		if d, ok := s.decideHot(sh, fixHash(h), tb, now, cost); ok {
+			d.Policy = p
+			return d, nil
+		}
+	}
 	sh.mu.Lock()
 	now = s.fresh(sh, now)
 	d, err := s.apply(sh, h, p, now, cost, nil)
@@ -180,6 +190,7 @@ func (s *Store) apply(sh *shard, h uint64, p limit.Policy, now, cost int64, u *u
 	switch p := p.(type) {
 	case limit.Stateful:
 		h = fixHash(h)
+		sh.demoteKey(h)
 		if i := sh.states.find(h); i >= 0 && u == nil {
 			// The common case, an existing key alone: update in place.
 			slot := &sh.states.slots[i]
@@ -187,10 +198,14 @@ func (s *Store) apply(sh *shard, h uint64, p limit.Policy, now, cost int64, u *u
 			switch {
 			case next != slot.st:
 				slot.st = next
+				if h == sh.prevH {
+					sh.promote(h, next)
+				}
 			case next.IsIdle(now):
 				sh.states.removeAt(i)
 				s.expired.Add(1)
 			}
+			sh.prevH = h
 			return d, nil
 		}
 		st, existed := sh.states.get(h)
@@ -237,6 +252,7 @@ func (s *Store) makeRoom(sh *shard, h uint64, now int64) {
 	if sh.states.n+len(sh.logs) < s.perShard {
 		return
 	}
+	sh.demote() // the victim may be the hot key
 	// Drop an idle state among a sample of eight; failing that, evict the
 	// sampled state that becomes idle soonest. The sample starts at the new
 	// key's home slot, a random place.
@@ -314,6 +330,7 @@ func (s *Store) sweep(every time.Duration) {
 func (s *Store) sweepShard(sh *shard, now int64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	sh.demote()
 	n := 0
 	t := &sh.states
 	for i := 0; i < len(t.slots); {
