@@ -67,7 +67,7 @@ type shard struct {
 	// under the lock rather than decide with a stale now (behind a busy
 	// key a stale now refuses spuriously once it lags the key's state by
 	// more than the burst). The common, uncontended case costs a compare.
-	last   int64
+	last int64
 	// prevH is the key of the shard's last locked decision; a key decided
 	// twice in a row becomes the shard's hot key (see hotKey).
 	prevH  uint64
