@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -71,18 +72,5 @@ func problem(ctx *fasthttp.RequestCtx, status int, title, detail string) {
 	// Titles and details are fixed strings of this package: no escaping
 	// is needed.
 	_, _ = b.Write([]byte(`{"type":"about:blank","title":"` + title + `","status":` +
-		itoa(status) + `,"detail":"` + detail + `"}`))
-}
-
-func itoa(n int) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
-	}
+		strconv.Itoa(status) + `,"detail":"` + detail + `"}`))
 }

@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -183,23 +184,5 @@ func appendPrefix(dst, a []byte, bits int) []byte {
 	}
 	dst = p.Addr().AppendTo(dst)
 	dst = append(dst, '/')
-	return appendInt(dst, int64(bits))
-}
-
-func appendInt(dst []byte, n int64) []byte {
-	if n < 0 {
-		dst = append(dst, '-')
-		n = -n
-	}
-	var buf [20]byte
-	i := len(buf)
-	for {
-		i--
-		buf[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	return append(dst, buf[i:]...)
+	return strconv.AppendInt(dst, int64(bits), 10)
 }

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -431,28 +432,26 @@ func suggestion(r *run, i int, busiest []keyEntry, needs counted, cfg *Config) *
 func policyFlag(p limit.Policy) string {
 	switch q := p.(type) {
 	case limit.FixedWindow:
-		return "fixed_window:limit=" + itoa(q.Limit) + ",window=" + periodString(q.Window)
+		return "fixed_window:limit=" + strconv.FormatInt(q.Limit, 10) + ",window=" + periodString(q.Window)
 	case limit.SlidingLog:
-		return "sliding_log:limit=" + itoa(q.Limit) + ",window=" + periodString(q.Window)
+		return "sliding_log:limit=" + strconv.FormatInt(q.Limit, 10) + ",window=" + periodString(q.Window)
 	case limit.SlidingWindow:
-		return "sliding_window:limit=" + itoa(q.Limit) + ",window=" + periodString(q.Window)
+		return "sliding_window:limit=" + strconv.FormatInt(q.Limit, 10) + ",window=" + periodString(q.Window)
 	case limit.TokenBucket:
 		b := q.Burst
 		if b == 0 {
 			b = q.Rate.Count
 		}
-		return "token_bucket:rate=" + q.Rate.String() + ",burst=" + itoa(b)
+		return "token_bucket:rate=" + q.Rate.String() + ",burst=" + strconv.FormatInt(b, 10)
 	case limit.LeakyBucket:
-		s := "leaky_bucket:rate=" + q.Rate.String() + ",burst=" + itoa(q.Burst) + ",mode=" + q.Mode.String()
+		s := "leaky_bucket:rate=" + q.Rate.String() + ",burst=" + strconv.FormatInt(q.Burst, 10) + ",mode=" + q.Mode.String()
 		if q.Mode == limit.Shape && q.Delay > 0 {
-			s += ",delay=" + itoa(q.Delay)
+			s += ",delay=" + strconv.FormatInt(q.Delay, 10)
 		}
 		return s
 	}
 	return p.String()
 }
-
-func itoa(n int64) string { return string(appendInt(nil, n)) }
 
 // periodString formats a window as ParsePeriod reads it.
 func periodString(d time.Duration) string {
