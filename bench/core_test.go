@@ -122,8 +122,8 @@ func BenchmarkRandomKey(b *testing.B) {
 // BenchmarkHotKey: every goroutine on one key, always allowed.
 func BenchmarkHotKey(b *testing.B) {
 	ctx := context.Background()
-	b.Run("tollgate", func(b *testing.B) {
-		st, err := memory.New(memory.Config{})
+	tollgate := func(b *testing.B, clock func() int64) {
+		st, err := memory.New(memory.Config{Clock: clock})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -135,22 +135,12 @@ func BenchmarkHotKey(b *testing.B) {
 				st.Apply(ctx, "hot", p, 1)
 			}
 		})
-	})
+	}
+	b.Run("tollgate", func(b *testing.B) { tollgate(b, nil) })
 	b.Run("tollgate_coarse_clock", func(b *testing.B) {
 		clock := memory.NewCoarseClock(time.Millisecond)
 		defer clock.Close()
-		st, err := memory.New(memory.Config{Clock: clock.Now})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
-		var p limit.Policy = limit.TokenBucket{Rate: limit.Per(1_000_000_000, time.Second), Burst: 1_000_000}
-		b.ReportAllocs()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				st.Apply(ctx, "hot", p, 1)
-			}
-		})
+		tollgate(b, clock.Now)
 	})
 	b.Run("x_time_rate_shared", func(b *testing.B) {
 		l := rate.NewLimiter(rate.Limit(1e9), 1_000_000)
