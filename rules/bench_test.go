@@ -64,3 +64,52 @@ func BenchmarkDecideIPNoKeyCache(b *testing.B) {
 		e.Decide(ctx, r)
 	}
 }
+
+// refusedResult is a refusal of GET /items/42 by a per-IP token bucket.
+func refusedResult(b *testing.B) Result {
+	e, _ := newEngine(b, Config{Rules: []Rule{{Name: "per-ip", Policies: []Policy{{Rate: "1/h"}}}}})
+	decide(b, e, get("/items/42", "192.0.2.1"))
+	return decide(b, e, get("/items/42", "192.0.2.1"))
+}
+
+// BenchmarkRefusal is the refusal body in a new buffer.
+func BenchmarkRefusal(b *testing.B) {
+	res := refusedResult(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		res.Refusal()
+	}
+}
+
+// BenchmarkAppendRefusal is the refusal body in a reused buffer.
+func BenchmarkAppendRefusal(b *testing.B) {
+	res := refusedResult(b)
+	var buf [512]byte
+	b.ReportAllocs()
+	for b.Loop() {
+		res.AppendRefusal(buf[:0])
+	}
+}
+
+// BenchmarkRefusalReference is the body built entirely per request, as
+// before the fixed parts were compiled, for comparison.
+func BenchmarkRefusalReference(b *testing.B) {
+	res := refusedResult(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		res.refusalReference()
+	}
+}
+
+// BenchmarkAppendRawHeaders is AppendHeaders with the values left in a
+// reused buffer.
+func BenchmarkAppendRawHeaders(b *testing.B) {
+	e, _ := newEngine(b, Config{Rules: []Rule{{Name: "per-ip", Policies: []Policy{{Rate: "1000000000/s"}}}}})
+	res, _ := e.Decide(context.Background(), get("/items/1", "192.0.2.1"))
+	var hs [10]RawHeader
+	var buf [128]byte
+	b.ReportAllocs()
+	for b.Loop() {
+		res.AppendRawHeaders(hs[:0], buf[:0])
+	}
+}

@@ -22,6 +22,10 @@
 // Retry-After on refusal) and the refusal ([Result.Refusal]: status,
 // Cache-Control: no-store, an RFC 9457 application/problem+json body with
 // violated-policies), so no header or body logic is written twice.
+// [Result.AppendRawHeaders] and [Result.AppendRefusal] write the same
+// values into the caller's reused buffers; the fixed parts (the body's
+// type, title and status, each policy's RateLimit-Policy item and
+// violated-policies member) are built once by [New].
 //
 // # Consistency tiers
 //

@@ -32,9 +32,15 @@ type Engine struct {
 	status, errorStatus int
 	problemType, title  string
 	detail              string
-	bodyTmpl            *template.Template
-	contentType         string
-	failClosed          bool
+	// The problem+json body's fixed parts (compileProblem): its opening
+	// up to the detail member for the refusal and the store-error
+	// status, and the detail member's value when the configuration fixes
+	// it.
+	problemRefused, problemErrored string
+	problemDetail                  string
+	bodyTmpl                       *template.Template
+	contentType                    string
+	failClosed                     bool
 
 	observer Observer
 	logger   *slog.Logger

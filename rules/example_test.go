@@ -84,3 +84,45 @@ func ExampleConfig_Validate() {
 	// rules[0].policies[0].rate: "0/s": invalid rate: count 0 must be positive
 	// rules[0].policies[1]: invalid policy: fixed_window: window 0s must be positive
 }
+
+// A refusal written without allocating, as a server writing into its own
+// buffers would: the header values and the problem body land in reused
+// buffers.
+func ExampleResult_AppendRefusal() {
+	store, err := memory.New(memory.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer store.Close()
+	engine, err := rules.New(rules.Config{Rules: []rules.Rule{{
+		Name:     "per-ip",
+		Policies: []rules.Policy{{Rate: "1/h", Burst: 1}},
+	}}}, store)
+	if err != nil {
+		log.Fatal(err)
+	}
+	r := request{method: "GET", path: "/items", remote: netip.MustParseAddrPort("192.0.2.1:50000")}
+	engine.Decide(context.Background(), r)
+	res, _ := engine.Decide(context.Background(), r)
+
+	var fields [10]rules.RawHeader
+	var values, body [512]byte
+	hs, vals := res.AppendRawHeaders(fields[:0], values[:0])
+	for _, h := range hs {
+		v := h.Value
+		if h.End > 0 {
+			v = string(vals[h.Start:h.End])
+		}
+		fmt.Printf("%s: %s\n", h.Name, v)
+	}
+	ref := res.AppendRefusal(body[:0])
+	fmt.Println(ref.Status, ref.ContentType)
+	fmt.Printf("%s", ref.Body)
+	// Output:
+	// Ratelimit-Policy: "per-ip";q=1;w=3600
+	// Ratelimit: "per-ip";r=0;t=3600
+	// Retry-After: 3600
+	// Cache-Control: no-store
+	// 429 application/problem+json
+	// {"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"Rate limit exceeded; retry in 3600 seconds.","instance":"/items","retry-after":3600,"violated-policies":["per-ip"]}
+}

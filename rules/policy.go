@@ -22,6 +22,9 @@ type compiledPolicy struct {
 	sfName string
 	// limitText is the quota as decimal text, for the older headers.
 	limitText string
+	// problemViolated is the refusal body's member naming it:
+	// ,"violated-policies":["name"].
+	problemViolated string
 }
 
 // toLimit converts p to a limit.Policy, or reports what is wrong and in
@@ -122,6 +125,7 @@ func compilePolicy(rule, name string, lp limit.Policy) *compiledPolicy {
 		sfName:    strconv.Quote(name),
 		limitText: strconv.FormatInt(q.Limit, 10),
 	}
+	cp.problemViolated = problemViolated(name)
 	item := cp.sfName + ";" + paramQuota + "=" + strconv.FormatInt(min(q.Limit, maxSFInt), 10)
 	if w := ceilSeconds(q.Window); w > 0 {
 		item += ";" + paramWindow + "=" + strconv.FormatInt(min(w, maxSFInt), 10)

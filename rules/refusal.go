@@ -93,60 +93,55 @@ func (e *Engine) compileRefusal(r Refusal, ps *problems) {
 	if strings.ContainsAny(r.ContentType, "\r\n") {
 		ps.add("refusal.content_type", "contains a line break")
 	}
+	e.compileProblem()
 }
 
 // Refusal returns what to answer when Refused reports true: the configured
 // status (429 by default; Config.Refusal.ErrorStatus for a store failure)
 // and an RFC 9457 problem+json body with type, title, status, detail,
 // instance (the request path), retry-after (seconds) and
-// violated-policies, or the custom body.
+// violated-policies, or the custom body. The body is newly allocated; see
+// AppendRefusal to write it into a reused buffer.
 func (r *Result) Refusal() Response {
+	return r.AppendRefusal(make([]byte, 0, 256+3*len(r.path)))
+}
+
+// AppendRefusal is Refusal with the body appended to dst, which may be a
+// reused buffer: the returned Body is the grown dst. The parts of the
+// problem+json body fixed by the configuration (type, title, status, the
+// violated policy's name) are built once by New, so with room in dst the
+// default body costs no allocation; a custom body template allocates.
+func (r *Result) AppendRefusal(dst []byte) Response {
 	e := r.e
 	if e == nil {
-		return Response{Status: 429, ContentType: ContentTypeProblem}
+		return Response{Status: 429, ContentType: ContentTypeProblem, Body: dst}
 	}
-	status := e.status
+	if e.bodyTmpl != nil {
+		if ref, ok := r.templateRefusal(dst); ok {
+			return ref
+		}
+		// A template that fails at run time falls back to problem+json
+		// rather than sending half a body.
+	}
+	status, b := e.status, dst
 	if r.Outcome == Errored {
 		status = e.errorStatus
+		b = append(b, e.problemErrored...)
+	} else {
+		b = append(b, e.problemRefused...)
 	}
 	ra := int64(0)
 	if r.Outcome == Refused {
 		ra = retryAfterSeconds(r.Decision)
 	}
-	var violated [1]string
-	vp := r.AppendViolatedPolicies(violated[:0])
-	if e.bodyTmpl != nil {
-		var buf bytes.Buffer
-		err := e.bodyTmpl.Execute(&buf, RefusalData{
-			Status: status, RetryAfter: ra, ViolatedPolicies: vp, Path: r.path,
-			Limit: r.Decision.Limit, Remaining: r.Decision.Remaining,
-		})
-		if err == nil {
-			return Response{Status: status, ContentType: e.contentType, Body: buf.Bytes()}
-		}
-		// A template that fails at run time falls back to problem+json
-		// rather than sending half a body.
-	}
-	title := e.title
-	if title == "" {
-		title = statusText(status)
-	}
-	detail := e.detail
-	b := make([]byte, 0, 256+len(r.path))
-	b = append(b, `{"type":`...)
-	b = appendJSONString(b, e.problemType)
-	b = append(b, `,"title":`...)
-	b = appendJSONString(b, title)
-	b = append(b, `,"status":`...)
-	b = strconv.AppendInt(b, int64(status), 10)
-	b = append(b, `,"detail":`...)
-	if detail != "" {
-		b = appendJSONString(b, detail)
-	} else if r.Outcome == Errored {
+	switch {
+	case e.problemDetail != "":
+		b = append(b, e.problemDetail...)
+	case r.Outcome == Errored:
 		b = append(b, `"The rate limiter is unavailable."`...)
-	} else if r.Decision.RetryAfter == limit.Never {
+	case r.Decision.RetryAfter == limit.Never:
 		b = append(b, `"The request costs more than the policy ever admits at once."`...)
-	} else {
+	default:
 		b = append(b, `"Rate limit exceeded; retry in `...)
 		b = strconv.AppendInt(b, ra, 10)
 		if ra == 1 {
@@ -156,23 +151,108 @@ func (r *Result) Refusal() Response {
 		}
 	}
 	if r.path != "" {
-		b = append(b, `,"instance":`...)
-		b = appendJSONString(b, string(appendEscapedPath(make([]byte, 0, len(r.path)), r.path)))
+		b = append(b, `,"instance":"`...)
+		b = appendInstance(b, r.path)
+		b = append(b, '"')
 	}
 	if r.Outcome == Refused {
 		b = append(b, `,"retry-after":`...)
 		b = strconv.AppendInt(b, ra, 10)
-		b = append(b, `,"violated-policies":[`...)
-		for i, p := range vp {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, p)
+		if r.enforced > 0 {
+			b = append(b, r.at(r.Decision.Index).policy.problemViolated...)
+		} else {
+			b = append(b, `,"violated-policies":[]`...)
 		}
-		b = append(b, ']')
 	}
 	b = append(b, "}\n"...)
 	return Response{Status: status, ContentType: ContentTypeProblem, Body: b}
+}
+
+// templateRefusal runs the custom body template into dst; ok is false when
+// it failed.
+func (r *Result) templateRefusal(dst []byte) (Response, bool) {
+	e := r.e
+	status := e.status
+	if r.Outcome == Errored {
+		status = e.errorStatus
+	}
+	ra := int64(0)
+	if r.Outcome == Refused {
+		ra = retryAfterSeconds(r.Decision)
+	}
+	var violated [1]string
+	var buf bytes.Buffer
+	err := e.bodyTmpl.Execute(&buf, RefusalData{
+		Status: status, RetryAfter: ra, ViolatedPolicies: r.AppendViolatedPolicies(violated[:0]), Path: r.path,
+		Limit: r.Decision.Limit, Remaining: r.Decision.Remaining,
+	})
+	if err != nil {
+		return Response{}, false
+	}
+	// Copied, so that dst does not escape.
+	return Response{Status: status, ContentType: e.contentType, Body: append(dst, buf.Bytes()...)}, true
+}
+
+// compileProblem builds the fixed parts of the problem+json body, once:
+// its opening up to the detail member for each status, and the detail
+// when the configuration fixes it.
+func (e *Engine) compileProblem() {
+	head := func(status int) string {
+		title := e.title
+		if title == "" {
+			title = statusText(status)
+		}
+		b := []byte(`{"type":`)
+		b = appendJSONString(b, e.problemType)
+		b = append(b, `,"title":`...)
+		b = appendJSONString(b, title)
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(status), 10)
+		b = append(b, `,"detail":`...)
+		return string(b)
+	}
+	e.problemRefused, e.problemErrored = head(e.status), head(e.errorStatus)
+	if e.detail != "" {
+		e.problemDetail = string(appendJSONString(nil, e.detail))
+	}
+}
+
+// problemViolated is a policy's violated-policies member, built once.
+func problemViolated(name string) string {
+	b := []byte(`,"violated-policies":[`)
+	b = appendJSONString(b, name)
+	return string(append(b, ']'))
+}
+
+// instanceByte says how appendInstance writes each byte of a path: 0
+// percent-encoded, 1 as is, 2 as the JSON escape of '&'.
+var instanceByte = func() (t [256]uint8) {
+	for c := 0; c < 256; c++ {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~!$'()*+,;=:@/", byte(c)) >= 0 {
+			t[c] = 1
+		}
+	}
+	t['&'] = 2
+	return t
+}()
+
+// appendInstance appends path percent-encoded as a URI path and escaped
+// as the inside of a JSON string, in one pass: what
+// appendJSONString(appendEscapedPath(path)) writes between its quotes.
+func appendInstance(b []byte, p string) []byte {
+	const hexDigits = "0123456789ABCDEF"
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch instanceByte[c] {
+		case 1:
+			b = append(b, c)
+		case 2:
+			b = append(b, `\u0026`...)
+		default:
+			b = append(b, '%', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+	}
+	return b
 }
 
 // appendEscapedPath appends p percent-encoded as a URI path (RFC 3986

@@ -155,11 +155,48 @@ func retryAfterSeconds(d limit.Decision) int64 {
 // policies, and for shadow rules with ShadowHeaders), and on a refusal
 // Retry-After (delay-seconds, rounded up) and Cache-Control: no-store.
 // Values fixed by the configuration are built once by New; the per-request
-// values share a single allocation.
+// values share a single allocation (AppendRawHeaders has none).
 func (r *Result) AppendHeaders(dst []Header) []Header {
+	var rb [10]RawHeader
+	var vb [128]byte
+	raw, buf := r.AppendRawHeaders(rb[:0], vb[:0])
+	if len(raw) == 0 {
+		return dst
+	}
+	// One string for every per-request value, sliced.
+	s := string(buf)
+	for _, h := range raw {
+		v := h.Value
+		if h.End > 0 {
+			v = s[h.Start:h.End]
+		}
+		dst = append(dst, Header{Name: h.Name, Value: v})
+	}
+	return dst
+}
+
+// RawHeader is a response header field whose value, unless fixed by the
+// configuration, is held in a caller's buffer (see AppendRawHeaders).
+type RawHeader struct {
+	// Name is the field name in canonical form.
+	Name string
+	// Value is the value when the configuration fixes it.
+	Value string
+	// Start and End delimit the value in the buffer when End > 0 (the
+	// value is then never empty).
+	Start, End int
+}
+
+// AppendRawHeaders appends the same fields as AppendHeaders to dst, with
+// the per-request values written into buf rather than into a new string,
+// and returns both grown: for a field with End > 0 the value is
+// buf[Start:End]. It allocates nothing when dst and buf have room (ten
+// fields and 128 bytes always do), which suits a response writer that
+// copies header values, as fasthttp's does.
+func (r *Result) AppendRawHeaders(dst []RawHeader, buf []byte) ([]RawHeader, []byte) {
 	e := r.e
 	if e == nil || r.n == 0 {
-		return dst
+		return dst, buf
 	}
 	// The listed policies are the enforced ones and the shadow ones shown
 	// in headers. The reported one is the enforced decision's, or the
@@ -176,20 +213,17 @@ func (r *Result) AppendHeaders(dst []Header) []Header {
 	}
 	refused := r.Refused()
 	if top == nil && !refused {
-		return dst
+		return dst, buf
 	}
-	// Phase one writes every per-request value into buf and records
-	// where each ends; phase two turns buf into one string and slices it.
-	// Fixed values are appended with Value set and end < 0.
-	first := len(dst)
-	var b [128]byte
-	buf := b[:0]
-	var ends [8]int
-	ne := 0
+	// Each per-request value is written at the end of buf and runs from
+	// start to the end of buf when mark is called.
+	start := len(buf)
 	mark := func(name string) {
-		dst = append(dst, Header{Name: name})
-		ends[ne] = len(buf)
-		ne++
+		dst = append(dst, RawHeader{Name: name, Start: start, End: len(buf)})
+		start = len(buf)
+	}
+	fixed := func(name, value string) {
+		dst = append(dst, RawHeader{Name: name, Value: value})
 	}
 	if top != nil {
 		reset := resetSeconds(dec)
@@ -202,7 +236,7 @@ func (r *Result) AppendHeaders(dst []Header) []Header {
 				}
 			}
 			if listed == 1 {
-				dst = append(dst, Header{Name: HeaderRateLimitPolicy, Value: only.policy.sfItem})
+				fixed(HeaderRateLimitPolicy, only.policy.sfItem)
 			} else {
 				sep := false
 				for i := 0; i < r.n; i++ {
@@ -224,14 +258,14 @@ func (r *Result) AppendHeaders(dst []Header) []Header {
 			mark(HeaderRateLimit)
 		}
 		if e.styleDraft6 {
-			dst = append(dst, Header{Name: HeaderRateLimitLimit, Value: top.policy.limitText})
+			fixed(HeaderRateLimitLimit, top.policy.limitText)
 			buf = strconv.AppendInt(buf, dec.Remaining, 10)
 			mark(HeaderRateLimitRemaining)
 			buf = strconv.AppendInt(buf, reset, 10)
 			mark(HeaderRateLimitReset)
 		}
 		if e.styleLegacy {
-			dst = append(dst, Header{Name: HeaderXRateLimitLimit, Value: top.policy.limitText})
+			fixed(HeaderXRateLimitLimit, top.policy.limitText)
 			buf = strconv.AppendInt(buf, dec.Remaining, 10)
 			mark(HeaderXRateLimitRemaining)
 			if e.resetEpoch {
@@ -252,19 +286,7 @@ func (r *Result) AppendHeaders(dst []Header) []Header {
 			buf = strconv.AppendInt(buf, retryAfterSeconds(r.Decision), 10)
 			mark(HeaderRetryAfter)
 		}
-		dst = append(dst, Header{Name: HeaderCacheControl, Value: "no-store"})
+		fixed(HeaderCacheControl, "no-store")
 	}
-	if ne == 0 {
-		return dst
-	}
-	s := string(buf)
-	start, k := 0, 0
-	for i := first; i < len(dst); i++ {
-		if dst[i].Value == "" {
-			dst[i].Value = s[start:ends[k]]
-			start = ends[k]
-			k++
-		}
-	}
-	return dst
+	return dst, buf
 }
