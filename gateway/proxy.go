@@ -134,7 +134,7 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 	req.SetTimeout(rt.timeout)
 	resp := &ctx.Response
 	if start.IsZero() {
-		start = time.Now()
+		start = monoNow()
 	}
 	err := rt.client.Do(req, resp)
 	if err != nil {

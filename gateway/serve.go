@@ -30,10 +30,11 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 	var res rules.Result
 	var now time.Time // after the decision: the upstream exchange's start
 	if s.engine != nil {
-		t0 := time.Now()
+		t0 := monoNow()
 		res, _ = s.engine.Decide(ctx, fastlimit.Request{Ctx: ctx})
-		now = time.Now()
-		g.m.decisionTime.Observe(now.Sub(t0).Seconds())
+		took := time.Since(t0)
+		now = t0.Add(took)
+		g.m.decisionTime.Observe(took.Seconds())
 		if ent != nil {
 			ent.result(&res)
 		}
