@@ -87,29 +87,30 @@ type ruleCounters struct {
 }
 
 // observer counts the engine's events; it is the rules.Observer of one
-// snapshot.
+// snapshot. Its counters are resolved when the snapshot is built and
+// found by the event's rule index: no label or map lookup per request.
 type observer struct {
-	rules map[string]*ruleCounters
+	rules []ruleCounters // by position in rules.Config.Rules
 }
 
 func (m *metrics) newObserver(cfg *rules.Config) *observer {
-	o := &observer{rules: make(map[string]*ruleCounters, len(cfg.Rules))}
-	for _, r := range cfg.Rules {
-		rc := &ruleCounters{storeErrors: m.storeErrors.WithLabelValues(r.Name)}
+	o := &observer{rules: make([]ruleCounters, len(cfg.Rules))}
+	for i, r := range cfg.Rules {
+		rc := &o.rules[i]
+		rc.storeErrors = m.storeErrors.WithLabelValues(r.Name)
 		for out := rules.Allowed; out <= rules.Errored; out++ {
 			rc.byOutcome[out] = m.decisions.WithLabelValues(r.Name, out.String())
 		}
-		o.rules[r.Name] = rc
 	}
 	return o
 }
 
 // Observe implements rules.Observer.
 func (o *observer) Observe(ev rules.Event) {
-	rc := o.rules[ev.Rule]
-	if rc == nil || ev.Outcome > rules.Errored {
+	if ev.RuleIndex < 0 || ev.RuleIndex >= len(o.rules) || ev.Outcome < rules.Allowed || ev.Outcome > rules.Errored {
 		return
 	}
+	rc := &o.rules[ev.RuleIndex]
 	rc.byOutcome[ev.Outcome].Inc()
 	if ev.Outcome == rules.Errored {
 		rc.storeErrors.Inc()

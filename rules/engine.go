@@ -509,7 +509,7 @@ func (e *Engine) observe(res *Result, from, to int, out Outcome, dec limit.Decis
 	}
 	for i := from; i < to; {
 		a := res.at(i)
-		ev := Event{Rule: a.rule.name, Policy: a.policy.name, Plan: a.plan, Outcome: out, Decision: dec, Err: err}
+		ev := Event{Rule: a.rule.name, RuleIndex: a.rule.index, Policy: a.policy.name, Plan: a.plan, Outcome: out, Decision: dec, Err: err}
 		j := i
 		for ; j < to && res.at(j).rule == a.rule; j++ {
 			if j-from == dec.Index {

@@ -46,6 +46,9 @@ func (o Outcome) String() string {
 type Event struct {
 	// Rule is the rule's name (a bounded label; never a client key).
 	Rule string
+	// RuleIndex is the rule's position in Config.Rules, so that an
+	// observer can keep per-rule state in a slice instead of a map.
+	RuleIndex int
 	// Policy is the name of the policy of this rule that applied (for a
 	// rule with several policies, the first; for a tier, the plan's).
 	Policy string
