@@ -121,3 +121,24 @@ func TestPolicyStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestForeignStateIsAbsent is the regression test for a policy changed
+// under the same key (a reload that turns a 1m window into 1h, or a token
+// bucket into a window): the old state must not be read as a window far in
+// the future, which left the key refused, and never expiring, for years.
+func TestForeignStateIsAbsent(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC).UnixNano()
+	minute := limit.FixedWindow{Limit: 5, Window: time.Minute}
+	st, _ := minute.Decide(limit.State{}, now, 5)
+	hour := limit.FixedWindow{Limit: 5, Window: time.Hour}
+	next, d := hour.Decide(st, now, 1)
+	if !d.Allowed || d.ResetAfter > time.Hour || next.Idle > now+int64(time.Hour) {
+		t.Fatalf("a 1m window's state read by a 1h window: %+v, next %+v", d, next)
+	}
+	tb, _ := limit.TokenBucket{Rate: limit.Per(1, time.Second), Burst: 5}.Decide(limit.State{}, now, 5)
+	for _, p := range []limit.Stateful{hour, limit.SlidingWindow{Limit: 5, Window: time.Hour}} {
+		if _, d := p.Decide(tb, now, 1); !d.Allowed || d.Remaining != 4 {
+			t.Errorf("%v reading a token bucket's state: %+v; want a fresh key", p, d)
+		}
+	}
+}

@@ -69,7 +69,8 @@ local function sliding_window(st, now, cost, force, limit, w)
   now = math.max(now, 0)
   local idx = idiv(now, w)
   local cur, prev = 0, 0
-  if st[3] > 0 then
+  -- a state of this policy ends on a window boundary; another's is absent
+  if st[3] > 0 and st[3] % w == 0 then
     local sidx = idiv(st[3], w) - 2
     if sidx == idx then
       cur, prev = st[1], st[2]
