@@ -7,7 +7,9 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/rules"
@@ -95,6 +97,9 @@ func summarize(w io.Writer, c *config.Config) {
 			key = "ip"
 		}
 		fmt.Fprintf(w, "  %s%s\n    match  %s\n    key    %s\n", r.Name, flags, describeMatch(r.Match), key)
+		if tier := describeTier(r); tier != "" {
+			fmt.Fprintf(w, "    tier   %s\n", tier)
+		}
 		for _, p := range r.Policies {
 			fmt.Fprintf(w, "    limit  %s\n", describePolicy(p))
 		}
@@ -184,4 +189,30 @@ func describePolicy(p rules.Policy) string {
 		fmt.Fprintf(&b, " (%q)", p.Name)
 	}
 	return b.String()
+}
+
+// describeTier says which consistency tier decides a rule, or "" for the
+// store's default.
+func describeTier(r rules.Rule) string {
+	switch r.Consistency {
+	case "", "default":
+		return ""
+	case "strict":
+		if r.OnError != "" {
+			return "strict (one atomic Redis script per decision; on Redis failure: " + r.OnError + ")"
+		}
+		return "strict (one atomic Redis script per decision)"
+	case "eventual":
+		every := r.SyncInterval
+		if every == 0 {
+			every = 100 * time.Millisecond
+		}
+		return "eventual (decided locally, synced with Redis every " + every.String() + ")"
+	case "local":
+		if r.Nodes > 1 {
+			return "local (this gateway only, its 1/" + strconv.Itoa(r.Nodes) + " share of the limits)"
+		}
+		return "local (this gateway only)"
+	}
+	return r.Consistency
 }

@@ -79,3 +79,19 @@ client_ip: {trusted_proxies: [10.0.0.0/33]}
 		}
 	}
 }
+
+func TestCheckSummaryNamesTiers(t *testing.T) {
+	code, out, errOut := runCLI("check", "../../examples/consistency-tiers.yaml")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		"tier   strict (one atomic Redis script per decision; on Redis failure: fail_closed)",
+		"tier   eventual (decided locally, synced with Redis every 50ms)",
+		"tier   local (this gateway only, its 1/3 share of the limits)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+}
