@@ -39,7 +39,7 @@ func BenchmarkStoreApply(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		e.store.Apply(ctx, "per-ip\x1fper-ip\x1f192.0.2.1", p.policy, 1)
+		e.store.Apply(ctx, p.keyPrefix+"192.0.2.1", p.policy, 1)
 	}
 }
 

@@ -42,7 +42,7 @@ func ExampleConfig_stores() {
 		res, _ := engine.Decide(context.Background(), req)
 		fmt.Println(res.Outcome, res.Rule(), res.Decision.Remaining)
 	}
-	d, _ := shared.Apply(context.Background(), "global\x1fglobal\x1f192.0.2.1", limit.FixedWindow{Limit: 100, Window: time.Hour}, 0)
+	d, _ := shared.Apply(context.Background(), "global\x1fglobal\x1ffixed_window=1h0m0s\x1f192.0.2.1", limit.FixedWindow{Limit: 100, Window: time.Hour}, 0)
 	fmt.Println("global remaining", d.Remaining)
 	// Output:
 	// allowed burst 1

@@ -166,7 +166,7 @@ func TestConsistencyRefusalStopsLaterGroups(t *testing.T) {
 	}
 	// The strict count is still 2 of 3: one more fits there.
 	ctx := context.Background()
-	key := "global\x1fglobal\x1f192.0.2.1"
+	key := "global\x1fglobal\x1ffixed_window=1h0m0s\x1f192.0.2.1"
 	d, err := ts.strict.Store.Apply(ctx, key, limit.FixedWindow{Limit: 3, Window: time.Hour}, 0)
 	if err != nil || d.Remaining != 1 {
 		t.Fatalf("strict remaining %d (%v), want 1", d.Remaining, err)
@@ -241,7 +241,7 @@ func TestConsistencySameStoreIsOneGroup(t *testing.T) {
 		t.Fatalf("calls %v", got)
 	}
 	// b was not charged by the refused request (all or nothing on one store).
-	d, _ := ts.strict.Store.Apply(context.Background(), "b\x1fb\x1f192.0.2.1", limit.FixedWindow{Limit: 5, Window: time.Hour}, 0)
+	d, _ := ts.strict.Store.Apply(context.Background(), "b\x1fb\x1ffixed_window=1h0m0s\x1f192.0.2.1", limit.FixedWindow{Limit: 5, Window: time.Hour}, 0)
 	if d.Remaining != 4 {
 		t.Fatalf("b remaining %d, want 4", d.Remaining)
 	}

@@ -48,16 +48,16 @@ func TestKeys(t *testing.T) {
 		r    *req
 		want []string // nil: the rule does not apply
 	}{
-		{"ip default", nil, get("/", "192.0.2.1"), []string{"r\x1fr\x1f192.0.2.1"}},
-		{"v6 /64", Key{"ip"}, get("/", "2001:db8::1"), []string{"r\x1fr\x1f2001:db8::/64"}},
-		{"header", Key{"header:x-api-key"}, get("/", "192.0.2.1").with("X-API-Key", "abc"), []string{"r\x1fr\x1fabc"}},
+		{"ip default", nil, get("/", "192.0.2.1"), []string{"r\x1fr\x1ftoken_bucket\x1f192.0.2.1"}},
+		{"v6 /64", Key{"ip"}, get("/", "2001:db8::1"), []string{"r\x1fr\x1ftoken_bucket\x1f2001:db8::/64"}},
+		{"header", Key{"header:x-api-key"}, get("/", "192.0.2.1").with("X-API-Key", "abc"), []string{"r\x1fr\x1ftoken_bucket\x1fabc"}},
 		{"header missing: not applied", Key{"header:X-API-Key"}, get("/", "192.0.2.1"), nil},
-		{"query", Key{"query:api_key"}, &req{method: "GET", path: "/", query: map[string]string{"api_key": "q1"}}, []string{"r\x1fr\x1fq1"}},
-		{"composite", Key{"ip", "method", "path"}, get("/a", "192.0.2.1"), []string{"r\x1fr\x1f192.0.2.1\x1fGET\x1f/a"}},
-		{"host lower-cased without port", Key{"host"}, &req{method: "GET", host: "API.Example.com:443", path: "/"}, []string{"r\x1fr\x1fapi.example.com"}},
-		{"long value hashed", Key{"header:X-Key"}, get("/", "192.0.2.1").with("X-Key", long), []string{"r\x1fr\x1f#" + hashHex(long)}},
-		{"separator in value hashed", Key{"header:X-Key"}, get("/", "192.0.2.1").with("X-Key", "a\x1fb"), []string{"r\x1fr\x1f#" + hashHex("a\x1fb")}},
-		{"leading # hashed", Key{"header:X-Key"}, get("/", "192.0.2.1").with("X-Key", "#abc"), []string{"r\x1fr\x1f#" + hashHex("#abc")}},
+		{"query", Key{"query:api_key"}, &req{method: "GET", path: "/", query: map[string]string{"api_key": "q1"}}, []string{"r\x1fr\x1ftoken_bucket\x1fq1"}},
+		{"composite", Key{"ip", "method", "path"}, get("/a", "192.0.2.1"), []string{"r\x1fr\x1ftoken_bucket\x1f192.0.2.1\x1fGET\x1f/a"}},
+		{"host lower-cased without port", Key{"host"}, &req{method: "GET", host: "API.Example.com:443", path: "/"}, []string{"r\x1fr\x1ftoken_bucket\x1fapi.example.com"}},
+		{"long value hashed", Key{"header:X-Key"}, get("/", "192.0.2.1").with("X-Key", long), []string{"r\x1fr\x1ftoken_bucket\x1f#" + hashHex(long)}},
+		{"separator in value hashed", Key{"header:X-Key"}, get("/", "192.0.2.1").with("X-Key", "a\x1fb"), []string{"r\x1fr\x1ftoken_bucket\x1f#" + hashHex("a\x1fb")}},
+		{"leading # hashed", Key{"header:X-Key"}, get("/", "192.0.2.1").with("X-Key", "#abc"), []string{"r\x1fr\x1ftoken_bucket\x1f#" + hashHex("#abc")}},
 		{"no remote address: not applied", nil, &req{method: "GET", path: "/"}, nil},
 	}
 	for _, tt := range tests {
@@ -137,5 +137,29 @@ func TestKeyCacheBounded(t *testing.T) {
 	}
 	if a, b := c.intern([]byte("same")), c.intern([]byte("same")); a != b {
 		t.Fatal("intern changed the key")
+	}
+}
+
+// TestKeyNamesTheStateKind: a reload that changes a rule's algorithm or
+// window must not read the old state as the new policy's (a 1m window's
+// state read as a 1h window's was a key stuck refused); one that changes
+// only a rate or a limit keeps the counters.
+func TestKeyNamesTheStateKind(t *testing.T) {
+	r := get("/", "192.0.2.1")
+	key := func(p Policy) string {
+		return keysOf(t, Config{Rules: []Rule{{Name: "r", Policies: []Policy{p}}}}, r)[0]
+	}
+	minute := key(Policy{Algorithm: "fixed_window", Limit: 10, Window: "1m"})
+	if minute == key(Policy{Algorithm: "fixed_window", Limit: 10, Window: "1h"}) {
+		t.Error("a new window length reuses the old window's key")
+	}
+	if minute == key(Policy{Algorithm: "sliding_window", Limit: 10, Window: "1m"}) {
+		t.Error("a new algorithm reuses the old algorithm's key")
+	}
+	if minute != key(Policy{Algorithm: "fixed_window", Limit: 20, Window: "1m"}) {
+		t.Error("a new limit lost the counters")
+	}
+	if key(Policy{Rate: "10/s"}) != key(Policy{Rate: "20/s", Burst: 50}) {
+		t.Error("a new rate lost the token bucket's counters")
 	}
 }

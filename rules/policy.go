@@ -14,7 +14,8 @@ import (
 type compiledPolicy struct {
 	name   string
 	policy limit.Policy
-	// keyPrefix is "rule\x1fpolicy\x1f", the namespace of its store keys.
+	// keyPrefix is "rule\x1fpolicy\x1fstate\x1f", the namespace of its
+	// store keys (see stateKind).
 	keyPrefix string
 	// sfItem is the RateLimit-Policy list member: "name";q=100;w=60.
 	sfItem string
@@ -121,7 +122,7 @@ func compilePolicy(rule, name string, lp limit.Policy) *compiledPolicy {
 	cp := &compiledPolicy{
 		name:      name,
 		policy:    lp,
-		keyPrefix: rule + keySep + name + keySep,
+		keyPrefix: rule + keySep + name + keySep + stateKind(lp) + keySep,
 		sfName:    strconv.Quote(name),
 		limitText: strconv.FormatInt(q.Limit, 10),
 	}
@@ -162,4 +163,22 @@ func validName(s string) bool {
 		}
 	}
 	return true
+}
+
+// stateKind names what a policy's stored state means: the algorithm, and
+// for the windowed ones the window length. It is part of the store key, so
+// a reload that changes a rule's algorithm or window starts its counters
+// afresh instead of reading a state that meant something else, while a
+// reload that changes only a rate, limit or burst keeps them (a bucket's
+// state is a time, valid under any rate).
+func stateKind(lp limit.Policy) string {
+	switch p := lp.(type) {
+	case limit.FixedWindow:
+		return p.Algorithm().String() + "=" + p.Window.String()
+	case limit.SlidingWindow:
+		return p.Algorithm().String() + "=" + p.Window.String()
+	case limit.SlidingLog:
+		return p.Algorithm().String() + "=" + p.Window.String()
+	}
+	return lp.Algorithm().String()
 }
