@@ -47,24 +47,10 @@ func (p *csvParser) parse(line []byte, r *record) error {
 					return errNoTime
 				}
 				r.Time, haveTime = t, true
-			case slotAddr:
-				r.Addr = f
-			case slotUser:
-				r.User = f
-			case slotMethod:
-				r.Method = f
-			case slotPath:
-				r.setTarget(f)
-			case slotStatus:
-				r.Status = f
-			case slotHost:
-				r.Host = f
-			case slotKey:
-				r.Key = f
 			case slotCost:
 				costVal = f
 			default:
-				r.Fields[s-slotExtra] = f
+				r.setField(s, f)
 			}
 		}
 		col++

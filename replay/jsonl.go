@@ -63,24 +63,10 @@ func (p *jsonParser) parse(line []byte, r *record) error {
 			switch slot {
 			case slotTime:
 				timeVal = val
-			case slotAddr:
-				r.Addr = val
-			case slotUser:
-				r.User = val
-			case slotMethod:
-				r.Method = val
-			case slotPath:
-				r.setTarget(val)
-			case slotStatus:
-				r.Status = val
-			case slotHost:
-				r.Host = val
-			case slotKey:
-				r.Key = val
 			case slotCost:
 				costVal = val
 			default:
-				r.Fields[slot-slotExtra] = val
+				r.setField(slot, val)
 			}
 		})
 	}

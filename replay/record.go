@@ -60,6 +60,30 @@ type lineParser interface {
 	parse(line []byte, r *record) error
 }
 
+// setField stores a field value read for slot, one of the slots a record
+// holds as is (every slot but slotNone, slotTime and slotCost, which their
+// parsers convert).
+func (r *record) setField(slot int, v []byte) {
+	switch slot {
+	case slotAddr:
+		r.Addr = v
+	case slotUser:
+		r.User = v
+	case slotMethod:
+		r.Method = v
+	case slotPath:
+		r.setTarget(v)
+	case slotStatus:
+		r.Status = v
+	case slotHost:
+		r.Host = v
+	case slotKey:
+		r.Key = v
+	default:
+		r.Fields[slot-slotExtra] = v
+	}
+}
+
 // setTarget splits a request target into r's path and query string.
 func (r *record) setTarget(t []byte) {
 	for i, c := range t {
