@@ -186,6 +186,7 @@ func (g *Gateway) Start() error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	ln = yieldListener{ln}
 	if cfg.Listen.TLS != nil {
 		ln = tls.NewListener(ln, &tls.Config{
 			MinVersion: tls.VersionTLS12,

@@ -40,6 +40,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 		}
 		if res.Refused() {
 			fastlimit.WriteRefusal(ctx, &res)
+			yieldBeforeNextRead(ctx)
 			return
 		}
 		if res.Delay > 0 {
