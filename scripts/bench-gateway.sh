@@ -8,6 +8,9 @@
 #
 #   scripts/bench-gateway.sh [ROUNDS] [SECONDS]     defaults: 3 rounds of 5 s
 #
+# ONLY="nginx-limit-deny tollgate-rule-deny" measures only the named
+# configurations (all servers still start); CONNS sets wrk's connections.
+#
 # Needs: go, wrk, nginx (Debian nginx-light). Everything listens on
 # 127.0.0.1:18081-18099 and is stopped on exit. The peer configurations come
 # from ../shared/bench/edge (templates), or from $EDGE.
@@ -223,6 +226,14 @@ CONFIGS=(
 )
 if [ -n "${PIDOF[18097]:-}" ]; then
 	CONFIGS+=("fasthttp-hostclient-proxy 18097" "fasthttp-429 18098")
+fi
+
+if [ -n "${ONLY:-}" ]; then
+	kept=()
+	for c in "${CONFIGS[@]}"; do
+		case " $ONLY " in *" ${c%% *} "*) kept+=("$c") ;; esac
+	done
+	CONFIGS=("${kept[@]}")
 fi
 
 # Check the refusing configurations refuse and the others do not.
