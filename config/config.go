@@ -98,6 +98,9 @@ type Upstream struct {
 	// headers, from sending the request; past it the client gets 504. A
 	// large or chunked body then streams for as long as it takes; a small
 	// one (64 KiB or less) must arrive within the same bound. Default 60s.
+	// The bound is kept with a slack of an eighth of it, at most a
+	// second: an exchange fails between ResponseTimeout and
+	// ResponseTimeout plus the slack after the request was written.
 	ResponseTimeout time.Duration `yaml:"response_timeout"`
 	// IdleConnTimeout closes idle upstream keep-alive connections.
 	// Default 90s.

@@ -46,7 +46,6 @@ type route struct {
 	hostHdr  string // upstream Host header
 	basePath string // upstream URL path prefix, without trailing slash
 
-	timeout     time.Duration
 	dialTimeout time.Duration
 	upTime      prometheus.Observer
 	upStatus    [7]prometheus.Counter // by statusIndex
@@ -111,7 +110,6 @@ func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*route, error
 		name:        rc.Host + rc.Path,
 		host:        strings.ToLower(rc.Host),
 		path:        rc.Path,
-		timeout:     cfg.Upstream.ResponseTimeout,
 		dialTimeout: cfg.Upstream.DialTimeout,
 	}
 	r.upTime = g.m.upstreamTime.WithLabelValues(r.name)
@@ -160,7 +158,7 @@ func (g *Gateway) client(u config.Upstream, addr string, isTLS bool) *fasthttp.H
 		DisableHeaderNamesNormalizing: false,
 		NoDefaultUserAgentHeader:      true,
 		MaxIdemponentCallAttempts:     1,
-		Dial:                          g.conns.dial(dialer),
+		Dial:                          g.conns.dial(dialer, u.ResponseTimeout),
 	}
 	g.clients[key] = c
 	return c
