@@ -116,7 +116,7 @@ func TestAPIKeyTiers(t *testing.T) {
 func TestPerIPAPI(t *testing.T) {
 	base := serveExample(t, "per-ip-api.yaml")
 	resp, _ := do(t, "GET", base+"/api/v1/things")
-	if !strings.Contains(resp.Header.Get("Ratelimit-Policy"), `"per-second";q=200`) {
+	if p := resp.Header.Get("Ratelimit-Policy"); !strings.Contains(p, `"per-second";q=200`) || !strings.Contains(p, `"all-clients";q=5000`) {
 		t.Errorf("RateLimit-Policy = %q", resp.Header.Get("Ratelimit-Policy"))
 	}
 	resp, _ = do(t, "GET", base+"/static/app.js")

@@ -155,6 +155,10 @@ type HeaderMatch struct {
 //	path           the request path
 //	method         the request method
 //	host           the host, lower-cased, without port
+//	global         nothing: one counter for all the rule's requests, as
+//	               envoyproxy/ratelimit's descriptor without a value or
+//	               a constant key in nginx's limit_req_zone (to cap what
+//	               reaches an origin whoever sends it)
 //
 // A part that is missing from the request (no such header or parameter)
 // makes the whole key missing: the rule then does not apply unless

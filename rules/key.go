@@ -28,7 +28,12 @@ const (
 	partPath
 	partMethod
 	partHost
+	partGlobal
 )
+
+// globalValue is the key value of the global part: one counter for every
+// request the rule matches.
+const globalValue = "*"
 
 type keyPart struct {
 	kind partKind
@@ -53,6 +58,8 @@ func compileKey(k Key, path string, ps *problems) []keyPart {
 			p.kind = partMethod
 		case "host":
 			p.kind = partHost
+		case "global":
+			p.kind = partGlobal
 		case "header":
 			p.kind, p.name = partHeader, textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
 			if !isToken(p.name) {
@@ -66,7 +73,7 @@ func compileKey(k Key, path string, ps *problems) []keyPart {
 				continue
 			}
 		default:
-			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown key part %q (want ip, header:NAME, query:NAME, path, method or host)", s)
+			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown key part %q (want ip, header:NAME, query:NAME, path, method, host or global)", s)
 			continue
 		}
 		if p.kind != partHeader && p.kind != partQuery && name != "" {
@@ -113,6 +120,8 @@ func (d *decision) appendKey(dst []byte, parts []keyPart) ([]byte, bool) {
 			dst = d.e.appendClientValue(dst, d.path)
 		case partMethod:
 			dst = d.e.appendClientValue(dst, d.method)
+		case partGlobal:
+			dst = append(dst, globalValue...)
 		case partHost:
 			if d.host == "" {
 				return dst, false

@@ -59,6 +59,9 @@ func TestKeys(t *testing.T) {
 		{"separator in value hashed", Key{"header:X-Key"}, get("/", "192.0.2.1").with("X-Key", "a\x1fb"), []string{"r\x1fr\x1ftoken_bucket\x1f#" + hashHex("a\x1fb")}},
 		{"leading # hashed", Key{"header:X-Key"}, get("/", "192.0.2.1").with("X-Key", "#abc"), []string{"r\x1fr\x1ftoken_bucket\x1f#" + hashHex("#abc")}},
 		{"no remote address: not applied", nil, &req{method: "GET", path: "/"}, nil},
+		{"global", Key{"global"}, get("/a", "192.0.2.1"), []string{"r\x1fr\x1ftoken_bucket\x1f*"}},
+		{"global without a remote address", Key{"global"}, &req{method: "GET", path: "/"}, []string{"r\x1fr\x1ftoken_bucket\x1f*"}},
+		{"global and method", Key{"global", "method"}, get("/a", "192.0.2.1"), []string{"r\x1fr\x1ftoken_bucket\x1f*\x1fGET"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +96,19 @@ func TestAnonymousBucket(t *testing.T) {
 	// A keyed client has its own.
 	if res := decide(t, e, get("/", "192.0.2.3").with("X-API-Key", "k")); res.Outcome != Allowed {
 		t.Fatalf("keyed request: %v", res.Outcome)
+	}
+}
+
+// A global key is one counter for everybody the rule matches.
+func TestGlobalKeySharedByAllClients(t *testing.T) {
+	e, _ := newEngine(t, Config{Rules: []Rule{{
+		Name: "origin-cap", Key: Key{"global"},
+		Policies: []Policy{{Algorithm: "fixed_window", Limit: 2, Window: "1m"}},
+	}}})
+	decide(t, e, get("/", "192.0.2.1"))
+	decide(t, e, get("/", "198.51.100.7").with("X-API-Key", "k"))
+	if res := decide(t, e, get("/", "203.0.113.9")); res.Outcome != Refused {
+		t.Fatalf("third request from a third client: %v, want refused", res.Outcome)
 	}
 }
 
