@@ -77,6 +77,13 @@ var servingRE = regexp.MustCompile(`msg=serving traffic=(\S+) admin=(\S+)`)
 // until it listens. Listeners on 127.0.0.1:0 are reported in the log.
 func startServe(t *testing.T, cfg string) *proc {
 	t.Helper()
+	return startServeEnv(t, cfg)
+}
+
+// startServeEnv is startServe with extra environment variables
+// ("NAME=value") for the process.
+func startServeEnv(t *testing.T, cfg string, env ...string) *proc {
+	t.Helper()
 	bin := tollgateBinary(t)
 	file := filepath.Join(t.TempDir(), "tollgate.yaml")
 	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
@@ -84,6 +91,9 @@ func startServe(t *testing.T, cfg string) *proc {
 	}
 	p := &proc{t: t, file: file, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, "serve", "-config", file)
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -410,5 +412,43 @@ func TestE2ERedisSharedLimit(t *testing.T) {
 	}
 	if fmt.Sprint(codes) != "[200 200 200 200 429 429]" {
 		t.Fatalf("codes across two gateways = %v, want 4 allowed then 429", codes)
+	}
+}
+
+// An https upstream: requests reach it over TLS on reused connections,
+// and its response timeout holds there too (the upstream connection
+// keeps the deadline itself, under TLS and after the handshake's own).
+func TestE2ETLSUpstream(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			select {
+			case <-block:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		fmt.Fprintf(w, "tls=%t proto=%s", r.TLS != nil, r.Header.Get("X-Forwarded-Proto"))
+	}))
+	defer srv.Close()
+	// The gateway verifies upstream certificates against the system
+	// roots; SSL_CERT_FILE makes the test server's one of them.
+	roots := filepath.Join(t.TempDir(), "roots.pem")
+	pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := os.WriteFile(roots, pemCert, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startServeEnv(t, baseCfg+"upstream: {response_timeout: 300ms}\nroutes: [{path: /, upstream: \""+srv.URL+"\"}]\n",
+		"SSL_CERT_FILE="+roots)
+	for i := range 3 {
+		resp, body := get(t, p.url("/hello"))
+		if resp.StatusCode != 200 || body != "tls=true proto=http" {
+			t.Fatalf("request %d: %d %q", i, resp.StatusCode, body)
+		}
+	}
+	resp, body := get(t, p.url("/slow"))
+	if resp.StatusCode != 504 || !strings.Contains(body, `"status":504`) {
+		t.Fatalf("slow TLS upstream: %d %q", resp.StatusCode, body)
 	}
 }
