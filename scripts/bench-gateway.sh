@@ -10,6 +10,8 @@
 #
 # ONLY="nginx-limit-deny tollgate-rule-deny" measures only the named
 # configurations (all servers still start); CONNS sets wrk's connections.
+# SYSCALLS=1 adds a pass that counts each server's system calls per
+# request with perf's syscall tracepoints (needs perf and root).
 #
 # Needs: go, wrk, nginx (Debian nginx-light). Everything listens on
 # 127.0.0.1:18081-18099 and is stopped on exit. The peer configurations come
@@ -306,3 +308,34 @@ for pair in tollgate-rule-allow/tollgate-norule tollgate-rule-allow/nginx-limit-
 	cr=$(awk -v a="$a" -v b="$b" '$1 == a {x[$2] = $7} $1 == b {y[$2] = $7} END {for (r in x) if (x[r] > 0) print y[r] / x[r]}' "$RES" | median)
 	printf "| %s vs %s | %.2f | %.2f |\n" "$a" "$b" "$rr" "$cr"
 done
+
+# System calls per request: one 3 s wrk run per configuration under
+# perf stat's syscall tracepoints (which slow the server down: only the
+# counts per request are meant here, not the throughput).
+if [ "${SYSCALLS:-}" = 1 ]; then
+	command -v perf >/dev/null || { echo "bench-gateway: SYSCALLS=1 needs perf" >&2; exit 1; }
+	events=raw_syscalls:sys_enter
+	for e in read recvfrom write writev epoll_wait epoll_pwait futex nanosleep; do
+		events+=",syscalls:sys_enter_$e"
+	done
+	echo
+	echo "| configuration | all | read+recvfrom | write+writev | epoll | futex+nanosleep |"
+	echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+	for c in "${CONFIGS[@]}"; do
+		set -- $c
+		pids=$(echo "${PIDOF[$2]}" $(pgrep -P "${PIDOF[$2]}") | tr ' ' ',')
+		perf stat -x, -e "$events" -p "$pids" -o "$RUN/perf.$2" -- sleep 3.3 &
+		perfpid=$!
+		sleep 0.1
+		nreq=$(wrk -t2 -c"$CONNS" -d3s "http://127.0.0.1:$2/" | awk '/requests in/ {print $1}')
+		wait "$perfpid"
+		awk -F, -v n="$nreq" -v name="$1" '/^[0-9]/ {
+			split($3, a, "sys_enter_"); k = a[2]; if ($3 ~ /^raw_/) k = "all"
+			v[k] = $1
+		} END {
+			printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", name, v["all"] / n,
+				(v["read"] + v["recvfrom"]) / n, (v["write"] + v["writev"]) / n,
+				(v["epoll_wait"] + v["epoll_pwait"]) / n, (v["futex"] + v["nanosleep"]) / n
+		}' "$RUN/perf.$2"
+	done
+fi
