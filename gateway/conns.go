@@ -66,11 +66,11 @@ func (u *upstreamConns) liftDeadline(local, remote net.Addr) {
 //
 // fasthttp can bound an exchange itself (Request.SetTimeout), but it
 // reads the clock twice and sets the connection's write and read
-// deadlines anew for every request: two timer updates in the runtime,
-// which cost more than the rest of the gateway's own work per proxied
-// request. Here a request's first write checks the deadline already set
-// on the connection and leaves it when it still gives the exchange the
-// full timeout; otherwise it sets one for timeout plus slack from now.
+// deadlines anew for every request: two timer updates in the runtime per
+// request, whatever the load. Here a request's first write checks the
+// deadline already set on the connection and leaves it when it still
+// gives the exchange the full timeout; otherwise it sets one for timeout
+// plus slack from now.
 // An exchange thus fails between timeout and timeout + slack after its
 // last write, and a busy connection sets its deadline about once per
 // slack instead of twice per request.
