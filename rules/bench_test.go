@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 )
 
@@ -111,5 +112,51 @@ func BenchmarkAppendRawHeaders(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		res.AppendRawHeaders(hs[:0], buf[:0])
+	}
+}
+
+// BenchmarkDecideIPHotParallel is one client's key decided on every core
+// at once: the hot-key case, where shared locks on the path show.
+func BenchmarkDecideIPHotParallel(b *testing.B) {
+	e, _ := newEngine(b, Config{Rules: []Rule{{Name: "per-ip", Policies: []Policy{{Rate: "1000000000/s"}}}}})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		r := get("/items/1", "192.0.2.1")
+		for pb.Next() {
+			e.Decide(ctx, r)
+		}
+	})
+}
+
+// BenchmarkKeyCacheHotParallel is the key cache alone, one key on every
+// core at once.
+func BenchmarkKeyCacheHotParallel(b *testing.B) {
+	c := newKeyCache(65536)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		k := []byte("per-ip\x1fper-ip\x1ftoken_bucket\x1f192.0.2.1")
+		for pb.Next() {
+			c.intern(k)
+		}
+	})
+}
+
+// BenchmarkDecideManyClients cycles through 200,000 client addresses,
+// more than the key cache holds: the cache's miss path.
+func BenchmarkDecideManyClients(b *testing.B) {
+	e, _ := newEngine(b, Config{Rules: []Rule{{Name: "per-ip", Policies: []Policy{{Rate: "1000000000/s"}}}}})
+	ctx := context.Background()
+	reqs := make([]*req, 200_000)
+	for i := range reqs {
+		reqs[i] = get("/items/1", netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)}).String())
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		e.Decide(ctx, reqs[i])
+		if i++; i == len(reqs) {
+			i = 0
+		}
 	}
 }

@@ -2,61 +2,74 @@ package rules
 
 import (
 	"hash/maphash"
-	"sync"
+	"sync/atomic"
 )
 
 // keyCache interns store keys, so that building the key of a returning
-// client does not allocate a string. It is indexed by the key's 64-bit
-// hash and checks the bytes, so a collision costs an allocation, never a
-// wrong key. It holds at most about twice its capacity: each shard keeps a
-// current and a previous generation, and drops the previous one when the
-// current fills.
+// client does not allocate a string.
+//
+// It is a set-associative table of interned keys, indexed by the key's
+// 64-bit hash: a key lives in one of the keyWays slots of its set. A hit
+// is a hash, a few atomic loads and one comparison of the bytes, without
+// a lock, so one hot key decided on several cores at once does not meet
+// here (the memory store decides a hot token bucket without a lock too).
+// A miss allocates the key and puts it in a free slot of the set, or in
+// place of one chosen by the hash when the set is full. A collision costs
+// an allocation, never a wrong key. The table has twice the capacity's
+// slots (rounded up to a power of two), so up to about half the capacity
+// of live keys nearly all hit, and it never holds more keys than slots.
 type keyCache struct {
-	seed     maphash.Seed
-	perShard int
-	shards   [keyShards]keyShard
+	seed  maphash.Seed
+	sets  uint64 // a power of two
+	slots []atomic.Pointer[keyEntry]
 }
 
-const keyShards = 16
+// keyWays is how many slots a set has: 4 pointers, half a cache line.
+const keyWays = 4
 
-type keyShard struct {
-	mu       sync.Mutex
-	cur, old map[uint64]string
-	_        [40]byte // keep shards on separate cache lines
+// keyEntry is an interned key with its hash, which a lookup compares
+// before the bytes.
+type keyEntry struct {
+	hash uint64
+	key  string
 }
 
 func newKeyCache(capacity int) *keyCache {
 	if capacity < 0 {
 		return nil
 	}
-	c := &keyCache{seed: maphash.MakeSeed(), perShard: max(capacity/keyShards, 1)}
-	for i := range c.shards {
-		c.shards[i].cur = make(map[uint64]string)
+	n := keyWays
+	for n < 2*capacity {
+		n <<= 1
 	}
-	return c
+	return &keyCache{seed: maphash.MakeSeed(), sets: uint64(n / keyWays), slots: make([]atomic.Pointer[keyEntry], n)}
 }
 
-// intern returns b as a string, allocating only for a key not seen
-// recently.
+// intern returns b as a string, allocating only for a key not in the
+// cache.
 func (c *keyCache) intern(b []byte) string {
 	if c == nil {
 		return string(b)
 	}
 	h := maphash.Bytes(c.seed, b)
-	s := &c.shards[h%keyShards]
-	s.mu.Lock()
-	if v, ok := s.cur[h]; ok && v == string(b) {
-		s.mu.Unlock()
-		return v
+	set := c.slots[(h&(c.sets-1))*keyWays:][:keyWays]
+	free := -1
+	for i := range set {
+		e := set[i].Load()
+		if e == nil {
+			if free < 0 {
+				free = i
+			}
+			continue
+		}
+		if e.hash == h && e.key == string(b) {
+			return e.key
+		}
 	}
-	v, ok := s.old[h]
-	if !ok || v != string(b) {
-		v = string(b)
+	if free < 0 {
+		free = int(h>>62) % keyWays // the hash's top bits pick whom to replace
 	}
-	if len(s.cur) >= c.perShard {
-		s.old, s.cur = s.cur, make(map[uint64]string, c.perShard)
-	}
-	s.cur[h] = v
-	s.mu.Unlock()
-	return v
+	e := &keyEntry{hash: h, key: string(b)}
+	set[free].Store(e)
+	return e.key
 }
