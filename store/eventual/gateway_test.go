@@ -51,10 +51,10 @@ rules:
   - name: shared
     key: ip
     policies:
-      - algorithm: fixed_window
-        limit: %d
-        window: 1h
-`, srv.Addr, nodePolicy.Limit)), 0o644)
+      - algorithm: token_bucket
+        rate: 500/h
+        burst: %d
+`, srv.Addr, nodePolicy.Burst)), 0o644)
 
 	var addrs []string
 	for range 3 {
@@ -69,9 +69,9 @@ rules:
 		addrs = append(addrs, addr)
 	}
 	got, r := load(t, addrs, 1500, 1500)
-	t.Logf("3 gateways, strict: admitted %d of 1500 at %.0f req/s, limit %d", got, r, nodePolicy.Limit)
-	if got != int(nodePolicy.Limit) {
-		t.Fatalf("admitted %d, want exactly %d", got, nodePolicy.Limit)
+	t.Logf("3 gateways, strict: admitted %d of 1500 at %.0f req/s, limit %d", got, r, nodePolicy.Burst)
+	if got != int(nodePolicy.Burst) {
+		t.Fatalf("admitted %d, want exactly %d", got, nodePolicy.Burst)
 	}
 }
 

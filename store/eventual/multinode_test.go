@@ -26,8 +26,11 @@ import (
 // (store/redis) or the eventual tier (this package) against one shared
 // redis-server, and a client spreading requests over them round-robin.
 
-// nodePolicy is the limit every node enforces on the one key.
-var nodePolicy = limit.FixedWindow{Limit: 500, Window: time.Hour}
+// nodePolicy is the limit every node enforces on the one key: 500 at
+// once, refilled at 500 an hour, so that a run of a few seconds admits
+// exactly 500. Not an epoch-aligned fixed window: one of those resets on
+// the hour, and a run across 05:00 UTC admitted 601.
+var nodePolicy = limit.TokenBucket{Rate: limit.Per(500, time.Hour), Burst: 500}
 
 // TestNodeProcess is a node when TOLLGATE_NODE is set, and skips
 // otherwise. It prints "ADDR host:port" and serves GET /hit until its
@@ -169,9 +172,9 @@ func TestMultiNode(t *testing.T) {
 	t.Run("strict", func(t *testing.T) {
 		addrs := startNodes(t, srv.Addr, "strict:", "")
 		got, r := load(t, addrs, total, rate)
-		t.Logf("strict: admitted %d of %d at %.0f req/s, limit %d", got, total, r, nodePolicy.Limit)
-		if got != int(nodePolicy.Limit) {
-			t.Fatalf("strict admitted %d, want exactly %d", got, nodePolicy.Limit)
+		t.Logf("strict: admitted %d of %d at %.0f req/s, limit %d", got, total, r, nodePolicy.Burst)
+		if got != int(nodePolicy.Burst) {
+			t.Fatalf("strict admitted %d, want exactly %d", got, nodePolicy.Burst)
 		}
 	})
 
@@ -185,9 +188,9 @@ func TestMultiNode(t *testing.T) {
 			got, r := load(t, addrs, total, rate)
 			d, _ := time.ParseDuration(iv)
 			bound := 3 * (r / 3) * d.Seconds() // nodes × rate per node × interval
-			over := got - int(nodePolicy.Limit)
+			over := got - int(nodePolicy.Burst)
 			t.Logf("eventual interval %s: admitted %d of %d at %.0f req/s, limit %d: overshoot %d; nodes×rate×interval = %.0f",
-				iv, got, total, r, nodePolicy.Limit, over, bound)
+				iv, got, total, r, nodePolicy.Burst, over, bound)
 			if over < 0 || float64(over) > 2*bound+3 {
 				t.Fatalf("overshoot %d outside [0, 2×%.0f]", over, bound)
 			}
