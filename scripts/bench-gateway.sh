@@ -12,6 +12,7 @@
 # configurations (all servers still start); CONNS sets wrk's connections.
 # SYSCALLS=1 adds a pass that counts each server's system calls per
 # request with perf's syscall tracepoints (needs perf and root).
+# EVENTLOOP=1 adds a static 429 served from gnet's event loops.
 #
 # Needs: go, wrk, nginx (Debian nginx-light). Everything listens on
 # 127.0.0.1:18081-18099 and is stopped on exit. The peer configurations come
@@ -195,6 +196,96 @@ else
 	cat "$RUN/fastpeer/build.log" >&2
 fi
 
+# --- optional baseline: the same 429 from an event loop (gnet) -----------
+# EVENTLOOP=1: a Go server that, like nginx, reads a socket only when epoll
+# reports it ready (one read per request instead of fasthttp's two),
+# answering the same static 429. It needs github.com/panjf2000/gnet/v2
+# from the module proxy.
+if [ "${EVENTLOOP:-}" = 1 ]; then
+	mkdir -p "$RUN/gnetpeer"
+	cat >"$RUN/gnetpeer/go.mod" <<'MOD'
+module gnetpeer
+
+go 1.26
+
+require github.com/panjf2000/gnet/v2 v2.9.7
+MOD
+	cat >"$RUN/gnetpeer/main.go" <<'GO'
+// gnetpeer answers every request with the same 429 as the fasthttp
+// baseline, on gnet's event loops.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"log"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/panjf2000/gnet/v2"
+)
+
+var (
+	body = []byte(`{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"retry in 3600 seconds","violated-policies":["per-ip"]}`)
+	date atomic.Pointer[string]
+)
+
+type server struct{ gnet.BuiltinEventEngine }
+
+// OnTraffic answers each complete request head in the buffer (the
+// benchmark's requests have no body).
+func (*server) OnTraffic(c gnet.Conn) gnet.Action {
+	buf, _ := c.Peek(-1)
+	used := 0
+	out := make([]byte, 0, 512)
+	for {
+		i := bytes.Index(buf, []byte("\r\n\r\n"))
+		if i < 0 {
+			break
+		}
+		buf, used = buf[i+4:], used+i+4
+		out = append(out, "HTTP/1.1 429 Too Many Requests\r\nServer: gnetpeer\r\nDate: "...)
+		out = append(out, *date.Load()...)
+		out = append(out, "\r\nContent-Type: application/problem+json\r\nContent-Length: "...)
+		out = strconv.AppendInt(out, int64(len(body)), 10)
+		out = append(out, "\r\nRatelimit-Policy: \"per-ip\";q=1;w=3600\r\nRatelimit: \"per-ip\";r=0;t=3600\r\nRetry-After: 3600\r\nCache-Control: no-store\r\n\r\n"...)
+		out = append(out, body...)
+	}
+	c.Discard(used)
+	if len(out) > 0 {
+		c.Write(out)
+	}
+	return gnet.None
+}
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:18099", "listen address")
+	flag.Parse()
+	setDate := func() {
+		d := time.Now().UTC().Format(http.TimeFormat)
+		date.Store(&d)
+	}
+	setDate()
+	go func() {
+		for range time.Tick(time.Second) {
+			setDate()
+		}
+	}()
+	log.Fatal(gnet.Run(&server{}, "tcp://"+*addr, gnet.WithMulticore(true), gnet.WithLogLevel(4)))
+}
+GO
+	if (cd "$RUN/gnetpeer" && GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 && GOFLAGS=-mod=mod go build -o gnetpeer . 2>"$RUN/gnetpeer/build.log"); then
+		"$RUN/gnetpeer/gnetpeer" -addr 127.0.0.1:18099 </dev/null &
+		PIDS+=($!)
+		PIDOF[18099]=$!
+	else
+		echo "bench-gateway: gnet baseline did not build, skipped:" >&2
+		cat "$RUN/gnetpeer/build.log" >&2
+	fi
+fi
+
 # cputicks PID: CPU clock ticks (user + system) used so far by PID and its
 # children (nginx's workers).
 cputicks() {
@@ -228,6 +319,9 @@ CONFIGS=(
 )
 if [ -n "${PIDOF[18097]:-}" ]; then
 	CONFIGS+=("fasthttp-hostclient-proxy 18097" "fasthttp-429 18098")
+fi
+if [ -n "${PIDOF[18099]:-}" ]; then
+	CONFIGS+=("gnet-429 18099")
 fi
 
 if [ -n "${ONLY:-}" ]; then
@@ -301,7 +395,8 @@ for pair in tollgate-rule-allow/tollgate-norule tollgate-rule-allow/nginx-limit-
 	tollgate-norule/nginx-plain tollgate-rule-deny/nginx-limit-deny \
 	tollgate-norule/nethttp-reverseproxy tollgate-rule-deny/nethttp-429 \
 	tollgate-norule/fasthttp-hostclient-proxy tollgate-rule-deny/fasthttp-429 \
-	fasthttp-hostclient-proxy/nginx-plain fasthttp-429/nginx-limit-deny; do
+	fasthttp-hostclient-proxy/nginx-plain fasthttp-429/nginx-limit-deny \
+	gnet-429/nginx-limit-deny gnet-429/fasthttp-429; do
 	a=${pair%/*} b=${pair#*/}
 	grep -q "^$b " "$RES" && grep -q "^$a " "$RES" || continue
 	rr=$(awk -v a="$a" -v b="$b" '$1 == a {x[$2] = $3} $1 == b {y[$2] = $3} END {for (r in x) if (y[r] > 0) print x[r] / y[r]}' "$RES" | median)
