@@ -273,7 +273,7 @@ func main() {
 			setDate()
 		}
 	}()
-	log.Fatal(gnet.Run(&server{}, "tcp://"+*addr, gnet.WithMulticore(true), gnet.WithLogLevel(4)))
+	log.Fatal(gnet.Run(&server{}, "tcp://"+*addr, gnet.WithMulticore(true)))
 }
 GO
 	if (cd "$RUN/gnetpeer" && GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 && GOFLAGS=-mod=mod go build -o gnetpeer . 2>"$RUN/gnetpeer/build.log"); then
