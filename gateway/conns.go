@@ -107,30 +107,22 @@ func (c *trackedConn) Write(b []byte) (int, error) {
 // but ignore a zero one: the connection bounds its exchanges itself, and
 // fasthttp clears the deadlines of every new connection after its first
 // request is written, which would leave that exchange unbounded.
-func (c *trackedConn) SetDeadline(t time.Time) error {
-	if t.IsZero() {
-		return nil
-	}
-	c.armed = 0
-	return c.Conn.SetDeadline(t)
-}
+func (c *trackedConn) SetDeadline(t time.Time) error { return c.pass(t, c.Conn.SetDeadline) }
 
 // SetReadDeadline is SetDeadline for reads.
-func (c *trackedConn) SetReadDeadline(t time.Time) error {
-	if t.IsZero() {
-		return nil
-	}
-	c.armed = 0
-	return c.Conn.SetReadDeadline(t)
-}
+func (c *trackedConn) SetReadDeadline(t time.Time) error { return c.pass(t, c.Conn.SetReadDeadline) }
 
 // SetWriteDeadline is SetDeadline for writes.
-func (c *trackedConn) SetWriteDeadline(t time.Time) error {
+func (c *trackedConn) SetWriteDeadline(t time.Time) error { return c.pass(t, c.Conn.SetWriteDeadline) }
+
+// pass sets a non-zero deadline t with set; the next write then sets the
+// exchange's own deadline again.
+func (c *trackedConn) pass(t time.Time, set func(time.Time) error) error {
 	if t.IsZero() {
 		return nil
 	}
 	c.armed = 0
-	return c.Conn.SetWriteDeadline(t)
+	return set(t)
 }
 
 // lift removes the deadline until the next write sets one.
