@@ -16,7 +16,9 @@ import (
 // Example limits every client IP to 2 requests a minute in front of a
 // plain net/http mux, and shows the headers and the refusal.
 func Example() {
-	store, err := memory.New(memory.Config{})
+	// A fixed clock keeps the output exact: on the wall clock, a run
+	// across a minute boundary would start a new window midway.
+	store, err := memory.New(memory.Config{Clock: func() int64 { return 1_700_000_000e9 }})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -56,7 +58,9 @@ func Example() {
 // Example_chi uses the limiter as chi middleware: a global per-IP rule,
 // and a stricter one for a login route, applied as one decision.
 func Example_chi() {
-	store, err := memory.New(memory.Config{})
+	// A fixed clock keeps the output exact: on the wall clock, a run
+	// across a minute boundary would start a new window midway.
+	store, err := memory.New(memory.Config{Clock: func() int64 { return 1_700_000_000e9 }})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -17,9 +17,11 @@ import (
 // local rule, divided over 2 nodes, refuses first, and the request is then
 // never charged on the shared store.
 func ExampleConfig_stores() {
-	shared, _ := memory.New(memory.Config{}) // stands for Redis here
+	// A fixed clock keeps the output exact across window boundaries.
+	clock := func() int64 { return 1_700_000_000e9 }
+	shared, _ := memory.New(memory.Config{Clock: clock}) // stands for Redis here
 	defer shared.Close()
-	node, _ := memory.New(memory.Config{})
+	node, _ := memory.New(memory.Config{Clock: clock})
 	defer node.Close()
 	engine, err := rules.New(rules.Config{
 		Stores: func(r rules.Rule) (limit.Store, error) {

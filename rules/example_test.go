@@ -29,7 +29,9 @@ func (r request) Header(n string) (string, bool) { v, ok := r.header[n]; return 
 // limit on searches, one decision per request, and what the response
 // would carry.
 func Example() {
-	store, err := memory.New(memory.Config{})
+	// A fixed clock keeps the output exact: on the wall clock, a run
+	// across a minute boundary would start a new window midway.
+	store, err := memory.New(memory.Config{Clock: func() int64 { return 1_700_000_000e9 }})
 	if err != nil {
 		log.Fatal(err)
 	}
