@@ -12,7 +12,8 @@
 # configurations (all servers still start); CONNS sets wrk's connections.
 # SYSCALLS=1 adds a pass that counts each server's system calls per
 # request with perf's syscall tracepoints (needs perf and root).
-# EVENTLOOP=1 adds a static 429 served from gnet's event loops.
+# EVENTLOOP=1 adds a static 429 served from gnet's event loops, and two
+# bare proxies on gnet's event loops (gnet-proxy, gnet-proxy-safe).
 #
 # Needs: go, wrk, nginx (Debian nginx-light). Everything listens on
 # 127.0.0.1:18081-18099 and is stopped on exit. The peer configurations come
@@ -199,8 +200,9 @@ fi
 # --- optional baseline: the same 429 from an event loop (gnet) -----------
 # EVENTLOOP=1: a Go server that, like nginx, reads a socket only when epoll
 # reports it ready (one read per request instead of fasthttp's two),
-# answering the same static 429. It needs github.com/panjf2000/gnet/v2
-# from the module proxy.
+# answering the same static 429; and two bare proxies on event loops
+# (proxy.go below). They need github.com/panjf2000/gnet/v2 from the
+# module proxy.
 if [ "${EVENTLOOP:-}" = 1 ]; then
 	mkdir -p "$RUN/gnetpeer"
 	cat >"$RUN/gnetpeer/go.mod" <<'MOD'
@@ -208,7 +210,10 @@ module gnetpeer
 
 go 1.26
 
-require github.com/panjf2000/gnet/v2 v2.9.7
+require (
+	github.com/panjf2000/gnet/v2 v2.9.7
+	github.com/valyala/fasthttp v1.78.0
+)
 MOD
 	cat >"$RUN/gnetpeer/main.go" <<'GO'
 // gnetpeer answers every request with the same 429 as the fasthttp
@@ -253,7 +258,9 @@ func (*server) OnTraffic(c gnet.Conn) gnet.Action {
 		out = append(out, "\r\nRatelimit-Policy: \"per-ip\";q=1;w=3600\r\nRatelimit: \"per-ip\";r=0;t=3600\r\nRetry-After: 3600\r\nCache-Control: no-store\r\n\r\n"...)
 		out = append(out, body...)
 	}
-	c.Discard(used)
+	if used > 0 {
+		c.Discard(used) // Discard(0) would drop a partial head
+	}
 	if len(out) > 0 {
 		c.Write(out)
 	}
@@ -262,7 +269,12 @@ func (*server) OnTraffic(c gnet.Conn) gnet.Action {
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:18099", "listen address")
+	proxy := flag.Bool("proxy", false, "proxy to the origin instead (proxy.go)")
+	safe := flag.Bool("safe", false, "with -proxy: write through the loop owning the socket")
 	flag.Parse()
+	if *proxy {
+		log.Fatal(runProxy(*addr, *safe))
+	}
 	setDate := func() {
 		d := time.Now().UTC().Format(http.TimeFormat)
 		date.Store(&d)
@@ -276,10 +288,156 @@ func main() {
 	log.Fatal(gnet.Run(&server{}, "tcp://"+*addr, gnet.WithMulticore(true)))
 }
 GO
+	# Two proxies on event loops, the ceiling of that design for the
+	# proxy comparison. Each client connection gets its own keep-alive
+	# connection to the origin, registered with a gnet client's event
+	# loops; a request goes upstream and its response back with no
+	# goroutine in between. They parse and rewrite each message with
+	# fasthttp (as tollgate does) and forward heads and Content-Length
+	# bodies only: enough for this benchmark, not a product.
+	# - gnet-proxy writes to the other connection's socket directly from
+	#   whichever loop holds the message: nginx's cost, but the socket
+	#   may belong to another loop, which can close it meanwhile (and the
+	#   descriptor number be reused): unsafe outside a benchmark.
+	# - gnet-proxy-safe hands each message to the loop owning the
+	#   destination (AsyncWrite: a queue and a wake-up), which is what a
+	#   product on gnet would have to do.
+	cat >"$RUN/gnetpeer/proxy.go" <<'GO'
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"log"
+
+	"github.com/panjf2000/gnet/v2"
+	"github.com/valyala/fasthttp"
+	"golang.org/x/sys/unix"
+)
+
+// pair is a client connection and its own upstream connection.
+type pair struct {
+	client, up gnet.Conn
+	req        fasthttp.Request
+	resp       fasthttp.Response
+	rd         bytes.Reader
+	br         *bufio.Reader
+	out        bytes.Buffer
+	bw         *bufio.Writer
+}
+
+type proxyFront struct {
+	gnet.BuiltinEventEngine
+	cli  *gnet.Client
+	safe bool
+}
+
+type proxyBack struct {
+	gnet.BuiltinEventEngine
+	safe bool
+}
+
+// send writes msg to c: from this loop into c's socket, or through c's
+// own loop when safe.
+func send(c gnet.Conn, msg []byte, safe bool) {
+	if safe {
+		c.AsyncWrite(append([]byte(nil), msg...), nil)
+		return
+	}
+	for len(msg) > 0 {
+		n, err := unix.Write(c.Fd(), msg)
+		if err != nil {
+			log.Print(err)
+			return
+		}
+		msg = msg[n:]
+	}
+}
+
+func (f *proxyFront) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	p := &pair{client: c}
+	p.br = bufio.NewReaderSize(&p.rd, 4096)
+	p.bw = bufio.NewWriterSize(&p.out, 4096)
+	up, err := f.cli.DialContext("tcp", "127.0.0.1:18081", p)
+	if err != nil {
+		log.Print(err)
+		return nil, gnet.Close
+	}
+	p.up = up
+	c.SetContext(p)
+	return nil, gnet.None
+}
+
+func (f *proxyFront) OnClose(c gnet.Conn, _ error) gnet.Action {
+	if p, ok := c.Context().(*pair); ok {
+		p.up.Close()
+	}
+	return gnet.None
+}
+
+// OnTraffic forwards a complete request head upstream (the benchmark's
+// requests have no body and are not pipelined).
+func (f *proxyFront) OnTraffic(c gnet.Conn) gnet.Action {
+	p := c.Context().(*pair)
+	buf, _ := c.Peek(-1)
+	i := bytes.Index(buf, []byte("\r\n\r\n"))
+	if i < 0 {
+		return gnet.None
+	}
+	p.rd.Reset(buf[:i+4])
+	p.br.Reset(&p.rd)
+	if err := p.req.Read(p.br); err != nil {
+		return gnet.Close
+	}
+	c.Discard(i + 4)
+	p.req.Header.Set("X-Forwarded-For", "127.0.0.1")
+	p.out.Reset()
+	p.bw.Reset(&p.out)
+	p.req.Write(p.bw)
+	p.bw.Flush()
+	send(p.up, p.out.Bytes(), f.safe)
+	return gnet.None
+}
+
+// OnTraffic sends a complete response back to the client.
+func (b *proxyBack) OnTraffic(u gnet.Conn) gnet.Action {
+	p := u.Context().(*pair)
+	buf, _ := u.Peek(-1)
+	p.rd.Reset(buf)
+	p.br.Reset(&p.rd)
+	if err := p.resp.Read(p.br); err != nil {
+		return gnet.None // not complete yet
+	}
+	u.Discard(len(buf) - p.rd.Len() - p.br.Buffered())
+	p.out.Reset()
+	p.bw.Reset(&p.out)
+	p.resp.Write(p.bw)
+	p.bw.Flush()
+	send(p.client, p.out.Bytes(), b.safe)
+	return gnet.None
+}
+
+func runProxy(addr string, safe bool) error {
+	cli, err := gnet.NewClient(&proxyBack{safe: safe}, gnet.WithMulticore(true))
+	if err != nil {
+		return err
+	}
+	if err := cli.Start(); err != nil {
+		return err
+	}
+	return gnet.Run(&proxyFront{cli: cli, safe: safe}, "tcp://"+addr, gnet.WithMulticore(true))
+}
+GO
 	if (cd "$RUN/gnetpeer" && GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 && GOFLAGS=-mod=mod go build -o gnetpeer . 2>"$RUN/gnetpeer/build.log"); then
 		"$RUN/gnetpeer/gnetpeer" -addr 127.0.0.1:18099 </dev/null &
 		PIDS+=($!)
 		PIDOF[18099]=$!
+		"$RUN/gnetpeer/gnetpeer" -addr 127.0.0.1:18093 -proxy </dev/null &
+		PIDS+=($!)
+		PIDOF[18093]=$!
+		"$RUN/gnetpeer/gnetpeer" -addr 127.0.0.1:18094 -proxy -safe </dev/null &
+		PIDS+=($!)
+		PIDOF[18094]=$!
 	else
 		echo "bench-gateway: gnet baseline did not build, skipped:" >&2
 		cat "$RUN/gnetpeer/build.log" >&2
@@ -321,7 +479,7 @@ if [ -n "${PIDOF[18097]:-}" ]; then
 	CONFIGS+=("fasthttp-hostclient-proxy 18097" "fasthttp-429 18098")
 fi
 if [ -n "${PIDOF[18099]:-}" ]; then
-	CONFIGS+=("gnet-429 18099")
+	CONFIGS+=("gnet-429 18099" "gnet-proxy 18093" "gnet-proxy-safe 18094")
 fi
 
 if [ -n "${ONLY:-}" ]; then
@@ -396,7 +554,9 @@ for pair in tollgate-rule-allow/tollgate-norule tollgate-rule-allow/nginx-limit-
 	tollgate-norule/nethttp-reverseproxy tollgate-rule-deny/nethttp-429 \
 	tollgate-norule/fasthttp-hostclient-proxy tollgate-rule-deny/fasthttp-429 \
 	fasthttp-hostclient-proxy/nginx-plain fasthttp-429/nginx-limit-deny \
-	gnet-429/nginx-limit-deny gnet-429/fasthttp-429; do
+	gnet-429/nginx-limit-deny gnet-429/fasthttp-429 \
+	gnet-proxy/nginx-plain gnet-proxy-safe/nginx-plain \
+	gnet-proxy/fasthttp-hostclient-proxy gnet-proxy-safe/fasthttp-hostclient-proxy; do
 	a=${pair%/*} b=${pair#*/}
 	grep -q "^$b " "$RES" && grep -q "^$a " "$RES" || continue
 	rr=$(awk -v a="$a" -v b="$b" '$1 == a {x[$2] = $3} $1 == b {y[$2] = $3} END {for (r in x) if (y[r] > 0) print x[r] / y[r]}' "$RES" | median)
