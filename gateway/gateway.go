@@ -114,7 +114,8 @@ func (g *Gateway) openStore(sc config.Store) error {
 	// Like nginx, the gateway's in-memory decisions read a cached clock
 	// refreshed every millisecond: one atomic load instead of a clock read
 	// (30–50 ns on this project's machines) per decision. Decisions see
-	// time in 1ms steps, nginx's own resolution.
+	// time in 1ms steps, nginx's own resolution; a refusal reads the real
+	// clock once more, in case the cache lags (memoryConfig).
 	clock := memory.NewCoarseClock(time.Millisecond)
 	switch {
 	case sc.Redis != nil:
@@ -129,19 +130,30 @@ func (g *Gateway) openStore(sc config.Store) error {
 			clock.Close()
 			return fmt.Errorf("store: %w", err)
 		}
-		g.tiers = &tierStores{redis: rs, onFail: rc.OnFailure, clock: clock.Now}
+		g.tiers = &tierStores{redis: rs, onFail: rc.OnFailure, clock: clock}
 		g.store, g.closeStore = rs, func() error { g.tiers.close(); err := rs.Close(); clock.Close(); return err }
 	default:
-		ms, err := memory.New(memory.Config{MaxKeys: sc.Memory.MaxKeys, Clock: clock.Now})
+		ms, err := memory.New(memoryConfig(sc.Memory.MaxKeys, clock))
 		if err != nil {
 			clock.Close()
 			return fmt.Errorf("store: %w", err)
 		}
-		g.tiers = &tierStores{mem: ms, clock: clock.Now}
+		g.tiers = &tierStores{mem: ms, clock: clock}
 		g.store, g.memStore, g.closeStore = ms, ms, func() error { g.tiers.close(); err := ms.Close(); clock.Close(); return err }
 	}
 	g.storeCfg = sc
 	return nil
+}
+
+// memoryConfig configures an in-memory store on the cached clock, read
+// again before a refusal in case the cache lags (memory.Config.Recheck).
+// A nil clock means the store's own.
+func memoryConfig(maxKeys int, clock *memory.CoarseClock) memory.Config {
+	c := memory.Config{MaxKeys: maxKeys}
+	if clock != nil {
+		c.Clock, c.Recheck = clock.Now, clock.Refresh
+	}
+	return c
 }
 
 func (g *Gateway) memStoreClose() {

@@ -26,8 +26,8 @@ import (
 type tierStores struct {
 	redis  *redis.Store // nil when the store is in memory
 	onFail redis.FailMode
-	mem    *memory.Store // the gateway's memory store, if any
-	clock  func() int64  // the memory stores' clock (the gateway's cached one)
+	mem    *memory.Store       // the gateway's memory store, if any
+	clock  *memory.CoarseClock // the memory stores' clock, nil for the real one
 
 	mu       sync.Mutex
 	eventual map[time.Duration]*eventual.Store
@@ -94,7 +94,7 @@ func (t *tierStores) store(r rules.Rule) (limit.Store, error) {
 			return nil, errors.New("gateway closed")
 		}
 		if t.local == nil {
-			s, err := memory.New(memory.Config{MaxKeys: localMaxKeys, Clock: t.clock})
+			s, err := memory.New(memoryConfig(localMaxKeys, t.clock))
 			if err != nil {
 				return nil, err
 			}

@@ -57,6 +57,27 @@ func (s *Store) ApplyAll(_ context.Context, reqs []limit.Request) (limit.Decisio
 	for _, i := range locks {
 		s.shards[i].last = max(s.shards[i].last, now)
 	}
+	out, undos, err := s.applyBatch(reqs, hashes, shards, now, undos)
+	if err == nil && !out.Allowed && s.recheck != nil {
+		// Decided again at a later instant, once: see Config.Recheck.
+		if t := s.recheck(); t > now {
+			for _, i := range locks {
+				s.shards[i].last = max(s.shards[i].last, t)
+			}
+			out, _, err = s.applyBatch(reqs, hashes, shards, t, undos[:0])
+		}
+	}
+	s.unlock(locks)
+	if err != nil {
+		return limit.Decision{}, err
+	}
+	return out, nil
+}
+
+// applyBatch decides every request at now under the held locks. When any
+// refuses, or one fails, it takes back what the others charged. The
+// merged decision is the most restrictive.
+func (s *Store) applyBatch(reqs []limit.Request, hashes []uint64, shards []int, now int64, undos []undo) (limit.Decision, []undo, error) {
 	var out limit.Decision
 	allowed := true
 	for i, r := range reqs {
@@ -64,8 +85,7 @@ func (s *Store) ApplyAll(_ context.Context, reqs []limit.Request) (limit.Decisio
 		d, err := s.apply(&s.shards[shards[i]], hashes[i], r.Policy, now, r.Cost, &u)
 		if err != nil {
 			s.rollback(undos)
-			s.unlock(locks)
-			return limit.Decision{}, err
+			return limit.Decision{}, undos, err
 		}
 		if u.sh != nil {
 			undos = append(undos, u)
@@ -81,8 +101,7 @@ func (s *Store) ApplyAll(_ context.Context, reqs []limit.Request) (limit.Decisio
 	if !allowed {
 		s.rollback(undos)
 	}
-	s.unlock(locks)
-	return out, nil
+	return out, undos, nil
 }
 
 // rollback takes back the changes of a refused batch, newest first, so

@@ -22,13 +22,15 @@ func NewClock() func() int64 {
 // load. On machines where reading the clock is slow (about 30–50 ns on
 // this project's virtual machines, a third of a decision), it is the
 // cheaper choice; decisions then see time in steps of Resolution, which
-// every algorithm handles exactly (they never assume time moves). Close
-// stops the goroutine.
+// every algorithm handles exactly (they never assume time moves). When
+// that goroutine is kept from running, the cached time lags further: pass
+// Refresh as the store's Config.Recheck. Close stops the goroutine.
 type CoarseClock struct {
-	now  atomic.Int64
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	now     atomic.Int64
+	precise func() int64
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
 }
 
 // NewCoarseClock starts a clock refreshed every resolution (at least 100µs;
@@ -38,9 +40,8 @@ func NewCoarseClock(resolution time.Duration) *CoarseClock {
 		resolution = time.Millisecond
 	}
 	resolution = max(resolution, 100*time.Microsecond)
-	c := &CoarseClock{stop: make(chan struct{}), done: make(chan struct{})}
-	precise := NewClock()
-	c.now.Store(precise())
+	c := &CoarseClock{stop: make(chan struct{}), done: make(chan struct{}), precise: NewClock()}
+	c.now.Store(c.precise())
 	go func() {
 		defer close(c.done)
 		t := time.NewTicker(resolution)
@@ -50,7 +51,7 @@ func NewCoarseClock(resolution time.Duration) *CoarseClock {
 			case <-c.stop:
 				return
 			case <-t.C:
-				c.now.Store(precise())
+				c.Refresh()
 			}
 		}
 	}()
@@ -59,6 +60,25 @@ func NewCoarseClock(resolution time.Duration) *CoarseClock {
 
 // Now returns the cached time in Unix nanoseconds. It never goes backwards.
 func (c *CoarseClock) Now() int64 { return c.now.Load() }
+
+// Refresh reads the real clock, makes it the cached time unless another
+// reader got further meanwhile, and returns it. The refreshing goroutine
+// calls it every resolution; a store passes it as Config.Recheck, so that
+// when that goroutine lags (a processor starved of CPU: on a loaded
+// machine, 10 ms and more was seen), a request about to be refused is
+// decided at the real time, and the cache catches up for the others.
+func (c *CoarseClock) Refresh() int64 {
+	t := c.precise()
+	for {
+		old := c.now.Load()
+		if old >= t {
+			return old
+		}
+		if c.now.CompareAndSwap(old, t) {
+			return t
+		}
+	}
+}
 
 // Close stops the refreshing goroutine; Now then returns the last time
 // read. Safe to call more than once.

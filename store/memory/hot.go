@@ -48,7 +48,7 @@ func (s *Store) decideHot(sh *shard, h uint64, p limit.TokenBucket, now, cost in
 			// check fixes): look at the clock once more before refusing.
 			if !d.Allowed && !rechecked {
 				rechecked = true
-				if t := s.now(); t > now {
+				if t := s.later(); t > now {
 					now = t
 					continue
 				}
@@ -62,6 +62,15 @@ func (s *Store) decideHot(sh *shard, h uint64, p limit.TokenBucket, now, cost in
 		// that losing races never leaves this request deciding in the past.
 		now = max(now, s.now())
 	}
+}
+
+// later reads the clock again before a refusal: Config.Recheck when
+// set, the store's clock otherwise.
+func (s *Store) later() int64 {
+	if s.recheck != nil {
+		return s.recheck()
+	}
+	return s.now()
 }
 
 // promote makes h, whose table slot holds st, the shard's hot key, if its

@@ -53,3 +53,31 @@ func TestHotKeyDemotionIsExact(t *testing.T) {
 		t.Fatalf("remaining %d after the burst; want 0", d.Remaining)
 	}
 }
+
+// TestHotKeyRecheck: a hot key refused at a lagging clock's instant is
+// decided at Config.Recheck's, on the lock-free path.
+func TestHotKeyRecheck(t *testing.T) {
+	cached, real := int64(1_700_000_000e9), int64(1_700_000_000e9)
+	s, err := New(Config{Shards: 1, SweepInterval: -1, Clock: func() int64 { return cached }, Recheck: func() int64 { return real }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	p := limit.TokenBucket{Rate: limit.Per(10, time.Second), Burst: 3}
+	for range 3 {
+		if d, _ := s.Apply(ctx, "k", p, 1); !d.Allowed {
+			t.Fatal("refused within the burst")
+		}
+	}
+	if s.shards[0].hot.Load() == nil {
+		t.Fatal("the key was not promoted: this test would not reach the hot path")
+	}
+	real += int64(time.Second)
+	if d, _ := s.Apply(ctx, "k", p, 1); !d.Allowed {
+		t.Fatal("refused at the cached instant, a second behind the real time")
+	}
+	if s.shards[0].hot.Load() == nil {
+		t.Fatal("the hot key was demoted: the locked path decided")
+	}
+}

@@ -28,6 +28,15 @@ type Config struct {
 	// Clock returns the current time in Unix nanoseconds. Nil means the
 	// real clock, read through the monotonic clock (see NewClock).
 	Clock func() int64
+	// Recheck, when set, is read once before a request is refused: if it
+	// is later than Clock's instant, the request is decided again at it.
+	// It is for a Clock that may lag behind the real time, as a
+	// CoarseClock does when its goroutine is starved of a processor: a
+	// lagging clock refills too little and refuses what the limit allows
+	// (never the reverse, for token and leaky buckets), and the recheck
+	// takes those refusals back. CoarseClock.Refresh is the one to pass
+	// with CoarseClock.Now. Nil means no recheck.
+	Recheck func() int64
 }
 
 // Validate reports negative sizes.
@@ -50,6 +59,7 @@ type Store struct {
 	perShard  int
 	seed      maphash.Seed
 	now       func() int64
+	recheck   func() int64 // nil: none (Config.Recheck)
 
 	evictions atomic.Uint64
 	expired   atomic.Uint64
@@ -102,6 +112,7 @@ func New(cfg Config) (*Store, error) {
 		perShard:  max(cfg.MaxKeys>>bits, 1),
 		seed:      maphash.MakeSeed(),
 		now:       cfg.Clock,
+		recheck:   cfg.Recheck,
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -158,6 +169,14 @@ func (s *Store) Apply(_ context.Context, key string, p limit.Policy, cost int64)
 	sh.mu.Lock()
 	now = s.fresh(sh, now)
 	d, err := s.apply(sh, h, p, now, cost, nil)
+	if err == nil && !d.Allowed && s.recheck != nil {
+		// A refusal leaves the state as it was: deciding again at a
+		// later instant is deciding once.
+		if t := s.recheck(); t > now {
+			sh.last = max(sh.last, t)
+			d, err = s.apply(sh, h, p, t, cost, nil)
+		}
+	}
 	sh.mu.Unlock()
 	d.Policy = p
 	return d, err
