@@ -234,3 +234,25 @@ func BenchmarkBareHandler(b *testing.B) {
 		h(&ctx)
 	}
 }
+
+// A header key part reads the field's first line, as fasthttp's Peek
+// does: sending the API key header twice does not open a new counter.
+func TestHeaderKeyIgnoresExtraLines(t *testing.T) {
+	e := newEngine(t, rules.Config{Rules: []rules.Rule{{
+		Name:     "per-key",
+		Key:      rules.Key{"header:X-API-Key"},
+		Policies: []rules.Policy{{Algorithm: "token_bucket", Rate: "1/h", Burst: 1}},
+	}}})
+	var ctx fasthttp.RequestCtx
+	var req fasthttp.Request
+	req.SetRequestURI("http://example.com/")
+	req.Header.Add("X-API-Key", "K")
+	ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}, nil)
+	if res, _ := e.Decide(&ctx, fastlimit.Request{Ctx: &ctx}); res.Refused() {
+		t.Fatal("first request refused")
+	}
+	ctx.Request.Header.Add("X-API-Key", "other")
+	if res, _ := e.Decide(&ctx, fastlimit.Request{Ctx: &ctx}); !res.Refused() {
+		t.Error("a second X-API-Key line opened a new counter for key K")
+	}
+}

@@ -42,6 +42,16 @@ func (r Request) Query(name string) (string, bool) {
 	return rules.QueryValue(b2s(r.Ctx.URI().QueryString()), name)
 }
 
+// FirstHeader returns the field's first line (rules.FirstHeader), as
+// fasthttp's Peek does.
+func (r Request) FirstHeader(name string) (string, bool) {
+	v := r.Ctx.Request.Header.Peek(name)
+	if v == nil {
+		return "", false
+	}
+	return b2s(v), true
+}
+
 // Header returns a header field's value, all field lines joined with ", ".
 // Joining several lines allocates; a single line does not.
 func (r Request) Header(name string) (string, bool) {

@@ -36,6 +36,16 @@ func (v view) Header(name string) (string, bool) {
 	return strings.Join(vals, ", "), true
 }
 
+// FirstHeader returns the field's first line (rules.FirstHeader), as
+// Header.Get does.
+func (v view) FirstHeader(name string) (string, bool) {
+	vals := v.r.Header[name]
+	if len(vals) == 0 {
+		return "", false
+	}
+	return vals[0], true
+}
+
 // RemoteAddr parses http.Request.RemoteAddr ("ip:port"); the zero AddrPort
 // when it is not one (a Unix socket, a test that left it empty).
 func (v view) RemoteAddr() netip.AddrPort {

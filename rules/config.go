@@ -139,8 +139,10 @@ type Match struct {
 type HeaderMatch struct {
 	// Name is the field name, case-insensitive.
 	Name string `yaml:"name" json:"name"`
-	// Value, when non-empty, must equal the field's value exactly (all
-	// field lines joined with ", "). Empty means "present and non-empty".
+	// Value, when non-empty, must equal the field's value exactly: its
+	// first line, when the request can tell lines apart (FirstHeader),
+	// else all lines joined with ", ". Empty means "present and
+	// non-empty".
 	Value string `yaml:"value" json:"value"`
 }
 

@@ -105,7 +105,7 @@ func (d *decision) appendKey(dst []byte, parts []keyPart) ([]byte, bool) {
 				dst = strconv.AppendInt(dst, int64(pfx.Bits()), 10)
 			}
 		case partHeader:
-			v, ok := d.req.Header(p.name)
+			v, ok := firstHeader(d.req, p.name)
 			if !ok || v == "" {
 				return dst, false
 			}

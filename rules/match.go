@@ -122,7 +122,7 @@ func (m *matcher) match(req Request, method, host, path string) bool {
 		}
 	}
 	for _, h := range m.headers {
-		v, ok := req.Header(h.name)
+		v, ok := firstHeader(req, h.name)
 		if !ok || v == "" || h.value != "" && v != h.value {
 			return false
 		}

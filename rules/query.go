@@ -8,7 +8,8 @@ import (
 // QueryValue returns the first value of parameter name in rawQuery (the
 // part of a URL after '?', as in url.URL.RawQuery), decoded, and whether it
 // is present. It allocates only when the value is percent- or
-// plus-encoded. Parameters whose name is encoded are matched after
+// plus-encoded. Pairs that do not decode are skipped, as net/url skips
+// them. Parameters whose name is encoded are matched after
 // decoding. Adapters use it to implement Request.Query.
 func QueryValue(rawQuery, name string) (string, bool) {
 	for rawQuery != "" {
@@ -29,7 +30,9 @@ func QueryValue(rawQuery, name string) (string, bool) {
 		}
 		dv, err := url.QueryUnescape(v)
 		if err != nil {
-			return "", false
+			// Skipped, as url.ParseQuery skips it: a backend reading
+			// the parameter gets the next value, and so must the key.
+			continue
 		}
 		return dv, true
 	}

@@ -28,3 +28,26 @@ type Request interface {
 	// anonymous bucket or are not limited by that rule.
 	RemoteAddr() netip.AddrPort
 }
+
+// FirstHeader is implemented by a Request that can return a header
+// field's first line alone. Header key parts (header:NAME) and
+// Match.Headers read it when the request implements it: a backend that
+// reads one value (net/http's Header.Get, nginx's $http_name) reads the
+// first line, and a client must not get a fresh counter for its API key,
+// or slip past a rule, by sending the field twice. Without it the engine
+// reads Header's joined value. The client-IP headers are lists and are
+// always read joined.
+type FirstHeader interface {
+	// FirstHeader returns the value of the field's first line, and
+	// whether the field is present. Names are canonical, as for Header.
+	FirstHeader(name string) (string, bool)
+}
+
+// firstHeader reads name's first field line when req can, its joined
+// value otherwise.
+func firstHeader(req Request, name string) (string, bool) {
+	if f, ok := req.(FirstHeader); ok {
+		return f.FirstHeader(name)
+	}
+	return req.Header(name)
+}

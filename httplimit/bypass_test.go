@@ -1,0 +1,94 @@
+package httplimit
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/memory"
+)
+
+// keyedLimiter limits 1 request per hour per key and records what a
+// typical backend authenticates with: the first X-Api-Key line and the
+// first api_key parameter that decodes.
+func keyedLimiter(t *testing.T, key string) (http.Handler, *[]string) {
+	t.Helper()
+	st, err := memory.New(memory.Config{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e, err := rules.New(rules.Config{Rules: []rules.Rule{{
+		Name: "per-key", Key: rules.Key{key},
+		Policies: []rules.Policy{{Algorithm: "token_bucket", Rate: "1/h", Burst: 1}},
+	}}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var served []string
+	h := New(e, Config{}).Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served = append(served, r.Header.Get("X-Api-Key")+"|"+r.URL.Query().Get("api_key"))
+	}))
+	return h, &served
+}
+
+// A second X-Api-Key line does not give the caller a fresh counter: the
+// key is the first line, which is what the backend reads.
+func TestHeaderKeyIgnoresExtraLines(t *testing.T) {
+	h, served := keyedLimiter(t, "header:X-API-Key")
+	for _, extra := range []string{"", "", "a", "b"} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Add("X-API-Key", "K")
+		if extra != "" {
+			r.Header.Add("X-API-Key", extra)
+		}
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	if len(*served) != 1 {
+		t.Errorf("1 per hour per API key, and the backend served key K %d times: %v", len(*served), *served)
+	}
+}
+
+// A first api_key that does not decode is skipped, as net/url skips it,
+// so the key is the value the backend reads.
+func TestQueryKeySkipsUndecodableValues(t *testing.T) {
+	h, served := keyedLimiter(t, "query:api_key")
+	for _, q := range []string{"api_key=K", "api_key=%zz&api_key=K", "api_key=%zz&api_key=K"} {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/?"+q, nil))
+	}
+	if len(*served) != 1 {
+		t.Errorf("1 per hour per api_key, and the backend served key K %d times: %v", len(*served), *served)
+	}
+}
+
+// A rule matching a header value still matches when the field is sent
+// twice: a duplicate line must not slip a request past it.
+func TestMatchHeaderIgnoresExtraLines(t *testing.T) {
+	st, err := memory.New(memory.Config{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e, err := rules.New(rules.Config{Rules: []rules.Rule{{
+		Name:     "free",
+		Match:    rules.Match{Headers: []rules.HeaderMatch{{Name: "X-Plan", Value: "free"}}},
+		Policies: []rules.Policy{{Algorithm: "token_bucket", Rate: "1/h", Burst: 1}},
+	}}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(e, Config{}).Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	codes := []int{}
+	for range 2 {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Add("X-Plan", "free")
+		r.Header.Add("X-Plan", "pro")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		codes = append(codes, w.Code)
+	}
+	if codes[1] != http.StatusTooManyRequests {
+		t.Errorf("codes %v: the second request slipped past the rule", codes)
+	}
+}
