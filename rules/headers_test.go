@@ -253,3 +253,19 @@ func TestRefusalOfARequestThatCanNeverPass(t *testing.T) {
 		t.Errorf("detail %q", body["detail"])
 	}
 }
+
+// X-RateLimit-Reset as an epoch is the window's end, not a second later:
+// a fixed 1m window, a request half a second in.
+func TestLegacyEpochResetIsTheWindowEnd(t *testing.T) {
+	e, c := newEngine(t, Config{
+		Rules:   []Rule{{Name: "w", Policies: []Policy{{Algorithm: "fixed_window", Limit: 10, Window: "1m"}}}},
+		Headers: Headers{Styles: []string{StyleLegacy}},
+	})
+	start := c.wall()
+	c.add(500 * time.Millisecond)
+	res := decide(t, e, get("/", "192.0.2.1"))
+	want := strconv.FormatInt(start.Add(time.Minute).Unix(), 10)
+	if got := headers(&res)[HeaderXRateLimitReset]; got != want {
+		t.Errorf("X-RateLimit-Reset = %s, want %s (the window's end)", got, want)
+	}
+}

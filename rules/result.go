@@ -132,11 +132,15 @@ func (r *Result) AppendViolatedPolicies(dst []string) []string {
 // fields: on a refusal, when this request could pass (never earlier than
 // Retry-After points, as draft-10 asks); otherwise when the full allowance
 // is back. Whole seconds, rounded up.
-func resetSeconds(d limit.Decision) int64 {
+func resetSeconds(d limit.Decision) int64 { return ceilSeconds(resetAfter(d)) }
+
+// resetAfter is the wait resetSeconds rounds: until the refused request
+// may pass, or until the allowance is whole again.
+func resetAfter(d limit.Decision) time.Duration {
 	if !d.Allowed && d.RetryAfter != limit.Never {
-		return ceilSeconds(d.RetryAfter)
+		return d.RetryAfter
 	}
-	return ceilSeconds(d.ResetAfter)
+	return d.ResetAfter
 }
 
 // retryAfterSeconds is the Retry-After of a refusal: delay-seconds rounded
@@ -269,12 +273,10 @@ func (r *Result) AppendRawHeaders(dst []RawHeader, buf []byte) ([]RawHeader, []b
 			buf = strconv.AppendInt(buf, dec.Remaining, 10)
 			mark(HeaderXRateLimitRemaining)
 			if e.resetEpoch {
-				now := e.now()
-				at := now.Add(time.Duration(reset) * time.Second).Unix()
-				if now.Nanosecond() != 0 {
-					at++ // round up, as the delta is
-				}
-				buf = strconv.AppendInt(buf, at, 10)
+				// The instant itself, rounded up once: rounding the
+				// delta up first would put it a second late.
+				at := e.now().Add(resetAfter(dec)).UnixNano()
+				buf = strconv.AppendInt(buf, ceilDiv(at, int64(time.Second)), 10)
 			} else {
 				buf = strconv.AppendInt(buf, reset, 10)
 			}
@@ -289,4 +291,13 @@ func (r *Result) AppendRawHeaders(dst []RawHeader, buf []byte) ([]RawHeader, []b
 		fixed(HeaderCacheControl, "no-store")
 	}
 	return dst, buf
+}
+
+// ceilDiv is a/b rounded up, for a ≥ 0 and b > 0.
+func ceilDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 {
+		q++
+	}
+	return q
 }
