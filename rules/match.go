@@ -137,7 +137,10 @@ func (h hostPattern) matches(host string) bool {
 	return strings.EqualFold(host, h.name)
 }
 
-// hostOnly returns host without its port and IPv6 brackets.
+// hostOnly returns host without its port, IPv6 brackets and the
+// trailing dot of a fully qualified name: "api.example.com." names the
+// same host as "api.example.com", and must match the same rules and
+// share its counters.
 func hostOnly(host string) string {
 	if strings.HasPrefix(host, "[") {
 		if i := strings.IndexByte(host, ']'); i > 0 {
@@ -146,7 +149,10 @@ func hostOnly(host string) string {
 		return host
 	}
 	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host, ':') == i {
-		return host[:i]
+		host = host[:i]
+	}
+	if len(host) > 1 && host[len(host)-1] == '.' {
+		host = host[:len(host)-1]
 	}
 	return host
 }
