@@ -202,6 +202,9 @@ func (s *snapshot) match(host, path []byte) *route {
 	if i := lastColon(host); i >= 0 {
 		host = host[:i]
 	}
+	if n := len(host); n > 1 && host[n-1] == '.' {
+		host = host[:n-1] // "api.example.com." is api.example.com
+	}
 	for _, r := range s.routes {
 		if r.host != "" && !equalFold(host, r.host) {
 			continue
