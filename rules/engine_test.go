@@ -155,3 +155,20 @@ func TestDecideAllocatesNothingForTwoPolicies(t *testing.T) {
 		t.Fatalf("%v allocs, want 0", n)
 	}
 }
+
+// A delay is capped by the max_delay of the rule that shapes, even when
+// another rule has fewer requests left.
+func TestMaxDelayOfTheShapingRule(t *testing.T) {
+	e, _ := newEngine(t, Config{Rules: []Rule{
+		{Name: "shaped", MaxDelay: time.Second,
+			Policies: []Policy{{Algorithm: "leaky_bucket", Rate: "1/s", Burst: 100}}},
+		{Name: "tight", Policies: []Policy{{Rate: "1/h", Burst: 10}}},
+	}})
+	var res Result
+	for range 6 {
+		res = decide(t, e, get("/", "192.0.2.1"))
+	}
+	if res.Outcome != Delayed || res.Delay != time.Second || res.Rule() != "shaped" {
+		t.Errorf("outcome %v, delay %v, rule %q: want delayed 1s (shaped's max_delay), by shaped", res.Outcome, res.Delay, res.Rule())
+	}
+}
