@@ -30,6 +30,24 @@ func validateWindow(name string, limit int64, window time.Duration) error {
 	if window <= 0 {
 		return fmt.Errorf("%w: %s: window %v must be positive", ErrInvalidPolicy, name, window)
 	}
+	if window > MaxSpan {
+		return fmt.Errorf("%w: %s: window %v exceeds %v (about 100 years)", ErrInvalidPolicy, name, window, MaxSpan)
+	}
+	return nil
+}
+
+// MaxSpan is the longest window a policy may have, and the longest a
+// bucket may take to fill or drain from empty: about 100 years. The
+// algorithms compute in Unix nanoseconds, which end in 2262; longer spans
+// would saturate that arithmetic and stop limiting.
+const MaxSpan = 100 * 365 * 24 * time.Hour
+
+// validateSpan reports a bucket whose capacity, units of interval each,
+// spans more than MaxSpan.
+func validateSpan(name string, interval, units int64) error {
+	if span := mulSat(interval, units); span > int64(MaxSpan) {
+		return fmt.Errorf("%w: %s: %d × %v exceeds %v (about 100 years): a lower burst or a faster rate", ErrInvalidPolicy, name, units, time.Duration(interval), MaxSpan)
+	}
 	return nil
 }
 

@@ -68,7 +68,7 @@ func (p LeakyBucket) Validate() error {
 	case p.Mode > Police:
 		return fmt.Errorf("%w: leaky_bucket: unknown mode %d", ErrInvalidPolicy, p.Mode)
 	}
-	return nil
+	return validateSpan("leaky_bucket", p.Rate.Interval(), addSat(p.Burst, 1))
 }
 
 // Quota is Burst+1 units per the time they take to drain.

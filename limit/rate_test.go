@@ -58,6 +58,13 @@ func TestValidate(t *testing.T) {
 		limit.LeakyBucket{Rate: limit.Per(1, sec), Burst: 1, Delay: 2},
 		limit.LeakyBucket{Rate: limit.Per(1, sec), Burst: -1},
 		limit.LeakyBucket{Rate: limit.Per(1, sec), Mode: 7},
+		// Spans past MaxSpan would saturate the nanosecond arithmetic
+		// and stop limiting.
+		limit.TokenBucket{Rate: limit.Per(1, 24*time.Hour), Burst: 100_000},
+		limit.LeakyBucket{Rate: limit.Per(1, 24*time.Hour), Burst: 200_000, Mode: limit.Police},
+		limit.SlidingWindow{Limit: 1, Window: 60_000 * 24 * time.Hour},
+		limit.FixedWindow{Limit: 1, Window: limit.MaxSpan + 1},
+		limit.SlidingLog{Limit: 1, Window: limit.MaxSpan + 1},
 	} {
 		if err := p.Validate(); !errors.Is(err, limit.ErrInvalidPolicy) {
 			t.Errorf("%#v.Validate() = %v; want ErrInvalidPolicy", p, err)
@@ -68,6 +75,8 @@ func TestValidate(t *testing.T) {
 		limit.FixedWindow{Limit: 1, Window: sec},
 		limit.SlidingWindow{Limit: 1, Window: sec},
 		limit.SlidingLog{Limit: limit.MaxLogLimit, Window: sec},
+		limit.FixedWindow{Limit: 1, Window: limit.MaxSpan},
+		limit.TokenBucket{Rate: limit.Per(1, 24*time.Hour), Burst: 36_500},
 		limit.LeakyBucket{Rate: limit.Per(10, sec), Burst: 5, Delay: 3},
 	} {
 		if err := p.Validate(); err != nil {

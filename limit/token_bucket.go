@@ -29,7 +29,7 @@ func (p TokenBucket) Validate() error {
 	if p.Burst < 0 {
 		return fmt.Errorf("%w: token_bucket: burst %d must not be negative", ErrInvalidPolicy, p.Burst)
 	}
-	return nil
+	return validateSpan("token_bucket", p.Rate.Interval(), p.burst())
 }
 
 func (p TokenBucket) burst() int64 {
