@@ -209,12 +209,16 @@ func (g *Gateway) Start() error {
 		})
 	}
 	server := &fasthttp.Server{
-		Handler:               g.serve,
-		Name:                  "tollgate",
-		ReadTimeout:           cfg.Listen.ReadTimeout,
-		WriteTimeout:          cfg.Listen.WriteTimeout,
-		IdleTimeout:           cfg.Listen.IdleTimeout,
-		Concurrency:           cfg.Listen.MaxConns,
+		Handler:      g.serve,
+		Name:         "tollgate",
+		ReadTimeout:  cfg.Listen.ReadTimeout,
+		WriteTimeout: cfg.Listen.WriteTimeout,
+		IdleTimeout:  cfg.Listen.IdleTimeout,
+		Concurrency:  cfg.Listen.MaxConns,
+		// A request head (request line and header fields) up to 8 KiB:
+		// nginx's large_client_header_buffers line size, twice fasthttp's
+		// default, so that large cookies pass. Larger heads get 431.
+		ReadBufferSize:        maxRequestHead,
 		StreamRequestBody:     true,
 		NoDefaultServerHeader: true,
 		NoDefaultContentType:  true,
@@ -247,6 +251,13 @@ func (g *Gateway) Start() error {
 	g.ready.Store(true)
 	return nil
 }
+
+// maxRequestHead and maxResponseHead bound the heads the gateway reads
+// from clients and upstreams, in bytes.
+const (
+	maxRequestHead  = 8 << 10
+	maxResponseHead = 16 << 10
+)
 
 // Addr is the traffic listener's address, once started.
 func (g *Gateway) Addr() net.Addr { return g.ln.Addr() }

@@ -159,6 +159,10 @@ func (g *Gateway) client(u config.Upstream, addr string, isTLS bool) *fasthttp.H
 		NoDefaultUserAgentHeader:      true,
 		MaxIdemponentCallAttempts:     1,
 		Dial:                          g.conns.dial(dialer, u.ResponseTimeout),
+		// Response heads up to 16 KiB: long Content-Security-Policy or
+		// Set-Cookie fields are common, and fasthttp's default 4 KiB
+		// answered them 502.
+		ReadBufferSize: maxResponseHead,
 	}
 	g.clients[key] = c
 	return c
