@@ -121,7 +121,9 @@ type Route struct {
 	// Upstream is an http:// or https:// base URL, or "demo" for the
 	// built-in demo origin. The request path is appended to the URL's
 	// path; the upstream receives its own host in Host (as nginx's
-	// proxy_pass does) and the client's in X-Forwarded-Host.
+	// proxy_pass does) and the client's in X-Forwarded-Host. The URL
+	// must not carry credentials (user:password@), and its port, when
+	// given, is from 1 to 65535.
 	Upstream string `yaml:"upstream"`
 }
 

@@ -22,8 +22,42 @@ func TestDefaultIsValid(t *testing.T) {
 	}
 }
 
-func TestEmptyFileGetsDefaults(t *testing.T) {
-	c, err := Parse("empty.yaml", nil)
+// A file with no YAML document (empty, blank, only comments, null) is an
+// error naming the file, not a configuration of defaults: a file truncated
+// while the gateway watches it must not drop every route and rule.
+func TestEmptyFileIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]string{
+		"empty":    "",
+		"blank":    " \n\t\n",
+		"comments": "# routes and rules\n\n# go here\n",
+		"marker":   "---\n",
+		"null":     "~\n",
+	}
+	for name, src := range cases {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join(dir, name+".yaml")
+			if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Load(file)
+			if err == nil {
+				t.Fatalf("%q loaded as %+v", src, c)
+			}
+			ps := Problems(err)
+			if len(ps) != 1 || ps[0].Pos.File != file || !strings.Contains(ps[0].Msg, "no configuration") {
+				t.Fatalf("%q: %v", src, err)
+			}
+			if !strings.HasPrefix(err.Error(), file+": ") {
+				t.Errorf("error does not start with the file name: %v", err)
+			}
+		})
+	}
+	if _, err := Parse("empty.yaml", nil); err == nil || err.Error() != "empty.yaml: the file is empty: no configuration" {
+		t.Errorf("Parse of no data: %v", err)
+	}
+	// An explicit empty mapping is a choice: all defaults.
+	c, err := Parse("defaults.yaml", []byte("{}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,6 +140,44 @@ access_log: {path: /nonexistent-dir/x.log, format: xml}
 		{11, "directory /nonexistent-dir does not exist"},
 		{11, `format "xml"`},
 	})
+}
+
+// An upstream URL with credentials (which would be shown by /config and
+// never sent) or a port out of range is refused at its line, with every
+// other problem, and the password is not echoed.
+func TestUpstreamURLValidation(t *testing.T) {
+	src := `routes:
+  - path: /a
+    upstream: "http://user:hunter2@h/x"
+  - path: /b
+    upstream: http://h:99999
+  - path: /c
+    upstream: "http://h:0/"
+  - path: /d
+    upstream: "ftp://user:hunter2@h"
+  - path: /e
+    upstream: "http://[::1]:65536"
+  - path: /f
+    upstream: "http://user:hunter2@h:bad"
+  - {path: /g, upstream: "https://h:65535/x"}
+  - {path: /h, upstream: "http://[::1]:1"}
+  - {path: /i, upstream: "http://h"}
+`
+	_, err := Parse("c.yaml", []byte(src))
+	checkProblems(t, err, []want{
+		{3, "routes[0].upstream: credentials in the URL are not supported (the gateway would not send them to the upstream)"},
+		{5, `routes[1].upstream "http://h:99999": port "99999" is not a number from 1 to 65535`},
+		{7, `port "0" is not a number from 1 to 65535`},
+		{9, "routes[3].upstream: credentials in the URL are not supported"},
+		{11, `port "65536" is not a number from 1 to 65535`},
+		{13, "routes[5].upstream: "},
+	})
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("the password is echoed: %v", err)
+	}
+	if !strings.Contains(err.Error(), "c.yaml:3:5: routes[0].upstream: credentials") {
+		t.Errorf("error text lacks file:line:col: %v", err)
+	}
 }
 
 // The rule engine's problems land on the line of the value at fault.
@@ -209,5 +281,23 @@ func TestRelativePathsResolved(t *testing.T) {
 	}
 	if k := c.Rules[0].Key; len(k) != 1 || k[0] != "header:X-API-Key" {
 		t.Fatalf("a scalar key must read as a one-element list, got %q", k)
+	}
+}
+
+// Masked hides the password of a route's upstream URL, which validation
+// refuses but a Config built in code may hold, without changing c.
+func TestMaskedRouteUpstream(t *testing.T) {
+	c := Default()
+	c.Routes = []Route{{Path: "/", Upstream: "http://user:hunter2@h/x"}, {Path: "/d", Upstream: "demo"}}
+	out, err := c.Masked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(out)
+	if strings.Contains(s, "hunter2") || !strings.Contains(s, "http://user:xxxxx@h/x") || !strings.Contains(s, "upstream: demo") {
+		t.Fatalf("masked config:\n%s", s)
+	}
+	if c.Routes[0].Upstream != "http://user:hunter2@h/x" {
+		t.Fatal("Masked changed the running configuration")
 	}
 }

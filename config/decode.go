@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -32,13 +33,21 @@ func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line,
 
 // parseDocument decodes data into out (a pointer to a struct).
 func (d *decoder) parseDocument(data []byte, out any) {
+	// A file with no document is not a configuration of defaults: it is
+	// most likely one truncated or caught mid-write, and loading it would
+	// drop every route and rule.
+	if len(bytes.TrimSpace(data)) == 0 {
+		d.ps.add(Pos{File: d.file}, "the file is empty: no configuration")
+		return
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		d.ps.add(syntaxPos(d.file, err), "%s", strings.TrimPrefix(err.Error(), "yaml: "))
 		return
 	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return // an empty file: all defaults
+	if doc.Kind == 0 || len(doc.Content) == 0 || isNull(doc.Content[0]) {
+		d.ps.add(Pos{File: d.file}, "the file holds no YAML document (only comments or null): no configuration")
+		return
 	}
 	d.value(doc.Content[0], reflect.ValueOf(out).Elem(), "")
 }

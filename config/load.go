@@ -10,7 +10,9 @@ import (
 
 // Load reads, decodes, defaults and validates the file at path. Every
 // problem is reported at once: the error joins one [*Error] per problem,
-// each with file:line:col (use [Problems] to list them).
+// each with file:line:col (use [Problems] to list them). A file that is
+// empty or holds no YAML document is an error, not a configuration of
+// defaults.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

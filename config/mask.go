@@ -8,19 +8,19 @@ import (
 )
 
 // Masked returns c as YAML with its secrets hidden: the password of a
-// Redis URL, and the identities (API keys) of tier members, which are
-// replaced by their count.
+// Redis URL or of a route's upstream URL (which validation refuses, but a
+// Config built in code may have), and the identities (API keys) of tier
+// members, which are replaced by their count.
 func (c *Config) Masked() ([]byte, error) {
 	m := *c
 	if r := c.Store.Redis; r != nil {
 		rc := *r
-		if u, err := url.Parse(rc.URL); err == nil && u.User != nil {
-			if _, has := u.User.Password(); has {
-				u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			}
-			rc.URL = u.String()
-		}
+		rc.URL = maskURL(rc.URL)
 		m.Store.Redis = &rc
+	}
+	m.Routes = append(m.Routes[:0:0], c.Routes...)
+	for i := range m.Routes {
+		m.Routes[i].Upstream = maskURL(m.Routes[i].Upstream)
 	}
 	m.Rules = append(m.Rules[:0:0], c.Rules...)
 	for i, r := range m.Rules {
@@ -32,4 +32,16 @@ func (c *Config) Masked() ([]byte, error) {
 		m.Rules[i].Tiers = &t
 	}
 	return yaml.Marshal(&m)
+}
+
+// maskURL returns s with the password of its user info replaced by xxxxx.
+func maskURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
 }

@@ -52,6 +52,16 @@ func checkAddr(ps *problems, p Pos, what, addr string) {
 	}
 }
 
+// validPort reports whether port, from a URL, is empty (the scheme's
+// default) or a number from 1 to 65535.
+func validPort(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
+}
+
 func samePort(a, b string) bool {
 	ha, pa, err1 := net.SplitHostPort(a)
 	hb, pb, err2 := net.SplitHostPort(b)
@@ -102,13 +112,19 @@ func (c *Config) validateRoutes(ps *problems) {
 			u, err := url.Parse(r.Upstream)
 			switch {
 			case err != nil:
-				ps.add(r.Pos.Of("upstream"), "%s.upstream: %v", what, err)
+				ps.add(r.Pos.Of("upstream"), "%s.upstream: %v", what, redactErr(err))
+			case u.User != nil:
+				// Before any message that quotes the URL: it would
+				// show the password.
+				ps.add(r.Pos.Of("upstream"), "%s.upstream: credentials in the URL are not supported (the gateway would not send them to the upstream)", what)
 			case u.Scheme != "http" && u.Scheme != "https":
 				ps.add(r.Pos.Of("upstream"), "%s.upstream %q: scheme must be http or https", what, r.Upstream)
 			case u.Host == "":
 				ps.add(r.Pos.Of("upstream"), "%s.upstream %q has no host", what, r.Upstream)
 			case u.RawQuery != "" || u.Fragment != "":
 				ps.add(r.Pos.Of("upstream"), "%s.upstream %q must not have a query or fragment", what, r.Upstream)
+			case !validPort(u.Port()):
+				ps.add(r.Pos.Of("upstream"), "%s.upstream %q: port %q is not a number from 1 to 65535", what, r.Upstream, u.Port())
 			}
 		}
 	}
