@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -132,11 +133,11 @@ func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
 		b = append(b, " - - ["...)
 		b = now.AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
 		b = append(b, "] \""...)
-		b = append(b, e.method...)
+		b = appendEscaped(b, e.method)
 		b = append(b, ' ')
 		b = appendCombined(b, e.uri)
 		b = append(b, ' ')
-		b = append(b, e.proto...)
+		b = appendEscaped(b, e.proto)
 		b = append(b, "\" "...)
 		b = strconv.AppendInt(b, int64(status), 10)
 		b = append(b, ' ')
@@ -156,11 +157,11 @@ func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
 		b = append(b, `","remote_addr":"`...)
 		b = append(b, remote...)
 		b = append(b, `","method":`...)
-		b = strconv.AppendQuote(b, string(e.method))
+		b = appendJSONString(b, e.method)
 		b = append(b, `,"host":`...)
-		b = strconv.AppendQuote(b, string(e.host))
+		b = appendJSONString(b, e.host)
 		b = append(b, `,"uri":`...)
-		b = strconv.AppendQuote(b, string(e.uri))
+		b = appendJSONString(b, e.uri)
 		b = append(b, `,"status":`...)
 		b = strconv.AppendInt(b, int64(status), 10)
 		b = append(b, `,"bytes":`...)
@@ -168,11 +169,11 @@ func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
 		b = append(b, `,"duration_ms":`...)
 		b = strconv.AppendFloat(b, float64(now.Sub(e.start).Microseconds())/1000, 'f', 3, 64)
 		b = append(b, `,"user_agent":`...)
-		b = strconv.AppendQuote(b, string(e.ua))
+		b = appendJSONString(b, e.ua)
 		b = append(b, `,"rule":`...)
-		b = strconv.AppendQuote(b, e.rule)
+		b = appendJSONString(b, e.rule)
 		b = append(b, `,"decision":`...)
-		b = strconv.AppendQuote(b, e.outcome)
+		b = appendJSONString(b, e.outcome)
 		b = append(b, "}\n"...)
 	}
 	a.mu.Lock()
@@ -180,6 +181,9 @@ func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
 	a.mu.Unlock()
 }
 
+// orDash returns s, or "-" when it is empty. Rule names and outcomes
+// need no escaping: the configuration allows only letters, digits, '-',
+// '_' and '.' in a rule's name.
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -187,13 +191,23 @@ func orDash(s string) string {
 	return s
 }
 
+const hexDigits = "0123456789abcdef"
+
 // appendCombined appends a quoted field's value with '"', '\\' and control
 // bytes escaped as \xHH, as nginx does, or "-" when empty.
 func appendCombined(b, v []byte) []byte {
 	if len(v) == 0 {
 		return append(b, '-')
 	}
-	for _, c := range v {
+	return appendEscaped(b, v)
+}
+
+// appendEscaped appends v with '"', '\\', control bytes and bytes from 0x7f
+// escaped as \xHH, as nginx does in its combined log, so that no value can
+// end a quoted field or the line.
+func appendEscaped[T string | []byte](b []byte, v T) []byte {
+	for i := range len(v) {
+		c := v[i]
 		switch {
 		case c == '"' || c == '\\' || c < 0x20 || c >= 0x7f:
 			b = append(b, `\x`...)
@@ -203,4 +217,52 @@ func appendCombined(b, v []byte) []byte {
 		}
 	}
 	return b
+}
+
+// appendJSONString appends v as a JSON string: '"' and '\\' escaped, control
+// bytes as \n, \r, \t or \u00XX, each byte of invalid UTF-8 replaced by
+// \ufffd, and valid UTF-8 kept as it is. Unlike strconv.AppendQuote, whose
+// \xHH, \a and \U escapes JSON does not allow, the result is always valid
+// JSON. It does not allocate.
+func appendJSONString[T string | []byte](b []byte, v T) []byte {
+	b = append(b, '"')
+	start := 0 // v[start:i] is still to be copied as it is
+	for i := 0; i < len(v); {
+		c := v[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			// A conversion of at most 4 bytes that does not escape
+			// is made on the stack.
+			r, size := utf8.DecodeRuneInString(string(v[i:min(i+utf8.UTFMax, len(v))]))
+			if r != utf8.RuneError || size != 1 {
+				i += size
+				continue
+			}
+		}
+		b = append(b, v[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\n':
+			b = append(b, `\n`...)
+		case '\r':
+			b = append(b, `\r`...)
+		case '\t':
+			b = append(b, `\t`...)
+		default:
+			if c < 0x20 {
+				b = append(b, `\u00`...)
+				b = append(b, hexDigits[c>>4], hexDigits[c&15])
+			} else {
+				b = append(b, `\ufffd`...)
+			}
+		}
+		i++
+		start = i
+	}
+	b = append(b, v[start:]...)
+	return append(b, '"')
 }
