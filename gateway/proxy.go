@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -12,11 +14,11 @@ import (
 )
 
 // hopHeaders are the hop-by-hop fields (RFC 9110 §7.6.1) a proxy must not
-// forward, besides those the Connection field names, in canonical form.
-// fasthttp handles Connection and Transfer-Encoding itself.
-var hopHeaders = [][]byte{
-	[]byte("Keep-Alive"), []byte("Proxy-Connection"), []byte("Proxy-Authenticate"),
-	[]byte("Proxy-Authorization"), []byte("Te"), []byte("Trailer"), []byte("Upgrade"),
+// forward, besides Connection and those it names, in canonical form.
+// fasthttp handles Transfer-Encoding itself.
+var hopHeaders = []string{
+	"Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Upgrade",
 }
 
 var (
@@ -28,39 +30,43 @@ var (
 	valHTTPS      = []byte("https")
 )
 
-// removeRequestHop deletes the fields named in Connection, then the
-// standard hop-by-hop ones. Fields are looked up before deleting: most
-// requests have none, and a lookup costs less than a delete.
+// removeRequestHop deletes the fields named in Connection, Connection
+// itself, then the standard hop-by-hop ones. Fields are looked up before
+// deleting: most requests have none, and a lookup costs less than a
+// delete. PeekAll, as the first line may be empty (PeekCanonical reads
+// nil then). The server has read the client's Connection: close already.
 func removeRequestHop(h *fasthttp.RequestHeader) {
-	if h.PeekCanonical(hdrConnection) != nil {
-		for _, v := range h.PeekAll("Connection") {
+	if vs := h.PeekAll("Connection"); len(vs) > 0 {
+		for _, v := range vs {
 			forEachToken(v, func(name []byte) { h.DelBytes(name) })
 		}
+		h.DelBytes(hdrConnection)
 	}
 	for _, k := range hopHeaders {
-		if h.PeekCanonical(k) != nil {
-			h.DelBytes(k)
+		if len(h.PeekAll(k)) > 0 {
+			h.Del(k)
 		}
 	}
 	h.ResetConnectionClose()
 }
 
+// removeResponseHop deletes the fields named in Connection, Connection
+// itself, then the standard hop-by-hop ones. The upstream's Connection:
+// close is about its own connection: it must not close the client's
+// (fasthttp sets close again when the client asked for it).
 func removeResponseHop(h *fasthttp.ResponseHeader) {
-	if h.PeekCanonical(hdrConnection) != nil {
-		for _, v := range h.PeekAll("Connection") {
-			forEachToken(v, func(name []byte) {
-				// close and keep-alive are fasthttp's own business.
-				if !equalFold(name, "close") && !equalFold(name, "keep-alive") {
-					h.DelBytes(name)
-				}
-			})
+	if vs := h.PeekAll("Connection"); len(vs) > 0 {
+		for _, v := range vs {
+			forEachToken(v, func(name []byte) { h.DelBytes(name) })
 		}
+		h.DelBytes(hdrConnection)
 	}
 	for _, k := range hopHeaders {
-		if h.PeekCanonical(k) != nil {
-			h.DelBytes(k)
+		if len(h.PeekAll(k)) > 0 {
+			h.Del(k)
 		}
 	}
+	h.ResetConnectionClose()
 }
 
 // forEachToken calls f with each comma-separated token of v, trimmed.
@@ -88,10 +94,10 @@ func forEachToken(v []byte, f func([]byte)) {
 }
 
 // setForwarded sets X-Forwarded-For to the peer's address, appended to
-// the incoming list only when the peer is a trusted proxy (a client's own
-// X-Forwarded-For is dropped, so an upstream reading the list cannot be
-// fooled by it), and sets X-Forwarded-Proto and X-Forwarded-Host,
-// replacing any value the client sent.
+// the incoming list (all its lines) only when the peer is a trusted proxy
+// (a client's own X-Forwarded-For is dropped, so an upstream reading the
+// list cannot be fooled by it), and sets X-Forwarded-Proto and
+// X-Forwarded-Host, replacing every line the client sent.
 func setForwarded(ctx *fasthttp.RequestCtx, s *snapshot, scratch []byte) []byte {
 	h := &ctx.Request.Header
 	buf := scratch[:0]
@@ -99,9 +105,23 @@ func setForwarded(ctx *fasthttp.RequestCtx, s *snapshot, scratch []byte) []byte 
 	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
 		peer = a.AddrPort().Addr().Unmap()
 	}
-	if prior := h.PeekCanonical(hdrXFF); len(prior) > 0 && peer.IsValid() && s.isTrusted(peer) {
-		buf = append(buf, prior...)
-		buf = append(buf, ", "...)
+	if prior := h.PeekAll("X-Forwarded-For"); len(prior) > 0 {
+		if peer.IsValid() && s.isTrusted(peer) {
+			for _, v := range prior {
+				if len(v) > 0 {
+					buf = append(buf, v...)
+					buf = append(buf, ", "...)
+				}
+			}
+		}
+		h.DelBytes(hdrXFF)
+	}
+	// Lines after the first would survive SetCanonical.
+	if len(h.PeekAll("X-Forwarded-Proto")) > 0 {
+		h.DelBytes(hdrXFProto)
+	}
+	if len(h.PeekAll("X-Forwarded-Host")) > 0 {
+		h.DelBytes(hdrXFHost)
 	}
 	if peer.IsValid() {
 		buf = peer.AppendTo(buf)
@@ -124,12 +144,7 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 	var scratch [128]byte
 	removeRequestHop(&req.Header)
 	setForwarded(ctx, s, scratch[:0])
-	if rt.basePath != "" {
-		uri := req.URI()
-		p := append(scratch[:0], rt.basePath...)
-		p = append(p, uri.PathOriginal()...)
-		uri.SetPathBytes(p)
-	}
+	setUpstreamPath(req, rt, scratch[:0])
 	setUpstream(req, rt)
 	// The upstream connection bounds the exchange by the response
 	// timeout (trackedConn), more cheaply than req.SetTimeout would.
@@ -153,6 +168,86 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 	}
 	rt.upStatus[statusIndex(resp.StatusCode())].Inc()
 	removeResponseHop(&resp.Header)
+}
+
+// setUpstreamPath prefixes the request's path with rt's base path. The
+// path goes as the client sent it, encodings kept, unless it has dot
+// segments: then it is the normalized path routing matched, re-encoded,
+// so that it cannot climb out of the base path at the upstream.
+func setUpstreamPath(req *fasthttp.Request, rt *route, scratch []byte) {
+	uri := req.URI()
+	raw := uri.PathOriginal()
+	dots := hasDotSegment(raw)
+	if rt.basePath == "" && !dots {
+		return
+	}
+	p := append(scratch[:0], rt.basePath...)
+	if dots {
+		p = appendEscapedPath(p, uri.Path())
+	} else {
+		p = append(p, raw...)
+	}
+	uri.SetPathBytes(p)
+}
+
+// hasDotSegment reports whether the raw path has a "." or ".." segment
+// once percent-decoded (%2e is a dot, %2f a slash).
+func hasDotSegment(raw []byte) bool {
+	if bytes.IndexByte(raw, '.') < 0 && bytes.IndexByte(raw, '%') < 0 {
+		return false
+	}
+	dots := 0 // dots in the segment so far; -1 once it has anything else
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c == '%' && i+2 < len(raw) {
+			if h, l := unhex(raw[i+1]), unhex(raw[i+2]); h >= 0 && l >= 0 {
+				c = byte(h<<4 | l)
+				i += 2
+			}
+		}
+		switch {
+		case c == '/':
+			if dots == 1 || dots == 2 {
+				return true
+			}
+			dots = 0
+		case c == '.' && dots >= 0:
+			dots++
+		default:
+			dots = -1
+		}
+	}
+	return dots == 1 || dots == 2
+}
+
+// unhex is a hex digit's value, or -1.
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return int(c - 'A' + 10)
+	}
+	return -1
+}
+
+// appendEscapedPath appends the decoded path p percent-encoded: all but
+// the unreserved characters, sub-delims, ':', '@' and '/'.
+func appendEscapedPath(dst, p []byte) []byte {
+	const hex = "0123456789ABCDEF"
+	for _, c := range p {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+			dst = append(dst, c)
+		case strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0:
+			dst = append(dst, c)
+		default:
+			dst = append(dst, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return dst
 }
 
 // setUpstream points the request's URI and Host at rt's upstream.

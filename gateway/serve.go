@@ -52,10 +52,9 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 	case rt.demo:
 		demo(ctx)
 	case isUpgrade(&ctx.Request.Header):
-		// The upstream's 101 response goes to the client raw through the
-		// tunnel: no rate-limit headers can be added to it.
+		// The upstream's answer, 101 or a refusal, goes to the client as
+		// a response of its own, rate-limit headers added.
 		g.websocket(ctx, s, rt)
-		return
 	default:
 		g.proxy(ctx, s, rt, now)
 	}

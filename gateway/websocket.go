@@ -6,20 +6,34 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
 
-// isUpgrade reports a request asking to switch protocols (WebSocket).
+// isUpgrade reports a request asking to switch to WebSocket. Other
+// protocols (h2c) are proxied as ordinary requests, without their Upgrade.
 func isUpgrade(h *fasthttp.RequestHeader) bool {
-	return h.ConnectionUpgrade() && len(h.Peek("Upgrade")) > 0
+	if !h.ConnectionUpgrade() {
+		return false
+	}
+	ws := false
+	for _, v := range h.PeekAll("Upgrade") {
+		forEachToken(v, func(p []byte) { ws = ws || equalFold(p, "websocket") })
+	}
+	return ws
 }
 
+// maxRefusalBody bounds the body of an upstream's refusal to switch,
+// which the gateway reads whole before answering.
+const maxRefusalBody = 1 << 20
+
 // websocket passes an upgrade request through: it dials the upstream,
-// forwards the request with its Upgrade and Connection fields, then
-// hijacks the client connection and copies bytes both ways until either
-// side closes. The upstream's answer (101 or a refusal) reaches the client
-// unchanged.
+// forwards the request with its Upgrade and Connection fields and reads
+// the answer. A 101 goes to the client, then the client connection is
+// hijacked and bytes copied both ways until either side closes. Any other
+// answer goes to the client as a normal response, and the connection
+// stays with the gateway (and its limits).
 func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 	var up net.Conn
 	var err error
@@ -34,44 +48,83 @@ func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 		g.upstreamError(ctx, rt, err)
 		return
 	}
+	// The response timeout bounds the exchange up to the upstream's answer.
+	if t := s.cfg.Upstream.ResponseTimeout; t > 0 {
+		up.SetDeadline(time.Now().Add(t))
+	}
 	req := &ctx.Request
 	var scratch [128]byte
 	setForwarded(ctx, s, scratch[:0])
-	if rt.basePath != "" {
-		uri := req.URI()
-		uri.SetPathBytes(append([]byte(rt.basePath), uri.PathOriginal()...))
-	}
+	setUpstreamPath(req, rt, scratch[:0])
 	setUpstream(req, rt)
+	// As on the proxy path: the path goes as built, not normalized again.
+	req.URI().DisablePathNormalizing = true
 	bw := bufio.NewWriter(up)
-	if err := req.Write(bw); err == nil {
+	if err = req.Write(bw); err == nil {
 		err = bw.Flush()
+	}
+	br := bufio.NewReader(up)
+	resp := &ctx.Response
+	if err == nil {
+		err = readFinalHead(&resp.Header, br)
+	}
+	status := resp.StatusCode()
+	if err == nil && status != fasthttp.StatusSwitchingProtocols &&
+		!req.Header.IsHead() && !noBody(status) {
+		err = resp.ReadBody(br, maxRefusalBody)
 	}
 	if err != nil {
 		up.Close()
 		g.upstreamError(ctx, rt, err)
 		return
 	}
-	rt.upStatus[0].Inc() // 1xx: a switch is under way
-	ctx.HijackSetNoResponse(true)
+	rt.upStatus[statusIndex(status)].Inc()
+	if status != fasthttp.StatusSwitchingProtocols {
+		up.Close()
+		removeResponseHop(&resp.Header)
+		return
+	}
+	up.SetDeadline(time.Time{})
+	// fasthttp writes the 101 (the access log sees its status), then
+	// hands over the connection.
 	ctx.Hijack(func(c net.Conn) {
 		if !g.tunnels.add(c, up) {
 			up.Close()
 			return
 		}
 		defer g.tunnels.remove(c, up)
-		tunnel(c, up)
+		tunnel(c, up, br)
 	})
 }
 
-// tunnel copies both ways until one side ends, then closes both.
-func tunnel(a, b net.Conn) {
+// readFinalHead reads a response head into h, skipping informational
+// ones other than 101.
+func readFinalHead(h *fasthttp.ResponseHeader, br *bufio.Reader) error {
+	for {
+		if err := h.Read(br); err != nil {
+			return err
+		}
+		if c := h.StatusCode(); c >= 200 || c == fasthttp.StatusSwitchingProtocols {
+			return nil
+		}
+	}
+}
+
+// noBody reports a status whose response has no body.
+func noBody(status int) bool {
+	return status < 200 || status == fasthttp.StatusNoContent || status == fasthttp.StatusNotModified
+}
+
+// tunnel copies both ways until one side ends, then closes both. br
+// reads b, with what followed its 101 buffered.
+func tunnel(a, b net.Conn, br *bufio.Reader) {
 	done := make(chan struct{})
 	go func() {
 		io.Copy(b, a)
 		b.Close()
 		close(done)
 	}()
-	io.Copy(a, b)
+	io.Copy(a, br)
 	a.Close()
 	b.Close()
 	<-done

@@ -1,0 +1,171 @@
+package gateway
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+// rawExchange writes raw to the gateway at addr and reads n responses
+// back on the same connection. With wait, it then reports whether the
+// gateway closed the connection.
+func rawExchange(t *testing.T, addr, raw string, n int, wait bool) ([]*http.Response, []string, bool) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	var resps []*http.Response
+	var bodies []string
+	for i := 0; i < n; i++ {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("response %d: %v", i+1, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resps = append(resps, resp)
+		bodies = append(bodies, string(b))
+	}
+	if !wait {
+		return resps, bodies, false
+	}
+	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	_, err = br.ReadByte()
+	return resps, bodies, err == io.EOF
+}
+
+// Every client copy of X-Forwarded-For, -Proto and -Host is replaced: a
+// second line must not reach the upstream beside the gateway's own. From a
+// trusted proxy, all the X-Forwarded-For lines are kept, in order.
+func TestForwardedDuplicateLines(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%q %q %q", r.Header.Values("X-Forwarded-For"),
+			r.Header.Values("X-Forwarded-Proto"), r.Header.Values("X-Forwarded-Host"))
+	}))
+	defer srv.Close()
+	raw := "GET / HTTP/1.1\r\nHost: a\r\n" +
+		"X-Forwarded-For: 6.6.6.6\r\nX-Forwarded-For: 7.7.7.7, 8.8.8.8\r\n" +
+		"X-Forwarded-Proto: https\r\nX-Forwarded-Proto: https\r\n" +
+		"X-Forwarded-Host: evil\r\nX-Forwarded-Host: evil\r\n\r\n"
+	for _, tc := range []struct{ trusted, want string }{
+		{"", `["127.0.0.1"] ["http"] ["a"]`},
+		{"client_ip: {trusted_proxies: [127.0.0.0/8]}\n", `["6.6.6.6, 7.7.7.7, 8.8.8.8, 127.0.0.1"] ["http"] ["a"]`},
+	} {
+		g, _ := startTestGateway(t, tc.trusted+"routes: [{path: /, upstream: \""+srv.URL+"\"}]\n")
+		_, bodies, _ := rawExchange(t, g.Addr().String(), raw, 1, false)
+		if bodies[0] != tc.want {
+			t.Errorf("trusted %q: origin saw %s, want %s", tc.trusted, bodies[0], tc.want)
+		}
+		g.Close()
+	}
+}
+
+// Connection and the fields it names are removed both ways, and an
+// upstream's Connection: close does not close the client's connection;
+// a client's own Connection: close still does.
+func TestConnectionHeaderHopByHop(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/close":
+			w.Header().Set("Connection", "close")
+		default:
+			w.Header().Set("Connection", "X-Bar")
+			w.Header().Set("X-Bar", "1")
+		}
+		fmt.Fprintf(w, "conn=%q foo=%q", r.Header.Values("Connection"), r.Header.Values("X-Foo"))
+	}))
+	defer srv.Close()
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+srv.URL+"\"}]\n")
+	defer g.Close()
+	addr := g.Addr().String()
+
+	resps, bodies, closed := rawExchange(t, addr,
+		"GET /bar HTTP/1.1\r\nHost: a\r\nConnection: X-Foo\r\nX-Foo: bar\r\n\r\n"+
+			"GET /close HTTP/1.1\r\nHost: a\r\n\r\n"+
+			"GET /bar HTTP/1.1\r\nHost: a\r\n\r\n", 3, true)
+	for i, resp := range resps {
+		if resp.StatusCode != 200 || bodies[i] != `conn=[] foo=[]` {
+			t.Errorf("response %d: %d %q, want 200 with no Connection or X-Foo at the origin", i+1, resp.StatusCode, bodies[i])
+		}
+		if v := resp.Header.Values("Connection"); len(v) > 0 {
+			t.Errorf("response %d: Connection %q reached the client", i+1, v)
+		}
+		if resp.Header.Get("X-Bar") != "" {
+			t.Errorf("response %d: X-Bar, named in the origin's Connection, reached the client", i+1)
+		}
+	}
+	if closed {
+		t.Error("the client connection was closed after the origin's Connection: close")
+	}
+
+	resps, _, closed = rawExchange(t, addr, "GET /bar HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 1, true)
+	if !resps[0].Close || !closed {
+		t.Errorf("client Connection: close: response Close %v, connection closed %v; want both", resps[0].Close, closed)
+	}
+}
+
+// The upstream path is built from the normalized path routing matched
+// when the client's path has dot segments, so that it cannot climb out
+// of the route's base path; other paths go as sent, encodings kept.
+func TestUpstreamPathDotSegments(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, r.RequestURI)
+	}))
+	defer srv.Close()
+	g, _ := startTestGateway(t, "routes: [{host: nobase, path: /, upstream: \""+srv.URL+"\"}, "+
+		"{path: /api/, upstream: \""+srv.URL+"/v2\"}, {path: /, upstream: \""+srv.URL+"/public\"}]\n")
+	defer g.Close()
+	for _, tc := range []struct{ host, path, want string }{
+		{"a", "/../admin", "/public/admin"},
+		{"a", "/%2e%2e/admin", "/public/admin"},
+		{"a", "/%2E./admin", "/public/admin"},
+		{"a", "/a/../../admin", "/public/admin"},
+		{"a", "/a/..%2f..%2fadmin", "/public/admin"},
+		{"a", "/a/./b/.", "/public/a/b/"},
+		{"a", "/x/../a%20b%3F?q=%2F", "/public/a%20b%3F?q=%2F"},
+		{"a", "/x/%2e%2e/api/z", "/v2/api/z"},
+		{"a", "/api/../admin", "/public/admin"},
+		// No dot segment: the path goes as sent.
+		{"a", "/a%2Fb", "/public/a%2Fb"},
+		{"a", "/a%20b?x=%2F", "/public/a%20b?x=%2F"},
+		{"a", "/file.txt", "/public/file.txt"},
+		{"a", "/a/..b/.c", "/public/a/..b/.c"},
+		{"a", "/api/items?x=1", "/v2/api/items?x=1"},
+		// Without a base path, only dot segments change.
+		{"nobase", "/a/../b", "/b"},
+		{"nobase", "/%2e%2e/b", "/b"},
+		{"nobase", "/a%2Fb", "/a%2Fb"},
+	} {
+		_, bodies, _ := rawExchange(t, g.Addr().String(), "GET "+tc.path+" HTTP/1.1\r\nHost: "+tc.host+"\r\n\r\n", 1, false)
+		if bodies[0] != tc.want {
+			t.Errorf("%s %s: upstream saw %q, want %q", tc.host, tc.path, bodies[0], tc.want)
+		}
+	}
+}
+
+func TestHasDotSegment(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/": false, "/a/b": false, "/file.txt": false, "/a/..b": false, "/.a": false, "/a%2Fb": false,
+		"/.": true, "/..": true, "/./a": true, "/a/../b": true, "/%2e%2e/a": true, "/%2E/a": true,
+		"/a/..%2Fb": true, "/a%2f..": true, "/a/.%2e": true,
+	} {
+		if got := hasDotSegment([]byte(path)); got != want {
+			t.Errorf("hasDotSegment(%q) = %v, want %v", path, got, want)
+		}
+	}
+	if got := string(appendEscapedPath(nil, []byte("/a b/%/?#/é/~!$&'()*+,;=:@"))); got != "/a%20b/%25/%3F%23/%C3%A9/~!$&'()*+,;=:@" {
+		t.Errorf("appendEscapedPath: %s", got)
+	}
+}

@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// upgradeOrigin is a raw origin: it sends each request it reads on
+// seen, answers head (and after it, extra), then echoes until closed.
+func upgradeOrigin(t *testing.T, head, extra string) (string, <-chan *http.Request) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	seen := make(chan *http.Request, 4)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				r, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				seen <- r
+				io.WriteString(c, head+extra)
+				io.Copy(c, br)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), seen
+}
+
+const wsRequest = "Host: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n" +
+	"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+
+const wsSwitching = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+	"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n"
+
+// An upgrade the origin refuses is answered as a normal response, and
+// the client's connection stays under the gateway's limits: it is not
+// tunnelled to the origin.
+func TestWebSocketRefusedUpgrade(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("X-Origin", "1")
+		w.WriteHeader(404)
+		fmt.Fprintf(w, "no socket at %s", r.URL.Path)
+	}))
+	defer srv.Close()
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+srv.URL+"\"}]\n"+
+		"rules: [{name: one, policies: [{algorithm: fixed_window, limit: 1, window: 1h}]}]\n")
+	defer g.Close()
+	resps, bodies, closed := rawExchange(t, g.Addr().String(),
+		"GET /ws HTTP/1.1\r\n"+wsRequest+"\r\n"+
+			"GET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n"+
+			"GET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n", 3, true)
+	if resps[0].StatusCode != 404 || bodies[0] != "no socket at /ws" || resps[0].Header.Get("X-Origin") != "1" {
+		t.Errorf("refused upgrade: %d %q %v, want the origin's 404", resps[0].StatusCode, bodies[0], resps[0].Header)
+	}
+	for i, resp := range resps[1:] {
+		if resp.StatusCode != 429 {
+			t.Errorf("request %d after a refused upgrade: %d %q, want 429 (limit 1/h)", i+2, resp.StatusCode, bodies[i+1])
+		}
+	}
+	if closed {
+		t.Error("the client connection was closed")
+	}
+	if n := hits.Load(); n != 1 {
+		t.Errorf("origin hits: %d, want 1", n)
+	}
+}
+
+// Only Upgrade: websocket is tunnelled; another protocol (h2c) is proxied
+// as an ordinary request, its Upgrade and Connection fields removed.
+func TestUpgradeOtherThanWebSocket(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "upgrade=%q conn=%q settings=%q", r.Header.Values("Upgrade"),
+			r.Header.Values("Connection"), r.Header.Values("Http2-Settings"))
+	}))
+	defer srv.Close()
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+srv.URL+"\"}]\n"+
+		"rules: [{name: one, policies: [{algorithm: fixed_window, limit: 1, window: 1h}]}]\n")
+	defer g.Close()
+	resps, bodies, _ := rawExchange(t, g.Addr().String(),
+		"GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"+
+			"HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n"+
+			"GET /again HTTP/1.1\r\nHost: a\r\n\r\n", 2, false)
+	if resps[0].StatusCode != 200 || bodies[0] != `upgrade=[] conn=[] settings=[]` {
+		t.Errorf("h2c upgrade: %d %q, want 200 with no Upgrade, Connection or HTTP2-Settings at the origin",
+			resps[0].StatusCode, bodies[0])
+	}
+	if resps[1].StatusCode != 429 {
+		t.Errorf("next request: %d %q, want 429 (limit 1/h)", resps[1].StatusCode, bodies[1])
+	}
+}
+
+// An accepted upgrade is tunnelled, bytes the origin sends right after its
+// 101 included, and the access log records 101.
+func TestWebSocketTunnelAndAccessLog(t *testing.T) {
+	origin, seen := upgradeOrigin(t, wsSwitching, "hello\n")
+	file := filepath.Join(t.TempDir(), "access.log")
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"\"}]\n"+
+		"access_log: {path: \""+file+"\", format: json}\n")
+	c, err := net.Dial("tcp", g.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "GET /ws HTTP/1.1\r\n"+wsRequest+"\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 101 || resp.Header.Get("Sec-WebSocket-Accept") != "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" ||
+		!strings.EqualFold(resp.Header.Get("Upgrade"), "websocket") {
+		t.Fatalf("upgrade: %d %v", resp.StatusCode, resp.Header)
+	}
+	<-seen
+	if line, err := br.ReadString('\n'); line != "hello\n" {
+		t.Fatalf("first bytes from the origin: %q, %v", line, err)
+	}
+	io.WriteString(c, "echo\n")
+	if line, err := br.ReadString('\n'); line != "echo\n" {
+		t.Fatalf("echo: %q, %v", line, err)
+	}
+	c.Close()
+	g.Close()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"status":101`) {
+		t.Errorf("access log: %s, want status 101", data)
+	}
+}
+
+// The upgrade request gets the same path and X-Forwarded-* treatment as
+// any other: no climbing out of the base path, no duplicate lines.
+func TestWebSocketRequestRewrite(t *testing.T) {
+	origin, seen := upgradeOrigin(t, wsSwitching, "")
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"/public\"}]\n")
+	defer g.Close()
+	c, err := net.Dial("tcp", g.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "GET /a/../%2e%2e/admin HTTP/1.1\r\n"+wsRequest+
+		"X-Forwarded-For: 6.6.6.6\r\nX-Forwarded-For: 7.7.7.7\r\n"+
+		"X-Forwarded-Proto: https\r\nX-Forwarded-Proto: https\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 101 {
+		t.Fatalf("upgrade: %d", resp.StatusCode)
+	}
+	r := <-seen
+	if r.RequestURI != "/public/admin" {
+		t.Errorf("origin saw path %q, want /public/admin", r.RequestURI)
+	}
+	if xff, xfp := r.Header.Values("X-Forwarded-For"), r.Header.Values("X-Forwarded-Proto"); len(xff) != 1 ||
+		xff[0] != "127.0.0.1" || len(xfp) != 1 || xfp[0] != "http" {
+		t.Errorf("origin saw X-Forwarded-For %q, X-Forwarded-Proto %q", xff, xfp)
+	}
+}
