@@ -23,7 +23,11 @@
 // measures it against the formula. Use the strict tier (store/redis) where
 // the limit must be exact.
 //
-// A node whose sync fails keeps deciding on its local view and carries its
-// deltas to the next sync. The sliding log has no fixed-size state and is
-// refused.
+// A node whose sync fails, wholly or for some keys, keeps deciding on its
+// local view and carries the failed keys' deltas to the next sync; the keys
+// that synced are settled. (A push that timed out may have reached Redis:
+// carried, it is charged twice, an overcount rather than a loss.) A key
+// whose policy changes (a config reload) starts from an empty view under
+// the new policy and keeps its pending delta, pushed under the new policy.
+// The sliding log has no fixed-size state and is refused.
 package eventual

@@ -134,15 +134,17 @@ func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int6
 	sh := s.shard(key)
 	sh.mu.Lock()
 	e := sh.m[key]
-	if e == nil || e.p != sp {
-		if e == nil && len(sh.m) >= s.max && !s.evict(sh, now) {
+	if e == nil {
+		if len(sh.m) >= s.max && !s.evict(sh, now) {
 			sh.mu.Unlock()
 			return s.cfg.Redis.Apply(ctx, key, p, cost)
 		}
-		// A new key, or a changed policy: start from an empty view; the
-		// next sync pulls the global state.
+		// A new key: start from an empty view; the next sync pulls the
+		// global state.
 		e = &entry{p: sp}
 		sh.m[key] = e
+	} else if e.p != sp {
+		e.repolicy(sp)
 	}
 	st, d := sp.Decide(e.st, now, cost)
 	if d.Allowed {
@@ -222,17 +224,28 @@ func (s *Store) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decis
 	for i, r := range reqs {
 		sh := &s.shards[s.shardIndex(r.Key)]
 		e := sh.m[r.Key]
-		if e == nil || e.p != sps[i] {
-			if e == nil && len(sh.m) >= s.max {
+		if e == nil {
+			if len(sh.m) >= s.max {
 				s.evict(sh, now) // a full shard takes the key anyway: MaxKeys is exceeded by at most a batch
 			}
 			e = &entry{p: sps[i]}
 			sh.m[r.Key] = e
+		} else if e.p != sps[i] {
+			e.repolicy(sps[i])
 		}
 		e.st = views[r.Key].st
 		e.pending += r.Cost
 	}
 	return out, nil
+}
+
+// repolicy puts e under p (a changed policy: a config reload): the view
+// starts empty, the next sync pulling the global state, but the delta
+// admitted under the old policy stays pending, to be pushed under p, so
+// nothing admitted is lost. The entry is kept, not replaced, so that a
+// sync in flight subtracts what it pushed from this pending delta.
+func (e *entry) repolicy(p limit.Stateful) {
+	e.p, e.st = p, limit.State{}
 }
 
 func stateful(p limit.Policy) (limit.Stateful, error) {
@@ -263,7 +276,9 @@ func (s *Store) evict(sh *shard, now int64) bool {
 // Sync pushes every key's pending delta to Redis and pulls its global
 // state, in one pipelined round trip per algorithm. The background loop
 // calls it every Interval; tests call it directly. Keys idle locally with
-// nothing pending are dropped instead.
+// nothing pending are dropped instead. A key whose charge fails keeps its
+// delta pending for the next sync, while the others are settled; the
+// error returned reports the failed keys.
 func (s *Store) Sync(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
@@ -288,18 +303,21 @@ func (s *Store) Sync(ctx context.Context) error {
 	if len(charges) == 0 {
 		return nil
 	}
-	if err := s.cfg.Redis.Sync(ctx, charges); err != nil {
-		return err // the deltas stay pending for the next sync
-	}
+	err := s.cfg.Redis.Sync(ctx, charges)
 	now = s.now()
 	for i, c := range charges {
+		if c.Err != nil {
+			continue // the delta stays pending for the next sync
+		}
 		e := where[i]
 		sh := s.shard(c.Key)
 		sh.mu.Lock()
+		// Redis has the pushed delta, whatever the policy now; admissions
+		// since the snapshot stay pending.
+		e.pending -= c.Cost
 		if e.p == c.Policy {
-			// Admissions since the snapshot stay pending and are laid
-			// over the global view.
-			e.pending -= c.Cost
+			// The global view, with the admissions since laid over it.
+			// (After a policy change the next sync pulls the view.)
 			e.st = c.State
 			if e.pending > 0 {
 				if st, d := e.p.Decide(e.st, now, e.pending); d.Allowed {
@@ -309,5 +327,5 @@ func (s *Store) Sync(ctx context.Context) error {
 		}
 		sh.mu.Unlock()
 	}
-	return nil
+	return err
 }

@@ -12,7 +12,7 @@ import (
 
 // Charge is one key's update for Sync: Cost units admitted elsewhere (by a
 // node deciding locally) to add to Key under Policy, and, after Sync, the
-// key's global State.
+// key's global State or the reason the charge failed.
 type Charge struct {
 	Key    string
 	Policy limit.Stateful
@@ -20,8 +20,14 @@ type Charge struct {
 	// Zero only reads the state.
 	Cost int64
 	// State is set by Sync: the key's state after the charge, in Unix ns
-	// like limit.State (the zero State for an absent key).
+	// like limit.State (the zero State for an absent key, or when Err is
+	// set).
 	State limit.State
+	// Err is set by Sync: nil when Redis applied the charge and State was
+	// read back; otherwise why it failed. A failed charge was not applied,
+	// unless the failure is a timeout or a lost connection: then Redis may
+	// have applied it without the answer arriving.
+	Err error
 }
 
 // ErrSlidingLog reports a sliding log given to Sync: its state is a log,
@@ -31,22 +37,32 @@ var ErrSlidingLog = errors.New("redis: the sliding log has no fixed-size state t
 // Sync adds each charge's cost to its key unconditionally and reads back
 // each key's state, in pipelined script calls (one per key, one round trip
 // per algorithm present). It is how the eventual tier pushes the deltas a
-// node admitted locally and pulls the global view. A failure leaves the
-// charges unapplied or partly applied and is returned as an error; Sync
-// bypasses the breaker, the over-limit cache and the failure modes.
+// node admitted locally and pulls the global view.
+//
+// Each charge succeeds or fails on its own, and Sync reports which in its
+// Err field: a charge that is invalid (a negative cost, an invalid policy,
+// a sliding log) or that Redis refuses (a key holding another type) fails
+// without keeping the others from being applied. Sync returns nil when
+// every charge succeeded, and otherwise an error joining the failed
+// charges' errors. Sync bypasses the breaker, the over-limit cache and the
+// failure modes.
 func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 	groups := map[limit.Algorithm][]int{}
 	execs := map[limit.Algorithm][]rueidis.LuaExec{}
-	for i, c := range charges {
-		if c.Cost < 0 {
-			return limit.ErrNegativeCost
-		}
+	for i := range charges {
+		c := &charges[i]
+		c.State, c.Err = limit.State{}, nil
 		a, err := s.enc.get(c.Policy)
-		if err != nil {
-			return err
+		switch {
+		case c.Cost < 0:
+			c.Err = limit.ErrNegativeCost
+		case err != nil:
+			c.Err = err
+		case a.alg == limit.AlgSlidingLog:
+			c.Err = ErrSlidingLog
 		}
-		if a.alg == limit.AlgSlidingLog {
-			return ErrSlidingLog
+		if c.Err != nil {
+			continue
 		}
 		groups[a.alg] = append(groups[a.alg], i)
 		execs[a.alg] = append(execs[a.alg], rueidis.LuaExec{
@@ -54,20 +70,25 @@ func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 			Args: []string{s.clockArg(), s.floorMS, strconv.FormatInt(c.Cost, 10), "1", a.strs[0], a.strs[1], a.strs[2], a.strs[3]},
 		})
 	}
-	var errs []error
 	for alg, ex := range execs {
 		res := s.scripts.one[alg].ExecMulti(ctx, s.client, ex...)
 		for j, r := range res {
+			c := &charges[groups[alg][j]]
 			v, err := r.AsIntSlice()
 			if err == nil && len(v) < 10 {
 				err = fmt.Errorf("script returned %d values, want 10", len(v))
 			}
 			if err != nil {
-				errs = append(errs, err)
+				c.Err = err
 				continue
 			}
-			c := &charges[groups[alg][j]]
 			c.State = fromWire(alg, v[6], v[7], v[8])
+		}
+	}
+	var errs []error
+	for i := range charges {
+		if c := &charges[i]; c.Err != nil {
+			errs = append(errs, fmt.Errorf("key %q: %w", c.Key, c.Err))
 		}
 	}
 	if len(errs) > 0 {

@@ -1,0 +1,60 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/redistest"
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/limit/limittest"
+)
+
+// TestSyncPerCharge: each charge succeeds or fails on its own, and Sync
+// says which in its Err: the failed ones (invalid, or refused by Redis)
+// keep no one else from being applied.
+func TestSyncPerCharge(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := open(t, srv.Addr, Config{Clock: func() int64 { return now }})
+	fw := limit.FixedWindow{Limit: 10, Window: time.Hour}
+	tb := limit.TokenBucket{Rate: limit.Per(10, time.Second)}
+	srv.CLI(t, "rpush", "tollgate:{list}", "x")
+	charges := []Charge{
+		{Key: "good", Policy: fw, Cost: 3},
+		{Key: "list", Policy: fw, Cost: 1},                           // WRONGTYPE
+		{Key: "neg", Policy: fw, Cost: -1},                           // invalid
+		{Key: "tb", Policy: tb, Cost: 1},                             // another algorithm: another round trip
+		{Key: "good", Policy: fw, Cost: 2, Err: errors.New("stale")}, // reset by Sync
+	}
+	err := s.Sync(context.Background(), charges)
+	if err == nil || !errors.Is(err, limit.ErrNegativeCost) {
+		t.Fatalf("Sync: %v, want an error reporting the failed charges", err)
+	}
+	for i, want := range []struct {
+		ok    bool
+		count int64
+	}{{true, 3}, {false, 0}, {false, 0}, {true, 0}, {true, 5}} {
+		c := charges[i]
+		if (c.Err == nil) != want.ok {
+			t.Errorf("charge %d (%s): Err %v, want success %v", i, c.Key, c.Err, want.ok)
+		}
+		if c.Policy == fw && c.State.B != want.count {
+			t.Errorf("charge %d (%s): count %d, want %d", i, c.Key, c.State.B, want.count)
+		}
+	}
+	if !errors.Is(charges[2].Err, limit.ErrNegativeCost) {
+		t.Errorf("negative cost: Err %v", charges[2].Err)
+	}
+	if charges[3].State.IsIdle(now) {
+		t.Errorf("token bucket charged 1: idle state %+v", charges[3].State)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	charges = []Charge{{Key: "good", Policy: fw, Cost: 1}}
+	if err := s.Sync(ctx, charges); err == nil || charges[0].Err == nil {
+		t.Fatalf("Sync with a canceled context: %v, Err %v", err, charges[0].Err)
+	}
+}
