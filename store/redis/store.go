@@ -144,8 +144,9 @@ func (s *Store) getArgv() *[]string {
 
 // Apply charges cost against key under p, with the failure mode of
 // Config.OnFailure. It returns an error for a negative cost, an invalid
-// policy or a Redis error reply; a Redis that is down, slow or behind an
-// open breaker is answered by the failure mode, not by an error.
+// policy or a Redis error reply; a Redis that is down, slow, unavailable
+// (a BUSY, LOADING or MASTERDOWN reply) or behind an open breaker is answered
+// by the failure mode, not by an error.
 func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
 	return s.apply(ctx, key, p, cost, s.cfg.OnFailure)
 }
@@ -382,7 +383,11 @@ func (s *Store) fail(ctx context.Context, mode FailMode, reqs []limit.Request) (
 }
 
 // isReply reports an error the server answered with (a script error, a
-// wrong type), as opposed to a failure to reach it.
+// wrong type), as opposed to a failure to reach it. The replies of a
+// server that cannot serve right now count as failures to reach it: a
+// cluster redirection or an unavailable slot (MOVED, ASK, TRYAGAIN,
+// CLUSTERDOWN), a server loading its data set (LOADING), busy running a
+// long script (BUSY) or a replica cut off from its master (MASTERDOWN).
 func isReply(err error) bool {
 	re, ok := rueidis.IsRedisErr(err)
 	if !ok {
@@ -390,5 +395,13 @@ func isReply(err error) bool {
 	}
 	_, moved := re.IsMoved()
 	_, ask := re.IsAsk()
-	return !moved && !ask && !re.IsTryAgain() && !re.IsClusterDown() && !re.IsLoading()
+	return !moved && !ask && !re.IsTryAgain() && !re.IsClusterDown() && !re.IsLoading() &&
+		!hasCode(re.Error(), "BUSY") && !hasCode(re.Error(), "MASTERDOWN")
+}
+
+// hasCode reports whether the error reply msg has code as its first word
+// (rueidis has no test for these codes; BUSYGROUP is not BUSY).
+func hasCode(msg, code string) bool {
+	rest, ok := strings.CutPrefix(msg, code)
+	return ok && (rest == "" || rest[0] == ' ')
 }
