@@ -193,7 +193,21 @@ func TestServerTime(t *testing.T) {
 func TestTTLIsIdleInstant(t *testing.T) {
 	srv := redistest.Start(t)
 	s := open(t, srv.Addr, Config{CacheSize: -1})
-	for i, p := range append(policies, limit.TokenBucket{Rate: limit.Per(1, time.Minute), Burst: 10}) {
+	// Windows of seconds, not the milliseconds of policies: the key must
+	// still be there when redis-cli, a new process, asks for its PTTL on
+	// a loaded machine (a 100 ms window had expired: PTTL -2).
+	long := []limit.Policy{
+		limit.FixedWindow{Limit: 5, Window: 10 * time.Second},
+		limit.SlidingLog{Limit: 4, Window: 7 * time.Second},
+		limit.SlidingWindow{Limit: 6, Window: 9 * time.Second},
+		limit.SlidingWindow{Limit: 1000, Window: time.Hour},
+		limit.TokenBucket{Rate: limit.Per(10, 10*time.Second), Burst: 3},
+		limit.TokenBucket{Rate: limit.Per(9, 9*time.Second)},
+		limit.LeakyBucket{Rate: limit.Per(2, time.Second), Burst: 3, Mode: limit.Shape, Delay: 1},
+		limit.LeakyBucket{Rate: limit.Per(2, time.Second), Burst: 2, Mode: limit.Police},
+		limit.TokenBucket{Rate: limit.Per(1, time.Minute), Burst: 10},
+	}
+	for i, p := range long {
 		key := fmt.Sprintf("ttl%d", i)
 		d, err := s.Apply(context.Background(), key, p, 1)
 		if err != nil || !d.Allowed {
