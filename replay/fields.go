@@ -9,14 +9,14 @@ import (
 // of a request. Each entry lists candidate names, first match wins; the
 // zero Fields means DefaultFields.
 type Fields struct {
-	Time   []string // the request time: RFC 3339, CLF date or Unix epoch
+	Time   []string // the request time: RFC 3339, CLF date or Unix epoch, 1677 to 2262
 	Addr   []string // the client address, with or without a port
 	User   []string // the authenticated user
 	Method []string // the HTTP method
 	Path   []string // the request target; the query string is split off
 	Status []string // the response status
 	Key    []string // a ready-made key (the "key" key part)
-	Cost   []string // the request's weight, a whole number; default 1
+	Cost   []string // the request's weight, a whole number up to 2^40; default 1
 	Host   []string // the request's host
 	// Extra are the fields named by field:NAME key parts, in order; at
 	// most 8.

@@ -54,6 +54,11 @@ var (
 	errNotFound = errors.New("no field for the key")
 )
 
+// maxCost is the largest cost a line may give a request; a larger one is
+// a bad cost. It keeps costs far from overflowing the policies' arithmetic
+// and the report's sums (which also saturate, for very long runs).
+const maxCost = 1 << 40
+
 // lineParser parses one line (without its newline) into r, which the
 // caller has reset.
 type lineParser interface {

@@ -1,5 +1,7 @@
 package replay
 
+import "math"
+
 // event is one request waiting in the reordering window: its time, the
 // interned key, its cost, and its position in the input (so that equal
 // times keep input order).
@@ -40,7 +42,7 @@ type reorderer struct {
 func (r *reorderer) push(t int64, key int32, cost int64, req *engineRequest) {
 	if r.started && t < r.released {
 		r.late++
-		r.lateMax = max(r.lateMax, r.released-t)
+		r.lateMax = max(r.lateMax, diffSat(t, r.released))
 		t = r.released
 	}
 	r.seq++
@@ -69,7 +71,7 @@ func (r *reorderer) push(t int64, key int32, cost int64, req *engineRequest) {
 	if !r.started && r.seq == 1 {
 		r.maxSeen = t
 	}
-	limit := r.maxSeen - r.window
+	limit := subSat(r.maxSeen, r.window)
 	for {
 		e, ok := r.peek()
 		if !ok || e.t > limit {
@@ -131,6 +133,30 @@ func (r *reorderer) pop() event {
 // prefetchAhead is how many queued requests ahead the reorderer touches
 // the state of.
 const prefetchAhead = 6
+
+// subSat returns a - b for b >= 0, or the smallest int64 where that
+// would overflow: times may be anywhere in the int64 range.
+func subSat(a, b int64) int64 {
+	if a < math.MinInt64+b {
+		return math.MinInt64
+	}
+	return a - b
+}
+
+// diffSat returns t - from for t >= from, or the largest int64 where that
+// would overflow.
+func diffSat(from, t int64) int64 {
+	return int64(min(span(from, t), math.MaxInt64))
+}
+
+// addSat returns a + b for a, b >= 0, or the largest int64 where that
+// would overflow.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
 
 func less(a, b *event) bool {
 	return a.t < b.t || (a.t == b.t && a.seq < b.seq)

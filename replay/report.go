@@ -185,7 +185,9 @@ type PeakRates struct {
 // Histogram counts keys by a value in power-of-two buckets, with
 // percentiles.
 type Histogram struct {
-	// Bounds are 1, 2, 4, ... up to the first power of two above Max.
+	// Bounds are 1, 2, 4, ... up to the first power of two above Max, or,
+	// when Max is 2^62 or more, up to 2^62 and then math.MaxInt64 (the
+	// last bucket then also holds Max itself).
 	Bounds []int64 `json:"bounds"`
 	// Counts has one entry fewer than Bounds.
 	Counts []int64 `json:"counts"`
@@ -378,6 +380,10 @@ func histogram(c counted) Histogram {
 	for b := int64(1); ; b *= 2 {
 		h.Bounds = append(h.Bounds, b)
 		if b > h.Max {
+			break
+		}
+		if b > math.MaxInt64/2 { // doubling would overflow: no power of two is above Max
+			h.Bounds = append(h.Bounds, math.MaxInt64)
 			break
 		}
 	}

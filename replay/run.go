@@ -249,7 +249,7 @@ func (p *pipeline) line(n int64, line []byte) {
 		p.bad(n, line, err)
 		return
 	}
-	if rec.Cost < 0 {
+	if rec.Cost < 0 || rec.Cost > maxCost {
 		p.bad(n, line, errBadCost)
 		return
 	}

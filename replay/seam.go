@@ -16,7 +16,7 @@ type seamEntry struct{ at, cost int64 }
 // add records an admitted request and returns the cost admitted in
 // (t−window, t] and the time of the oldest request in that span.
 func (q *seamQueue) add(t, cost, window int64) (int64, int64) {
-	cut := t - window
+	cut := subSat(t, window)
 	for q.off < len(q.ents) && q.ents[q.off].at <= cut {
 		q.sum -= q.ents[q.off].cost
 		q.off++
@@ -28,13 +28,13 @@ func (q *seamQueue) add(t, cost, window int64) (int64, int64) {
 		q.ents, q.off = q.ents[:n], 0
 	}
 	q.ents = append(q.ents, seamEntry{t, cost})
-	q.sum += cost
+	q.sum = addSat(q.sum, cost)
 	return q.sum, q.ents[q.off].at
 }
 
 // release frees the buffer once the newest entry has left the window.
 func (q *seamQueue) release(now, window int64) {
-	if cap(q.ents) > 0 && (len(q.ents) == q.off || q.ents[len(q.ents)-1].at <= now-window) {
+	if cap(q.ents) > 0 && (len(q.ents) == q.off || q.ents[len(q.ents)-1].at <= subSat(now, window)) {
 		*q = seamQueue{}
 	}
 }

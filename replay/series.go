@@ -1,5 +1,7 @@
 package replay
 
+import "math"
+
 // series counts requests over time in equal buckets, per policy admitted
 // and refused. The bucket width starts at one second and coarsens through
 // seriesWidths whenever the span would need more than maxBuckets, so its
@@ -30,24 +32,45 @@ func (s *series) stride() int { return 1 + 2*s.policies }
 // bucket returns the index of the bucket holding t, growing or coarsening
 // the series as needed. Times before the origin (not expected: events
 // arrive in order) land in bucket 0.
+//
+// Any two int64 times may be up to 2^64-1 ns (some 584 years) apart, more
+// than an int64 holds, so the distance from the origin is taken as a
+// uint64, which always holds it exactly; the width then coarsens (doubling
+// past the last of seriesWidths) until the span fits maxBuckets, so the
+// index is always in [0, maxBuckets) and the memory bounded.
 func (s *series) bucket(t int64) int {
 	if !s.started {
 		s.started = true
-		s.origin = t - mod(t, s.width)
+		s.origin = floorTo(t, s.width)
 	}
 	if t < s.origin {
 		return 0
 	}
-	b := int((t - s.origin) / s.width)
-	for b >= maxBuckets {
+	for span(s.origin, t)/uint64(s.width) >= maxBuckets {
 		s.coarsen()
-		b = int((t - s.origin) / s.width)
 	}
+	b := int(span(s.origin, t) / uint64(s.width))
 	n := (b + 1) * s.stride()
 	for len(s.counts) < n {
 		s.counts = append(s.counts, 0)
 	}
 	return b
+}
+
+// span returns t - from for t >= from, exact as a uint64 however far
+// apart they are.
+func span(from, t int64) uint64 { return uint64(t) - uint64(from) }
+
+// floorTo returns t rounded down to a multiple of w > 0, or the smallest
+// int64 when that multiple lies below it (the first times of the int64
+// range): a bucket origin need not be a multiple of the width, only at or
+// before every time it counts.
+func floorTo(t, w int64) int64 {
+	m := mod(t, w)
+	if t < math.MinInt64+m {
+		return math.MinInt64
+	}
+	return t - m
 }
 
 func mod(a, b int64) int64 {
@@ -68,17 +91,17 @@ func (s *series) coarsen() {
 		}
 	}
 	st := s.stride()
-	origin := s.origin - mod(s.origin, next)
+	origin := floorTo(s.origin, next)
 	old := s.counts
 	nb := 0
 	if len(old) > 0 {
 		last := s.origin + int64(len(old)/st-1)*s.width
-		nb = int((last-origin)/next) + 1
+		nb = int(span(origin, last)/uint64(next)) + 1
 	}
 	counts := make([]int64, nb*st)
 	for i := 0; i < len(old)/st; i++ {
 		t := s.origin + int64(i)*s.width
-		j := int((t - origin) / next)
+		j := int(span(origin, t) / uint64(next))
 		for k := 0; k < st; k++ {
 			counts[j*st+k] += old[i*st+k]
 		}

@@ -305,7 +305,9 @@ func (s *simulator) apply(e event) {
 		rec[wFirst] = e.t
 	}
 	rec[wRequests]++
-	rec[wCost] += e.cost
+	// Costs are at most maxCost, but a key's sums may still run long:
+	// they saturate rather than wrap.
+	rec[wCost] = addSat(rec[wCost], e.cost)
 	rec[wLast] = e.t
 	if sec := e.t / nsSecond; sec != rec[wSec] {
 		rec[wSec], rec[wSecN] = sec, 0
@@ -313,9 +315,9 @@ func (s *simulator) apply(e event) {
 			rec[wMin], rec[wMinN] = m, 0
 		}
 	}
-	rec[wSecN] += e.cost
+	rec[wSecN] = addSat(rec[wSecN], e.cost)
 	rec[wPeakSec] = max(rec[wPeakSec], rec[wSecN])
-	rec[wMinN] += e.cost
+	rec[wMinN] = addSat(rec[wMinN], e.cost)
 	rec[wPeakMin] = max(rec[wPeakMin], rec[wMinN])
 
 	b := s.series.request(e.t)

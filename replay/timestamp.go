@@ -1,6 +1,9 @@
 package replay
 
-import "errors"
+import (
+	"errors"
+	"math"
+)
 
 // errTime reports a timestamp none of the parsers understood.
 var errTime = errors.New("bad timestamp")
@@ -66,10 +69,45 @@ const (
 	nsDay    = 24 * nsHour
 )
 
-// unixNanos assembles a civil date and time (already range-checked) into
-// Unix nanoseconds, subtracting the zone offset in seconds.
-func unixNanos(y, mo, d, h, mi, s, frac, offset int64) int64 {
-	return daysFromCivil(y, mo, d)*nsDay + h*nsHour + mi*nsMinute + s*nsSecond + frac - offset*nsSecond
+// Timestamps are Unix nanoseconds in an int64, which spans about
+// 1677-09-21 to 2262-04-11. A time outside that span is malformed: it
+// must not wrap around to some other instant.
+const (
+	// minUnixSec and maxUnixSec bound the whole seconds whose nanoseconds
+	// fit an int64; the range starts and ends part way through the seconds
+	// minUnixSec-1 and maxUnixSec.
+	minUnixSec = math.MinInt64 / nsSecond // rounds towards zero
+	maxUnixSec = math.MaxInt64 / nsSecond
+)
+
+// secNanos returns sec seconds plus frac nanoseconds (0 <= frac < 1e9) as
+// Unix nanoseconds, or false when that is outside the int64 range.
+func secNanos(sec, frac int64) (int64, bool) {
+	switch {
+	case sec >= minUnixSec && sec <= maxUnixSec:
+		n := sec * nsSecond
+		if n > 0 && frac > math.MaxInt64-n {
+			return 0, false
+		}
+		return n + frac, true
+	case sec == minUnixSec-1:
+		// The range starts within this second: count back from the next.
+		n, back := (sec+1)*nsSecond, nsSecond-frac
+		if back > n-math.MinInt64 {
+			return 0, false
+		}
+		return n - back, true
+	}
+	return 0, false
+}
+
+// unixNanos assembles a civil date and time (already range-checked, so
+// that its seconds cannot overflow: years 1 to 9999 are some 3.2e11
+// seconds) into Unix nanoseconds, subtracting the zone offset in seconds.
+// ok is false when the instant is outside the int64 nanosecond range.
+func unixNanos(y, mo, d, h, mi, s, frac, offset int64) (int64, bool) {
+	sec := daysFromCivil(y, mo, d)*86400 + h*3600 + mi*60 + s - offset
+	return secNanos(sec, frac)
 }
 
 func validCivil(y, mo, d, h, mi, s int64) bool {
@@ -104,7 +142,7 @@ func parseCLFTime(b []byte) (int64, bool) {
 			return 0, false
 		}
 	}
-	return unixNanos(y, mo, d, h, mi, s, 0, off), true
+	return unixNanos(y, mo, d, h, mi, s, 0, off)
 }
 
 // parseZone parses "Z", "+hhmm", "+hh:mm" or "+hh" into seconds east of UTC.
@@ -183,12 +221,13 @@ func parseISOTime(b []byte) (int64, bool) {
 			return 0, false
 		}
 	}
-	return unixNanos(y, mo, d, h, mi, s, frac, off), true
+	return unixNanos(y, mo, d, h, mi, s, frac, off)
 }
 
 // parseEpochTime parses a Unix time in seconds with an optional fraction
 // ("1431857103", "1431857103.25"); integers of 13 or more digits are read
-// as milliseconds, 16 or more as microseconds, 19 as nanoseconds.
+// as milliseconds, 16 or more as microseconds, 19 as nanoseconds. A time
+// outside the int64 nanosecond range (about 1677 to 2262) is rejected.
 func parseEpochTime(b []byte) (int64, bool) {
 	intPart, frac := b, []byte(nil)
 	for i, c := range b {
@@ -199,18 +238,21 @@ func parseEpochTime(b []byte) (int64, bool) {
 	}
 	n, ok := digits(intPart)
 	if !ok {
-		if len(intPart) == 19 {
-			// Nanoseconds do not fit digits' 18-digit guard; parse directly.
+		if len(intPart) == 19 && frac == nil {
+			// Nanoseconds do not fit digits' 18-digit guard; parse directly,
+			// refusing what exceeds an int64.
 			var v int64
 			for _, c := range intPart {
 				if c < '0' || c > '9' {
 					return 0, false
 				}
-				v = v*10 + int64(c-'0')
+				d := int64(c - '0')
+				if v > (math.MaxInt64-d)/10 {
+					return 0, false
+				}
+				v = v*10 + d
 			}
-			if frac == nil && v >= 0 {
-				return v, true
-			}
+			return v, true
 		}
 		return 0, false
 	}
@@ -223,16 +265,25 @@ func parseEpochTime(b []byte) (int64, bool) {
 	default:
 		scale = 1e9
 	}
+	if n > math.MaxInt64/scale {
+		return 0, false
+	}
 	t := n * scale
 	if len(frac) > 0 {
+		// The fraction adds less than scale.
+		var fr int64
 		f := scale / 10
 		for _, c := range frac {
 			if c < '0' || c > '9' {
 				return 0, false
 			}
-			t += int64(c-'0') * f
+			fr += int64(c-'0') * f
 			f /= 10
 		}
+		if fr > math.MaxInt64-t {
+			return 0, false
+		}
+		t += fr
 	}
 	return t, true
 }
@@ -273,7 +324,8 @@ type timeCache struct {
 func (c *timeCache) clf(b []byte) (int64, bool) {
 	if c.valid && len(b) >= 20 && len(b)-20 == c.zlen && b[17] == ':' &&
 		string(b[:17]) == string(c.prefix[:]) && string(b[20:]) == string(c.zone[:c.zlen]) {
-		if s, ok := digits(b[18:20]); ok && s <= 60 {
+		// The minute's other seconds may lie past the int64 range.
+		if s, ok := digits(b[18:20]); ok && s <= 60 && c.base <= math.MaxInt64-s*nsSecond {
 			return c.base + s*nsSecond, true
 		}
 	}
@@ -283,6 +335,10 @@ func (c *timeCache) clf(b []byte) (int64, bool) {
 		return t, ok
 	}
 	s, _ := digits(b[18:20])
+	if t < math.MinInt64+s*nsSecond { // the minute starts before the int64 range
+		c.valid = false
+		return t, true
+	}
 	copy(c.prefix[:], b[:17])
 	c.zlen = copy(c.zone[:], b[20:])
 	c.base = t - s*nsSecond
