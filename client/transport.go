@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -180,7 +181,19 @@ func (t *Transport) pause(ctx context.Context, werr *WaitError) error {
 		}
 		extra = min(extra, (left-d)/2)
 	}
-	return c.Sleep(ctx, d+extra)
+	return c.Sleep(ctx, addWait(d, extra))
+}
+
+// addWait returns the wait d plus the jitter extra, saturating at the
+// largest time.Duration: a server may ask for nearly that long (a huge
+// Retry-After with MaxWait unbounded), and a sum that wrapped to a negative
+// wait would send the next attempt at once. It is never negative.
+func addWait(d, extra time.Duration) time.Duration {
+	d, extra = max(d, 0), max(extra, 0)
+	if extra > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return d + extra
 }
 
 // observe ends a request in the pacer, recording the host's rate-limit
