@@ -301,3 +301,18 @@ func TestMaskedRouteUpstream(t *testing.T) {
 		t.Fatal("Masked changed the running configuration")
 	}
 }
+
+// Redis addresses with a port out of range are refused at their line.
+func TestRedisPortValidation(t *testing.T) {
+	src := `store:
+  redis:
+    url: "redis://localhost:70000"
+    cluster: ["h1:6379", "h2:0", "h3:"]
+`
+	_, err := Parse("c.yaml", []byte(src))
+	checkProblems(t, err, []want{
+		{3, `store.redis.url: port "70000" is not a number from 1 to 65535`},
+		{4, `store.redis.cluster[1] "h2:0": want host:port, the port from 1 to 65535`},
+		{4, `store.redis.cluster[2] "h3:": want host:port`},
+	})
+}

@@ -149,6 +149,8 @@ func (c *Config) validateStore(ps *problems) {
 			ps.add(r.Pos.Of("url"), "store.redis.url: scheme must be redis, got %q", u.Scheme)
 		case u.Port() == "":
 			ps.add(r.Pos.Of("url"), "store.redis.url: give the port, e.g. redis://localhost:6379")
+		case !validPort(u.Port()):
+			ps.add(r.Pos.Of("url"), "store.redis.url: port %q is not a number from 1 to 65535", u.Port())
 		}
 		if db := strings.TrimPrefix(u.Path, "/"); err == nil && db != "" {
 			if n, err := strconv.Atoi(db); err != nil || n < 0 {
@@ -156,8 +158,8 @@ func (c *Config) validateStore(ps *problems) {
 			}
 		}
 		for i, a := range r.Cluster {
-			if _, _, err := net.SplitHostPort(a); err != nil {
-				ps.add(r.Pos.Of("cluster"), "store.redis.cluster[%d] %q: want host:port", i, a)
+			if _, port, err := net.SplitHostPort(a); err != nil || port == "" || !validPort(port) {
+				ps.add(r.Pos.Of("cluster"), "store.redis.cluster[%d] %q: want host:port, the port from 1 to 65535", i, a)
 			}
 		}
 		if strings.ContainsAny(r.Prefix, "{}") {
