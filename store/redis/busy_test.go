@@ -89,3 +89,25 @@ func TestBusyIsUnavailable(t *testing.T) {
 		t.Fatalf("stats %+v: want the breaker open after 2 BUSY replies, and the third decision short-circuited", st)
 	}
 }
+
+// TestReadOnlyIsUnavailable: after a failover the configured address may
+// be a replica, which answers writes with -READONLY. The failure mode
+// answers, as for a Redis that is down.
+func TestReadOnlyIsUnavailable(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv.Addr, Config{OnFailure: FailClosed, Timeout: 200 * time.Millisecond, CacheSize: -1, BreakerFailures: 100})
+	p := limit.TokenBucket{Rate: limit.Per(10, time.Second)}
+	ctx := context.Background()
+	if d, err := s.Apply(ctx, "k", p, 1); err != nil || !d.Allowed {
+		t.Fatalf("as a master: %+v %v", d, err)
+	}
+	srv.CLI(t, "replicaof", "127.0.0.1", "1") // a master that is not there
+	t.Cleanup(func() { srv.CLI(t, "replicaof", "no", "one") })
+	d, err := s.Apply(ctx, "k", p, 1)
+	if err != nil || d.Allowed {
+		t.Fatalf("as a replica: %+v %v; want the fail-closed refusal, no error", d, err)
+	}
+	if st := s.Stats(); st.Failures != 1 || st.FailClosed != 1 {
+		t.Fatalf("stats %+v: want 1 failure answered fail-closed", st)
+	}
+}

@@ -145,7 +145,7 @@ func (s *Store) getArgv() *[]string {
 // Apply charges cost against key under p, with the failure mode of
 // Config.OnFailure. It returns an error for a negative cost, an invalid
 // policy or a Redis error reply; a Redis that is down, slow, unavailable
-// (a BUSY, LOADING or MASTERDOWN reply) or behind an open breaker is answered
+// (a BUSY, LOADING, MASTERDOWN or READONLY reply) or behind an open breaker is answered
 // by the failure mode, not by an error.
 func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
 	return s.apply(ctx, key, p, cost, s.cfg.OnFailure)
@@ -387,7 +387,9 @@ func (s *Store) fail(ctx context.Context, mode FailMode, reqs []limit.Request) (
 // server that cannot serve right now count as failures to reach it: a
 // cluster redirection or an unavailable slot (MOVED, ASK, TRYAGAIN,
 // CLUSTERDOWN), a server loading its data set (LOADING), busy running a
-// long script (BUSY) or a replica cut off from its master (MASTERDOWN).
+// long script (BUSY), a replica cut off from its master (MASTERDOWN), or
+// a replica refusing writes (READONLY: the address now points at a
+// replica, after a failover).
 func isReply(err error) bool {
 	re, ok := rueidis.IsRedisErr(err)
 	if !ok {
@@ -396,7 +398,7 @@ func isReply(err error) bool {
 	_, moved := re.IsMoved()
 	_, ask := re.IsAsk()
 	return !moved && !ask && !re.IsTryAgain() && !re.IsClusterDown() && !re.IsLoading() &&
-		!hasCode(re.Error(), "BUSY") && !hasCode(re.Error(), "MASTERDOWN")
+		!hasCode(re.Error(), "BUSY") && !hasCode(re.Error(), "MASTERDOWN") && !hasCode(re.Error(), "READONLY")
 }
 
 // hasCode reports whether the error reply msg has code as its first word
