@@ -1,9 +1,11 @@
 package httplimit
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
@@ -91,4 +93,44 @@ func TestMatchHeaderIgnoresExtraLines(t *testing.T) {
 	if codes[1] != http.StatusTooManyRequests {
 		t.Errorf("codes %v: the second request slipped past the rule", codes)
 	}
+}
+
+// A delayed request whose context ends first (an outer middleware's
+// deadline) is answered 503 with a problem, not an empty 200, and the
+// handler is not called.
+func TestDelayEndedByContextAnswers503(t *testing.T) {
+	st, err := memory.New(memory.Config{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	e, err := rules.New(rules.Config{Rules: []rules.Rule{{Name: "shape", Key: rules.Key{"global"},
+		Policies: []rules.Policy{{Algorithm: "leaky_bucket", Rate: "1/s", Burst: 5}}}}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := 0
+	inner := New(e, Config{}).Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called++ }))
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 20*time.Millisecond)
+		defer cancel()
+		inner.ServeHTTP(w, r.WithContext(ctx))
+	})
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil)) // passes at once
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil)) // delayed 1s, deadline 20ms
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Content-Type") != rules.ContentTypeProblem || called != 1 {
+		t.Fatalf("status %d, type %q, handler called %d times: want 503 problem, handler once", w.Code, w.Header().Get("Content-Type"), called)
+	}
+}
+
+// A nil engine is refused when the limiter is built, not at the first
+// request.
+func TestNewNilEnginePanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("New(nil) did not panic")
+		}
+	}()
+	New(nil, Config{})
 }

@@ -31,8 +31,12 @@ type Limiter struct {
 	cancels   atomic.Uint64
 }
 
-// New returns a Limiter over e.
+// New returns a Limiter over e. A nil e is a programming error: New
+// panics, rather than the first request.
 func New(e *rules.Engine, cfg Config) *Limiter {
+	if e == nil {
+		panic("httplimit.New: nil *rules.Engine")
+	}
 	l := &Limiter{wait: cfg.Wait, cancelled: cfg.OnDelayCancelled}
 	if l.wait == nil {
 		l.wait = Sleep
@@ -43,8 +47,13 @@ func New(e *rules.Engine, cfg Config) *Limiter {
 
 // Swap replaces the engine for requests that start from now on, e.g. on a
 // configuration reload. Counters live in the store, so rules that keep
-// their names and policies keep their counts.
-func (l *Limiter) Swap(e *rules.Engine) { l.engine.Store(e) }
+// their names and policies keep their counts. A nil e panics, as in New.
+func (l *Limiter) Swap(e *rules.Engine) {
+	if e == nil {
+		panic("httplimit.Limiter.Swap: nil *rules.Engine")
+	}
+	l.engine.Store(e)
+}
 
 // DelaysCancelled returns how many delayed requests ended because their
 // client went away.
@@ -57,8 +66,9 @@ func (l *Limiter) DelaysCancelled() uint64 { return l.cancels.Load() }
 //     header fields;
 //   - a refused request is answered with the refusal (no body for HEAD)
 //     and next is not called;
-//   - a delayed request waits (capped) before next, and is dropped if its
-//     context ends first;
+//   - a delayed request waits (capped) before next; if its context ends
+//     first, next is not called and it is answered 503 (a client that went
+//     away reads nothing);
 //   - a store failure is allowed or refused as the engine's
 //     OnStoreError says (the engine logs it).
 func (l *Limiter) Handler(next http.Handler) http.Handler {
@@ -81,6 +91,11 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 					rc := res // only this path lets the result escape
 					l.cancelled(r, &rc)
 				}
+				// Nothing was written: without an answer net/http would
+				// send an empty 200. A client that went away reads none;
+				// one whose deadline (an outer middleware's) ended learns
+				// why.
+				writeDelayEnded(w, r)
 				return
 			}
 		}
@@ -112,6 +127,16 @@ func writeRefusal(w http.ResponseWriter, r *http.Request, resp rules.Response) {
 	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	w.WriteHeader(resp.Status)
 	w.Write(resp.Body) //nolint:errcheck // the client may have gone; nothing to do
+}
+
+// delayEndedBody is the problem answered when a delayed request's context
+// ends before its wait does.
+const delayEndedBody = `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"the request's context ended while it waited for the rate limit"}`
+
+// writeDelayEnded answers 503 to a request whose context ended during its
+// delay.
+func writeDelayEnded(w http.ResponseWriter, r *http.Request) {
+	writeRefusal(w, r, rules.Response{Status: http.StatusServiceUnavailable, ContentType: rules.ContentTypeProblem, Body: []byte(delayEndedBody)})
 }
 
 // Sleep waits d or until ctx is done, and returns ctx.Err() in the latter
