@@ -66,6 +66,11 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 }
 
 func serve(ctx context.Context, file string, adjust func(*config.Config), log *slog.Logger, stdout, stderr io.Writer) int {
+	// Catch SIGHUP before anything can send it (its default action
+	// would end the process), loading a large file included.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg := config.Default()
 	if file != "" {
 		var err error
@@ -77,11 +82,6 @@ func serve(ctx context.Context, file string, adjust func(*config.Config), log *s
 		}
 	}
 	adjust(cfg)
-	// Catch SIGHUP before anything can send it (its default action
-	// would end the process).
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	g, err := gateway.New(cfg, gateway.Options{Logger: log, Adjust: adjust})
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate serve: %v\n", err)
