@@ -45,9 +45,8 @@ type Decision struct {
 // Merge combines the decisions of several policies applied to one request
 // into the one to report: allowed only if both are; the most restrictive
 // one (a refusal over an allowance, then the longer RetryAfter, then the
-// longer Delay, then the smaller Remaining, then the longer ResetAfter);
-// and the longer Delay of the two. So when an allowed request is delayed,
-// Index names the policy that delays it the longest. Merge of a zero Decision and d is not d: start from the first.
+// smaller Remaining, then the longer ResetAfter); and the longer Delay of
+// the two. Merge of a zero Decision and d is not d: start from the first.
 func Merge(a, b Decision) Decision {
 	out := a
 	if moreRestrictive(b, a) {
@@ -64,9 +63,6 @@ func moreRestrictive(b, a Decision) bool {
 	}
 	if b.RetryAfter != a.RetryAfter {
 		return b.RetryAfter > a.RetryAfter
-	}
-	if b.Delay != a.Delay {
-		return b.Delay > a.Delay
 	}
 	if b.Remaining != a.Remaining {
 		return b.Remaining < a.Remaining

@@ -111,11 +111,6 @@ func TestMerge(t *testing.T) {
 	if m := limit.Merge(c, d); m.Index != 3 {
 		t.Errorf("longer retry-after must win: %+v", m)
 	}
-	// A delay names its policy even when another has fewer left.
-	e := limit.Decision{Allowed: true, Remaining: 1, ResetAfter: time.Hour, Index: 4}
-	if m := limit.Merge(b, e); m.Index != 1 || m.Delay != time.Millisecond {
-		t.Errorf("the delaying policy must win over a smaller Remaining: %+v", m)
-	}
 }
 
 func TestPolicyStrings(t *testing.T) {

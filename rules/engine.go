@@ -417,7 +417,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 				res.Outcome = Refused
 			case res.Decision.Delay > 0:
 				res.Outcome = Delayed
-				res.Delay = min(res.Decision.Delay, res.at(res.Decision.Index).rule.maxDelay)
+				res.Delay = min(res.Decision.Delay, res.shapingCap())
 			}
 		}
 		e.observe(&res, 0, res.enforced, res.Outcome, res.Decision, err)

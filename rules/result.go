@@ -74,6 +74,29 @@ type Result struct {
 	spill         []applied
 }
 
+// shapingCap is the max_delay that caps a delayed request's wait: that of
+// the enforced rule whose shaping policy asked for the delay. The merged
+// decision does not say which policy that was (Decision.Index names the
+// most restrictive, e.g. the one with the fewest requests left), so it is
+// the smallest max_delay among the enforced rules with a shaping policy:
+// exact with one shaping rule, and with several the wait never exceeds
+// any of their caps.
+func (r *Result) shapingCap() time.Duration {
+	limitCap := time.Duration(-1)
+	for i := 0; i < r.enforced; i++ {
+		a := r.at(i)
+		if lb, ok := a.policy.policy.(limit.LeakyBucket); ok && lb.Mode == limit.Shape {
+			if limitCap < 0 || a.rule.maxDelay < limitCap {
+				limitCap = a.rule.maxDelay
+			}
+		}
+	}
+	if limitCap < 0 { // no shaping policy: the decisive rule's
+		return r.at(r.Decision.Index).rule.maxDelay
+	}
+	return limitCap
+}
+
 func (r *Result) add(a applied) {
 	if r.n < inlineApplied {
 		r.inline[r.n] = a
