@@ -47,7 +47,12 @@ func removeRequestHop(h *fasthttp.RequestHeader) {
 			h.Del(k)
 		}
 	}
-	h.ResetConnectionClose()
+	if h.ContentLength() != -2 {
+		// A body the upstream ends by closing (-2: no length, not
+		// chunked) keeps the close: fasthttp then ends it the same way
+		// for a client that cannot read chunks (HTTP/1.0).
+		h.ResetConnectionClose()
+	}
 }
 
 // removeResponseHop deletes the fields named in Connection, Connection
@@ -55,6 +60,11 @@ func removeRequestHop(h *fasthttp.RequestHeader) {
 // close is about its own connection: it must not close the client's
 // (fasthttp sets close again when the client asked for it).
 func removeResponseHop(h *fasthttp.ResponseHeader) {
+	// A body the upstream ends by closing (-2: no length, not chunked)
+	// keeps the close: fasthttp then ends it the same way for a client
+	// that cannot read chunks (HTTP/1.0). Read before deleting
+	// Connection, which clears it.
+	closeDelimited := h.ConnectionClose() && h.ContentLength() == -2
 	if vs := h.PeekAll("Connection"); len(vs) > 0 {
 		for _, v := range vs {
 			forEachToken(v, func(name []byte) { h.DelBytes(name) })
@@ -66,7 +76,11 @@ func removeResponseHop(h *fasthttp.ResponseHeader) {
 			h.Del(k)
 		}
 	}
-	h.ResetConnectionClose()
+	if closeDelimited {
+		h.SetConnectionClose()
+	} else {
+		h.ResetConnectionClose()
+	}
 }
 
 // forEachToken calls f with each comma-separated token of v, trimmed.
@@ -173,7 +187,11 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 // setUpstreamPath prefixes the request's path with rt's base path. The
 // path goes as the client sent it, encodings kept, unless it has dot
 // segments: then it is the normalized path routing matched, re-encoded,
-// so that it cannot climb out of the base path at the upstream.
+// so that it cannot climb out of the base path at the upstream. As with
+// nginx's proxy_pass to a URI, that normalized path has its encoded
+// slashes decoded: /x/../a%2Fb goes up as /a/b. Keeping %2F there would
+// let /a%2F..%2F..%2Fadmin climb out at an upstream that decodes %2F
+// before it resolves dot segments.
 func setUpstreamPath(req *fasthttp.Request, rt *route, scratch []byte) {
 	uri := req.URI()
 	raw := uri.PathOriginal()

@@ -169,3 +169,34 @@ func TestHasDotSegment(t *testing.T) {
 		t.Errorf("appendEscapedPath: %s", got)
 	}
 }
+
+// An upstream body ended by closing its connection (no length, not
+// chunked) reaches an HTTP/1.0 keep-alive client whole, and the gateway
+// then closes: that client cannot read chunks, so the close is the end.
+func TestCloseDelimitedBodyToHTTP10Client(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello")
+				}
+			}()
+		}
+	}()
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \"http://"+ln.Addr().String()+"\"}]\n")
+	defer g.Close()
+	_, bodies, closed := rawExchange(t, g.Addr().String(), "GET / HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\n\r\n", 1, true)
+	if bodies[0] != "hello" || !closed {
+		t.Fatalf("body %q, closed %v: want hello, then the connection closed", bodies[0], closed)
+	}
+}

@@ -17,4 +17,11 @@ func TestRouteHostTrailingDot(t *testing.T) {
 	if s.match([]byte("other.example.com"), []byte("/x")) != nil {
 		t.Error("another host took the route")
 	}
+	// Configured with the dot, the same.
+	g2 := newTestGateway(t, "routes: [{host: api.example.com., path: /, upstream: demo}]\n")
+	for _, host := range []string{"api.example.com", "api.example.com."} {
+		if g2.snap.Load().match([]byte(host), []byte("/x")) == nil {
+			t.Errorf("route configured as api.example.com.: Host %q has no route", host)
+		}
+	}
 }

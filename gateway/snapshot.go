@@ -108,7 +108,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*route, error) {
 	r := &route{
 		name:        rc.Host + rc.Path,
-		host:        strings.ToLower(rc.Host),
+		host:        strings.TrimSuffix(strings.ToLower(rc.Host), "."), // as a request's (match)
 		path:        rc.Path,
 		dialTimeout: cfg.Upstream.DialTimeout,
 	}

@@ -63,7 +63,7 @@ func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 	if err = req.Write(bw); err == nil {
 		err = bw.Flush()
 	}
-	br := bufio.NewReader(up)
+	br := bufio.NewReaderSize(up, maxResponseHead) // as the proxy path's
 	resp := &ctx.Response
 	if err == nil {
 		err = readFinalHead(&resp.Header, br)

@@ -185,3 +185,23 @@ func TestWebSocketRequestRewrite(t *testing.T) {
 		t.Errorf("origin saw X-Forwarded-For %q, X-Forwarded-Proto %q", xff, xfp)
 	}
 }
+
+// A 101 with a large head (a long Set-Cookie) gets through: the upgrade
+// path reads heads as large as the proxy path does.
+func TestWebSocketLargeSwitchingHead(t *testing.T) {
+	big := "Set-Cookie: s=" + strings.Repeat("x", 6000) + "\r\n"
+	origin, _ := upgradeOrigin(t, strings.Replace(wsSwitching, "\r\n\r\n", "\r\n"+big+"\r\n", 1), "")
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"\"}]\n")
+	defer g.Close()
+	c, err := net.Dial("tcp", g.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "GET /ws HTTP/1.1\r\n"+wsRequest+"\r\n")
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 101") {
+		t.Fatalf("status line %q (%v), want 101", line, err)
+	}
+}

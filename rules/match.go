@@ -37,7 +37,12 @@ func compileMatch(m Match, path string, ps *problems) matcher {
 		c.methods = append(c.methods, meth)
 	}
 	for i, h := range m.Hosts {
+		// A configured "api.example.com." is the host a request's
+		// trailing dot is trimmed from (hostOnly).
 		h = strings.ToLower(strings.TrimSpace(h))
+		if len(h) > 1 && strings.HasSuffix(h, ".") {
+			h = h[:len(h)-1]
+		}
 		switch {
 		case strings.HasPrefix(h, "*.") && len(h) > 2 && !strings.Contains(h[2:], "*"):
 			c.hosts = append(c.hosts, hostPattern{name: h[1:], wildcard: true})

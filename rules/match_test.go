@@ -92,6 +92,8 @@ func TestMatch(t *testing.T) {
 		{"host v6 literal", Match{Hosts: []string{"::1"}}, &req{method: "GET", host: "[::1]:80", path: "/"}, true},
 		{"host fully qualified, trailing dot", Match{Hosts: []string{"api.example.com"}}, &req{method: "GET", host: "api.example.com.", path: "/"}, true},
 		{"host trailing dot and port", Match{Hosts: []string{"*.example.com"}}, &req{method: "GET", host: "api.example.com.:443", path: "/"}, true},
+		{"configured host with a trailing dot", Match{Hosts: []string{"api.example.com."}}, &req{method: "GET", host: "api.example.com.", path: "/"}, true},
+		{"configured host with a trailing dot, request without", Match{Hosts: []string{"*.example.com."}}, &req{method: "GET", host: "api.example.com", path: "/"}, true},
 		{"path exact", Match{Paths: []string{"/login"}}, get("/login", "192.0.2.1"), true},
 		{"path exact no prefix", Match{Paths: []string{"/login"}}, get("/login/x", "192.0.2.1"), false},
 		{"prefix", Match{PathPrefixes: []string{"/api/"}}, get("/api/v1", "192.0.2.1"), true},
