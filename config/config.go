@@ -37,7 +37,9 @@ type Config struct {
 	// client_ip, headers, refusal, max_key_length, key_cache, max_delay
 	// and on_store_error. See rules.Config for each field, and rules.Rule
 	// for a rule's keys, including its consistency tier (consistency,
-	// on_error, sync_interval, nodes).
+	// on_error, sync_interval, nodes). An eventual rule's sync_interval is
+	// at least 10ms here: a tiny one would spin a core on Redis round
+	// trips that can never complete.
 	rules.Config `yaml:",inline"`
 	// AccessLog is off unless a path is given.
 	AccessLog AccessLog `yaml:"access_log"`
@@ -57,10 +59,11 @@ type Listen struct {
 	// TLS, when set, terminates TLS with a certificate and key.
 	TLS *TLS `yaml:"tls"`
 	// ReadTimeout bounds reading a request's headers and body.
-	// Default 30s.
+	// Default 30s; at least 1ms (no request can be read in less).
 	ReadTimeout time.Duration `yaml:"read_timeout"`
 	// WriteTimeout bounds writing a response. Zero (the default) means no
-	// limit, so that long downloads and streams are not cut.
+	// limit, so that long downloads and streams are not cut; otherwise at
+	// least 1ms (no response can be written in less).
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// IdleTimeout closes keep-alive connections idle that long.
 	// Default 90s.
@@ -92,7 +95,8 @@ type Admin struct {
 // Upstream holds the connection settings towards the upstreams.
 type Upstream struct {
 	Pos Pos `yaml:"-"`
-	// DialTimeout bounds connecting to an upstream. Default 5s.
+	// DialTimeout bounds connecting to an upstream. Default 5s; at least
+	// 1ms (no connection can be made in less).
 	DialTimeout time.Duration `yaml:"dial_timeout"`
 	// ResponseTimeout bounds the wait for an upstream's response
 	// headers, from sending the request; past it the client gets 504. A
@@ -100,7 +104,8 @@ type Upstream struct {
 	// one (64 KiB or less) must arrive within the same bound. Default 60s.
 	// The bound is kept with a slack of an eighth of it, at most a
 	// second: an exchange fails between ResponseTimeout and
-	// ResponseTimeout plus the slack after the request was written.
+	// ResponseTimeout plus the slack after the request was written. At
+	// least 1ms (no upstream can answer in less).
 	ResponseTimeout time.Duration `yaml:"response_timeout"`
 	// IdleConnTimeout closes idle upstream keep-alive connections.
 	// Default 90s.
@@ -177,6 +182,8 @@ type Reload struct {
 	Pos Pos `yaml:"-"`
 	// Watch polls the file for changes and reloads it. Default true.
 	Watch *bool `yaml:"watch"`
-	// Interval is the polling period. Default 2s.
+	// Interval is the polling period. Default 2s; at least 10ms, whether
+	// or not Watch is on (the file is polled either way, and a tiny
+	// period would spin a core).
 	Interval time.Duration `yaml:"interval"`
 }

@@ -106,6 +106,8 @@ upstream:
 		{3, `unknown key "raed_timeout" (did you mean "read_timeout"?)`},
 		{5, "want a string"},
 		{8, "want a whole number"},
+		// Validated with the rest: rule d has no policies.
+		{9, "rules[1]: no policies and no tiers"},
 		{10, "want true or false"},
 		{11, `unknown key "limits"`},
 		{14, `duplicate key "max_conns"`},

@@ -2,7 +2,9 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"regexp"
 	"slices"
@@ -22,7 +24,30 @@ type decoder struct {
 	// paths, when not nil, records the position of every value by its
 	// path ("rules[2].policies[0].rate").
 	paths map[string]Pos
+	// failed holds the path of every value that failed to decode and was
+	// left zero ("" for the whole document), and that of every field an
+	// unknown key was probably meant to set: validation keeps quiet about
+	// them (see [decoder.explains]).
+	failed map[string]bool
+	// visits counts the values decoded, limit bounds it. The node tree
+	// holds aliases unexpanded, and a small file whose aliases refer to
+	// aliases expands exponentially (the "billion laughs"): past the limit,
+	// decoding stops with one problem at the alias being expanded.
+	visits, limit int
+	// alias is the outermost alias being expanded, or nil.
+	alias *yaml.Node
+	// exhausted is set once limit is passed: nothing more is decoded.
+	exhausted bool
 }
+
+// The alias budget (decoder.limit) is aliasFactor visits per node of the
+// parsed tree plus aliasSlack: generous for anchors reused a few times, and
+// bounded (milliseconds of decoding for a file of a few kilobytes) for an
+// alias bomb.
+const (
+	aliasFactor = 10
+	aliasSlack  = 10_000
+)
 
 var (
 	durationType = reflect.TypeFor[time.Duration]()
@@ -31,25 +56,62 @@ var (
 
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
 
-// parseDocument decodes data into out (a pointer to a struct).
+// parseDocument decodes data, which must hold exactly one YAML document,
+// into out (a pointer to a struct).
 func (d *decoder) parseDocument(data []byte, out any) {
+	if d.failed == nil {
+		d.failed = map[string]bool{}
+	}
 	// A file with no document is not a configuration of defaults: it is
 	// most likely one truncated or caught mid-write, and loading it would
 	// drop every route and rule.
 	if len(bytes.TrimSpace(data)) == 0 {
 		d.ps.add(Pos{File: d.file}, "the file is empty: no configuration")
+		d.failed[""] = true
 		return
 	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		d.ps.add(syntaxPos(d.file, err), "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		d.failed[""] = true
 		return
+	}
+	// A second document ("---" then more keys) would be silently ignored:
+	// the file is one document.
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		d.ps.add(syntaxPos(d.file, err), "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	default:
+		d.ps.add(d.pos(&next), "a second YAML document: the configuration is one document")
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 || isNull(doc.Content[0]) {
 		d.ps.add(Pos{File: d.file}, "the file holds no YAML document (only comments or null): no configuration")
+		d.failed[""] = true
 		return
 	}
+	d.limit = aliasFactor*countNodes(doc.Content[0]) + aliasSlack
 	d.value(doc.Content[0], reflect.ValueOf(out).Elem(), "")
+}
+
+// countNodes returns the number of nodes in the tree under n, aliases
+// counted once each, unexpanded.
+func countNodes(n *yaml.Node) int {
+	c := 1
+	for _, x := range n.Content {
+		c += countNodes(x)
+	}
+	return c
+}
+
+// fail records a problem with the value n at path what, which is left as it
+// was (zero, unless partly decoded), so that validation keeps quiet about
+// it.
+func (d *decoder) fail(n *yaml.Node, what, format string, args ...any) {
+	d.ps.add(d.pos(n), format, args...)
+	d.failed[what] = true
 }
 
 var lineRE = regexp.MustCompile(`line (\d+)`)
@@ -89,7 +151,23 @@ func kindName(n *yaml.Node) string {
 
 // value decodes n into v; what names v in messages ("rules[2].rate").
 func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
+	if d.exhausted {
+		return
+	}
+	if d.visits++; d.visits > d.limit {
+		d.exhausted = true
+		at := n
+		if d.alias != nil {
+			at = d.alias
+		}
+		d.fail(at, "", "aliases expand past %d nodes: use fewer aliases, or aliases of smaller parts", d.limit)
+		return
+	}
 	if n.Kind == yaml.AliasNode {
+		if d.alias == nil {
+			d.alias = n
+			defer func() { d.alias = nil }()
+		}
 		n = n.Alias
 	}
 	if d.paths != nil && what != "" {
@@ -97,23 +175,27 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 			d.paths[what] = d.pos(n)
 		}
 	}
-	if isNull(n) {
-		return // keep the zero value; defaults fill it
-	}
 	label := what
 	if label == "" {
 		label = "the document"
+	}
+	if msg := tagProblem(n); msg != "" {
+		d.fail(n, what, "%s: %s", label, msg)
+		return
+	}
+	if isNull(n) {
+		return // keep the zero value; defaults fill it
 	}
 	t := v.Type()
 	switch {
 	case t == durationType:
 		if n.Kind != yaml.ScalarNode {
-			d.ps.add(d.pos(n), "%s: want a duration such as 5s, got %s", label, kindName(n))
+			d.fail(n, what, "%s: want a duration such as 5s, got %s", label, kindName(n))
 			return
 		}
 		dur, err := time.ParseDuration(n.Value)
 		if err != nil || dur < 0 {
-			d.ps.add(d.pos(n), "%s: %q is not a duration such as 500ms, 5s or 1m", label, n.Value)
+			d.fail(n, what, "%s: %q is not a duration such as 500ms, 5s or 1m", label, n.Value)
 			return
 		}
 		v.SetInt(int64(dur))
@@ -137,7 +219,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 			return
 		}
 		if n.Kind != yaml.SequenceNode {
-			d.ps.add(d.pos(n), "%s: want a list, got %s", label, kindName(n))
+			d.fail(n, what, "%s: want a list, got %s", label, kindName(n))
 			return
 		}
 		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
@@ -147,14 +229,13 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 		v.Set(s)
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			d.ps.add(d.pos(n), "%s: want a mapping, got %s", label, kindName(n))
+			d.fail(n, what, "%s: want a mapping, got %s", label, kindName(n))
 			return
 		}
 		m := reflect.MakeMapWithSize(t, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, c := n.Content[i], n.Content[i+1]
-			if k.Kind != yaml.ScalarNode {
-				d.ps.add(d.pos(k), "%s: keys must be strings", label)
+			if !d.key(k, label) {
 				continue
 			}
 			if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
@@ -168,36 +249,107 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 		v.Set(m)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
-			d.ps.add(d.pos(n), "%s: want a string, got %s", label, kindName(n))
+			d.fail(n, what, "%s: want a string, got %s", label, kindName(n))
 			return
 		}
 		v.SetString(n.Value)
 	case reflect.Bool:
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
-			d.ps.add(d.pos(n), "%s: want true or false, got %s", label, kindName(n))
+		// Only YAML 1.2's booleans, even under an explicit !!bool tag:
+		// "!!bool yes" is not read as false.
+		b, ok := boolValues[n.Value]
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || !ok {
+			d.fail(n, what, "%s: want true or false, got %s", label, kindName(n))
 			return
 		}
-		v.SetBool(n.Value == "true" || n.Value == "True" || n.Value == "TRUE")
+		v.SetBool(b)
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-			d.ps.add(d.pos(n), "%s: want a whole number, got %s", label, kindName(n))
+			d.fail(n, what, "%s: want a whole number, got %s", label, kindName(n))
 			return
 		}
 		i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, t.Bits())
 		if err != nil {
-			d.ps.add(d.pos(n), "%s: %q is out of range", label, n.Value)
+			d.fail(n, what, "%s: %q is out of range", label, n.Value)
 			return
 		}
 		v.SetInt(i)
 	default:
-		d.ps.add(d.pos(n), "%s: unsupported field type %s", label, t)
+		d.fail(n, what, "%s: unsupported field type %s", label, t)
 	}
+}
+
+// boolValues are the booleans of YAML 1.2's core schema, the only ones a
+// boolean field takes.
+var boolValues = map[string]bool{
+	"true": true, "True": true, "TRUE": true,
+	"false": false, "False": false, "FALSE": false,
+}
+
+// key reports whether k can be a mapping key, recording a problem when it
+// cannot.
+func (d *decoder) key(k *yaml.Node, label string) bool {
+	if k.Kind != yaml.ScalarNode {
+		d.ps.add(d.pos(k), "%s: keys must be strings", label)
+		return false
+	}
+	if msg := tagProblem(k); msg != "" {
+		d.ps.add(d.pos(k), "%s: key %q: %s", label, k.Value, msg)
+		return false
+	}
+	return true
+}
+
+// tagProblem returns what is wrong with n's explicit tag, or "". Scalars
+// take only the tags of YAML's core schema (!!str, !!int, !!float, !!bool
+// and !!null), and only on a value of that type, mappings only !!map and
+// lists only !!seq: any other tag (!!binary, !!timestamp, a local !custom)
+// asks for a conversion the decoder does not make, and reading the text
+// as is would be wrong.
+func tagProblem(n *yaml.Node) string {
+	if n.Style&yaml.TaggedStyle == 0 {
+		return "" // implicit: resolved from the value
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		if n.Tag != "!!map" {
+			return fmt.Sprintf("the tag %s is not supported on a mapping", n.Tag)
+		}
+		return ""
+	case yaml.SequenceNode:
+		if n.Tag != "!!seq" {
+			return fmt.Sprintf("the tag %s is not supported on a list", n.Tag)
+		}
+		return ""
+	case yaml.ScalarNode:
+	default:
+		return ""
+	}
+	ok := true
+	switch n.Tag {
+	case "!!str":
+	case "!!int":
+		_, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, 64)
+		ok = err == nil
+	case "!!float":
+		_, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+		ok = err == nil || slices.Contains([]string{".inf", "+.inf", "-.inf", ".nan", ".Inf", "+.Inf", "-.Inf", ".NaN", ".INF", "+.INF", "-.INF", ".NAN"}, n.Value)
+	case "!!bool":
+		_, ok = boolValues[n.Value]
+	case "!!null":
+		ok = slices.Contains([]string{"", "~", "null", "Null", "NULL"}, n.Value)
+	default:
+		return fmt.Sprintf("the tag %s is not supported (only !!str, !!int, !!float, !!bool and !!null)", n.Tag)
+	}
+	if !ok {
+		return fmt.Sprintf("%q is not a valid %s", n.Value, n.Tag)
+	}
+	return ""
 }
 
 // structure decodes a mapping into a struct whose fields carry yaml tags.
 func (d *decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
 	if n.Kind != yaml.MappingNode {
-		d.ps.add(d.pos(n), "%s: want a mapping, got %s", label, kindName(n))
+		d.fail(n, what, "%s: want a mapping, got %s", label, kindName(n))
 		return
 	}
 	fields := map[string][]int{}
@@ -207,10 +359,10 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
 	p := d.pos(n)
 	p.keys = map[string]Pos{}
 	seen := map[string]bool{}
+	var meant []string // the fields misspelled keys were probably meant to set
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, c := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			d.ps.add(d.pos(k), "%s: keys must be strings", label)
+		if !d.key(k, label) {
 			continue
 		}
 		idx, ok := fields[k.Value]
@@ -218,6 +370,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
 			msg := fmt.Sprintf("%s: unknown key %q", label, k.Value)
 			if s := closest(k.Value, names); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
+				meant = append(meant, s)
 			} else {
 				msg += " (known: " + strings.Join(names, ", ") + ")"
 			}
@@ -230,17 +383,88 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
 		}
 		seen[k.Value] = true
 		p.keys[k.Value] = d.pos(k)
-		sub := k.Value
-		if what != "" {
-			sub = what + "." + k.Value
-		}
+		sub := join(what, k.Value)
 		if d.paths != nil {
 			d.paths[sub] = d.pos(k)
 		}
 		d.value(c, v.FieldByIndex(idx), sub)
 	}
+	// A field left unset because its key was misspelled is not also
+	// "required" ("upstrem: ..." then "upstream is required").
+	for _, name := range meant {
+		if !seen[name] {
+			d.failed[join(what, name)] = true
+		}
+	}
 	for _, idx := range posFields {
 		v.FieldByIndex(idx).Set(reflect.ValueOf(p))
+	}
+}
+
+// join returns the path of the key named key in the mapping at path what.
+func join(what, key string) string {
+	if what == "" {
+		return key
+	}
+	return what + "." + key
+}
+
+// explains reports whether a validation problem, whose message starts with
+// the path of its subject ("rules[0].policies[0]: ...", "store.redis.url
+// is required"), follows from a value that failed to decode: its subject is
+// that value or lies under it, or its subject contains that value and the
+// message names it ("rules[0]: no policies" when policies failed), or the
+// message names the failed value's whole path ("needs store.redis" when
+// store failed).
+func (d *decoder) explains(msg string) bool {
+	subject := msg
+	if i := strings.IndexAny(msg, ": "); i >= 0 {
+		subject = msg[:i]
+	}
+	rest := msg[len(subject):]
+	for f := range d.failed {
+		if under(subject, f) || mentions(msg, f) {
+			return true
+		}
+		if under(f, subject) {
+			name := f[strings.LastIndexByte(f, '.')+1:]
+			if i := strings.IndexByte(name, '['); i >= 0 {
+				name = name[:i]
+			}
+			if name != "" && mentions(rest, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// under reports whether path p is path q or lies under it ("" is the
+// whole document).
+func under(p, q string) bool {
+	if q == "" {
+		return true
+	}
+	return p == q || strings.HasPrefix(p, q) && (p[len(q)] == '.' || p[len(q)] == '[')
+}
+
+// mentions reports whether s holds word as a whole word (not inside a
+// longer name).
+func mentions(s, word string) bool {
+	isName := func(b byte) bool {
+		return b == '_' || '0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z'
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], word)
+		if j < 0 {
+			return false
+		}
+		j += i
+		end := j + len(word)
+		if (j == 0 || !isName(s[j-1])) && (end == len(s) || !isName(s[end])) {
+			return true
+		}
+		i = j + 1
 	}
 }
 

@@ -17,7 +17,7 @@
 //	on_error: fail_closed   # strict only: fail_open, fail_closed or local
 //	                        # while Redis is down (default: store.redis.on_error)
 //	consistency: eventual   # decided in process, synced with store.redis
-//	sync_interval: 100ms    # eventual only (default 100ms)
+//	sync_interval: 100ms    # eventual only (default 100ms, at least 10ms)
 //	consistency: local      # in process only, nothing shared
 //	nodes: 3                # local only: each of 3 gateways enforces 1/3
 //

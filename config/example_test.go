@@ -21,6 +21,7 @@ rules:
 	}
 	// Output:
 	// gateway.yaml:3:3: listen: unknown key "read_timout" (did you mean "read_timeout"?)
+	// gateway.yaml:7:35: rules[0].policies[0].rate: "0/s": invalid rate: count 0 must be positive
 }
 
 // A valid file gets every documented default.

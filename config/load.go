@@ -32,13 +32,23 @@ func Parse(name string, data []byte) (*Config, error) {
 	if c.Pos.File == "" {
 		c.Pos = Pos{File: name}
 	}
-	if len(ps.list) > 0 {
-		// Decoding problems first: validating a half-decoded file would
-		// repeat them as nonsense.
+	if d.failed[""] {
+		// Nothing decoded (a syntax error, no document, aliases
+		// expanding too far): there is nothing to validate.
 		return nil, ps.err()
 	}
+	// What decoded is validated even when some values did not, so that
+	// every problem is reported at once; the validation problems that
+	// only repeat a decoding one ("required" for a value of the wrong
+	// type) are dropped.
 	c.Defaults()
-	c.validate(ps)
+	vs := &problems{}
+	c.validate(vs)
+	for _, e := range vs.list {
+		if !d.explains(e.Msg) {
+			ps.list = append(ps.list, e)
+		}
+	}
 	if err := ps.err(); err != nil {
 		return nil, err
 	}

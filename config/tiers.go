@@ -9,7 +9,17 @@ import (
 // validateTiers checks that the rules' consistency tiers fit the store:
 // strict and eventual rules share counts through Redis, so they need
 // store.redis. (The rule engine validates the tier fields themselves.)
+//
+// An eventual rule's sync_interval is at least 10ms: the rule's store
+// makes a Redis round trip every interval, each bounded by the interval,
+// so a tiny one spins a core and can never complete a sync.
 func (c *Config) validateTiers(ps *problems) {
+	for i, r := range c.Rules {
+		if r.Consistency == rules.ConsistencyEventual {
+			path := fmt.Sprintf("rules[%d].sync_interval", i)
+			checkMin(ps, c.pathPos(path+": "), path, r.SyncInterval, minSyncInterval)
+		}
+	}
 	if c.Store.Redis != nil {
 		return
 	}

@@ -62,6 +62,7 @@ func TestTierKeysProblemsAtTheirLines(t *testing.T) {
 	})
 	_, err = Parse("t.yaml", []byte("rules:\n  - name: a\n    consistency: eventual\n    sync_interval: soon\n    nodez: 3\n    policies: [{rate: 10/s}]\n"))
 	checkProblems(t, err, []want{
+		{3, "eventual needs store.redis"},
 		{4, "rules[0].sync_interval: \"soon\" is not a duration"},
 		{5, "nodez"},
 	})

@@ -11,7 +11,25 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// The least values of the durations that a tiny value makes pathological
+// (see each field's documentation): a timer that fires nonstop, or a
+// timeout no request can meet.
+const (
+	minReloadInterval = 10 * time.Millisecond
+	minSyncInterval   = 10 * time.Millisecond
+	minTimeout        = time.Millisecond
+)
+
+// checkMin records a problem when d is positive and below least. Zero
+// means the default (or no limit) and negatives are refused by the decoder.
+func checkMin(ps *problems, p Pos, what string, d, least time.Duration) {
+	if d > 0 && d < least {
+		ps.add(p, "%s %v is below the least value of %v", what, d, least)
+	}
+}
 
 // validate records every impossible value in c, which has its defaults.
 func (c *Config) validate(ps *problems) {
@@ -31,6 +49,13 @@ func (c *Config) validate(ps *problems) {
 			ps.add(c.Admin.Pos.Of("addr"), "admin.addr %q must not share the traffic listener's port (%q)", c.Admin.Addr, c.Listen.Addr)
 		}
 	}
+	checkMin(ps, c.Listen.Pos.Of("read_timeout"), "listen.read_timeout", c.Listen.ReadTimeout, minTimeout)
+	checkMin(ps, c.Listen.Pos.Of("write_timeout"), "listen.write_timeout", c.Listen.WriteTimeout, minTimeout)
+	checkMin(ps, c.Upstream.Pos.Of("dial_timeout"), "upstream.dial_timeout", c.Upstream.DialTimeout, minTimeout)
+	checkMin(ps, c.Upstream.Pos.Of("response_timeout"), "upstream.response_timeout", c.Upstream.ResponseTimeout, minTimeout)
+	// The watcher polls every interval whether or not watch is on (a
+	// reload may turn it on), so a tiny interval spins a core either way.
+	checkMin(ps, c.Reload.Pos.Of("interval"), "reload.interval", c.Reload.Interval, minReloadInterval)
 	if c.Upstream.MaxConns < 0 {
 		ps.add(c.Upstream.Pos.Of("max_conns"), "upstream.max_conns %d must not be negative", c.Upstream.MaxConns)
 	}
