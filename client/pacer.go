@@ -98,12 +98,31 @@ func (p *pacer) done(host string, a Allowance, known bool, now time.Time) {
 	}
 	budget, reset := a.Remaining-st.inflight, now.Add(a.Reset)
 	if st.reset.After(now) {
-		budget = min(budget, st.budget)
-		if st.reset.After(reset) {
-			reset = st.reset
+		if d := st.reset.Sub(reset); d >= -sameWindow && d <= sameWindow {
+			// The same window seen by two responses: the smaller budget,
+			// until the later reset.
+			budget = min(budget, st.budget)
+			reset = maxTime(reset, st.reset)
+		} else if st.budget <= budget {
+			// Two windows (responses in flight across a reset): the
+			// tighter budget, with its own reset. A budget never takes
+			// another window's reset.
+			budget, reset = st.budget, st.reset
 		}
 	}
 	st.budget, st.reset = budget, reset
+}
+
+// sameWindow is how far apart two responses' resets may be and still name
+// one window: resets are given in whole seconds, counted from when each
+// response left the server.
+const sameWindow = time.Second
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // holdUntil puts host on hold until t (Retry-After). Holds only ever

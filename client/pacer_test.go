@@ -110,3 +110,24 @@ func TestHostKeyCanonicalFormAllocatesNothing(t *testing.T) {
 		t.Errorf("hostKey allocates %v times", n)
 	}
 }
+
+// Two requests in flight across a window boundary: B's response (the old
+// window) says r=0;t=1, A's, half a second later from the new window,
+// r=999;t=3600. The budget of 0 lasts until its own reset, not the new
+// window's: two seconds on, requests go.
+func TestPacerDoesNotMixWindows(t *testing.T) {
+	p := newPacer(10)
+	now := time.Unix(1_000_000, 0)
+	h := "api:443"
+	if p.acquire(h, now) != 0 || p.acquire(h, now) != 0 {
+		t.Fatal("acquire")
+	}
+	p.done(h, Allowance{Remaining: 0, Reset: time.Second}, true, now)
+	p.done(h, Allowance{Remaining: 999, Reset: time.Hour}, true, now.Add(500*time.Millisecond))
+	if wait := p.acquire(h, now.Add(700*time.Millisecond)); wait <= 0 || wait > 300*time.Millisecond {
+		t.Errorf("within the old window: wait %v, want its rest (300ms)", wait)
+	}
+	if wait := p.acquire(h, now.Add(2*time.Second)); wait > 0 {
+		t.Errorf("after the old window's reset: wait %v, want none", wait)
+	}
+}
