@@ -22,7 +22,19 @@ func Divide(p limit.Policy, nodes int) (limit.Policy, error) {
 	if nodes == 1 {
 		return p, nil
 	}
-	n := int64(nodes)
+	d, err := divide(p, int64(nodes))
+	if err != nil {
+		return nil, err
+	}
+	// A bucket whose rate was slowed while its burst stayed at one may
+	// now take longer than limit.MaxSpan to refill.
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("local: divided by %d nodes: %w", nodes, err)
+	}
+	return d, nil
+}
+
+func divide(p limit.Policy, n int64) (limit.Policy, error) {
 	switch p := p.(type) {
 	case limit.FixedWindow:
 		p.Limit = max(p.Limit/n, 1)

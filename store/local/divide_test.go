@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -62,4 +63,21 @@ func ExampleDivide() {
 	p, _ := Divide(limit.TokenBucket{Rate: limit.Per(300, time.Second), Burst: 60}, 3)
 	fmt.Println(p)
 	// Output: token_bucket(rate=300/3s, burst=20)
+}
+
+// A share that would be an invalid policy is an error, not a policy every
+// request then fails on: a bucket slowed past limit.MaxSpan.
+func TestDivideRefusesPastMaxSpan(t *testing.T) {
+	slow := limit.Per(1, 21900*24*time.Hour) // 60 years for one token
+	for _, p := range []limit.Policy{
+		limit.TokenBucket{Rate: slow, Burst: 1},
+		limit.LeakyBucket{Rate: slow, Mode: limit.Police},
+	} {
+		if p.Validate() != nil {
+			t.Fatalf("%v: invalid before dividing", p)
+		}
+		if d, err := Divide(p, 2); !errors.Is(err, limit.ErrInvalidPolicy) {
+			t.Errorf("Divide(%v, 2) = %v, %v; want ErrInvalidPolicy", p, d, err)
+		}
+	}
 }
