@@ -256,3 +256,29 @@ func TestHeaderKeyIgnoresExtraLines(t *testing.T) {
 		t.Error("a second X-API-Key line opened a new counter for key K")
 	}
 }
+
+// A refusal carries X-Content-Type-Options: nosniff, as httplimit's does,
+// and a request with no peer address is not keyed as 0.0.0.0.
+func TestRefusalNosniffAndUnknownPeer(t *testing.T) {
+	e := newEngine(t, rules.Config{Rules: []rules.Rule{{
+		Name:     "per-ip",
+		Policies: []rules.Policy{{Algorithm: "token_bucket", Rate: "1/h", Burst: 1}},
+	}}})
+	var ctx fasthttp.RequestCtx
+	var req fasthttp.Request
+	req.SetRequestURI("http://example.com/")
+	ctx.Init(&req, nil, nil) // no peer address
+	if got := (fastlimit.Request{Ctx: &ctx}).RemoteAddr(); got.IsValid() {
+		t.Errorf("unknown peer reported as %v, want the zero AddrPort", got)
+	}
+	ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 1}, nil)
+	e.Decide(&ctx, fastlimit.Request{Ctx: &ctx})
+	res, _ := e.Decide(&ctx, fastlimit.Request{Ctx: &ctx})
+	if !res.Refused() {
+		t.Fatal("second request not refused")
+	}
+	fastlimit.WriteRefusal(&ctx, &res)
+	if v := string(ctx.Response.Header.Peek("X-Content-Type-Options")); v != "nosniff" {
+		t.Errorf("X-Content-Type-Options %q, want nosniff", v)
+	}
+}

@@ -79,10 +79,15 @@ func (r Request) Header(name string) (string, bool) {
 }
 
 // RemoteAddr returns the TCP peer's address (IPv4 unmapped from
-// IPv6), or the zero AddrPort when the connection is not TCP.
+// IPv6), or the zero AddrPort when the connection is not TCP or has no
+// address (fasthttp then reports 0.0.0.0:0, which must not become one
+// shared counter).
 func (r Request) RemoteAddr() netip.AddrPort {
 	if a, ok := r.Ctx.RemoteAddr().(*net.TCPAddr); ok {
 		ap := a.AddrPort()
+		if ap.Port() == 0 && ap.Addr().Unmap().IsUnspecified() {
+			return netip.AddrPort{}
+		}
 		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 	}
 	return netip.AddrPort{}

@@ -38,6 +38,7 @@ func WriteRefusal(ctx *fasthttp.RequestCtx, res *rules.Result) {
 	resp := &ctx.Response
 	resp.Reset()
 	resp.SetStatusCode(ref.Status)
+	resp.Header.SetCanonical(hdrNosniff, valNosniff) // as httplimit
 	SetHeaders(&resp.Header, res)
 	if ref.ContentType == rules.ContentTypeProblem {
 		resp.Header.SetContentTypeBytes(contentTypeProblem)
@@ -52,7 +53,11 @@ func WriteRefusal(ctx *fasthttp.RequestCtx, res *rules.Result) {
 	resp.SetBody(ref.Body)
 }
 
-var contentTypeProblem = []byte(rules.ContentTypeProblem)
+var (
+	contentTypeProblem = []byte(rules.ContentTypeProblem)
+	hdrNosniff         = []byte("X-Content-Type-Options")
+	valNosniff         = []byte("nosniff")
+)
 
 // s2b views s as bytes without copying; fasthttp copies what it keeps.
 func s2b(s string) []byte {

@@ -113,6 +113,7 @@ func main() {
 			hd["Ratelimit"] = []string{`"per-ip";r=0;t=3600`}
 			hd["Retry-After"] = []string{"3600"}
 			hd["Cache-Control"] = []string{"no-store"}
+			hd["X-Content-Type-Options"] = []string{"nosniff"}
 			hd["Content-Type"] = []string{"application/problem+json"}
 			w.WriteHeader(429)
 			w.Write(body)
@@ -178,6 +179,7 @@ func main() {
 			hd.Set("Ratelimit", `"per-ip";r=0;t=3600`)
 			hd.Set("Retry-After", "3600")
 			hd.Set("Cache-Control", "no-store")
+			hd.Set("X-Content-Type-Options", "nosniff")
 			hd.SetContentType("application/problem+json")
 			ctx.SetBody(body)
 		}
@@ -255,7 +257,7 @@ func (*server) OnTraffic(c gnet.Conn) gnet.Action {
 		out = append(out, *date.Load()...)
 		out = append(out, "\r\nContent-Type: application/problem+json\r\nContent-Length: "...)
 		out = strconv.AppendInt(out, int64(len(body)), 10)
-		out = append(out, "\r\nRatelimit-Policy: \"per-ip\";q=1;w=3600\r\nRatelimit: \"per-ip\";r=0;t=3600\r\nRetry-After: 3600\r\nCache-Control: no-store\r\n\r\n"...)
+		out = append(out, "\r\nRatelimit-Policy: \"per-ip\";q=1;w=3600\r\nRatelimit: \"per-ip\";r=0;t=3600\r\nRetry-After: 3600\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\r\n"...)
 		out = append(out, body...)
 	}
 	if used > 0 {
