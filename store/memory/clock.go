@@ -26,11 +26,12 @@ func NewClock() func() int64 {
 // that goroutine is kept from running, the cached time lags further: pass
 // Refresh as the store's Config.Recheck. Close stops the goroutine.
 type CoarseClock struct {
-	now     atomic.Int64
-	precise func() int64
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
+	now        atomic.Int64
+	precise    func() int64
+	resolution int64 // nanoseconds
+	stop       chan struct{}
+	done       chan struct{}
+	once       sync.Once
 }
 
 // NewCoarseClock starts a clock refreshed every resolution (at least 100µs;
@@ -40,7 +41,7 @@ func NewCoarseClock(resolution time.Duration) *CoarseClock {
 		resolution = time.Millisecond
 	}
 	resolution = max(resolution, 100*time.Microsecond)
-	c := &CoarseClock{stop: make(chan struct{}), done: make(chan struct{}), precise: NewClock()}
+	c := &CoarseClock{stop: make(chan struct{}), done: make(chan struct{}), precise: NewClock(), resolution: int64(resolution)}
 	c.now.Store(c.precise())
 	go func() {
 		defer close(c.done)
@@ -51,28 +52,41 @@ func NewCoarseClock(resolution time.Duration) *CoarseClock {
 			case <-c.stop:
 				return
 			case <-t.C:
-				c.Refresh()
+				c.tick()
 			}
 		}
 	}()
 	return c
 }
 
+// tick stores the real time, unless a Refresh got further meanwhile.
+func (c *CoarseClock) tick() {
+	t := c.precise()
+	for {
+		old := c.now.Load()
+		if old >= t || c.now.CompareAndSwap(old, t) {
+			return
+		}
+	}
+}
+
 // Now returns the cached time in Unix nanoseconds. It never goes backwards.
 func (c *CoarseClock) Now() int64 { return c.now.Load() }
 
-// Refresh reads the real clock, makes it the cached time unless another
-// reader got further meanwhile, and returns it. The refreshing goroutine
-// calls it every resolution; a store passes it as Config.Recheck, so that
-// when that goroutine lags (a processor starved of CPU: on a loaded
-// machine, 10 ms and more was seen), a request about to be refused is
-// decided at the real time, and the cache catches up for the others.
+// Refresh reads the real clock and returns it. When the cached time lags
+// it by more than the resolution (its goroutine kept from running: on a
+// loaded machine, 10 ms and more was seen), the cache catches up, unless
+// another reader got further meanwhile. A store passes it as
+// Config.Recheck, so that a request about to be refused is decided at the
+// real time. While the goroutine keeps time, Refresh writes nothing: a
+// flood of refusals must not make every decision's read of the cache
+// contend with a write.
 func (c *CoarseClock) Refresh() int64 {
 	t := c.precise()
 	for {
 		old := c.now.Load()
-		if old >= t {
-			return old
+		if t-old <= c.resolution {
+			return max(t, old)
 		}
 		if c.now.CompareAndSwap(old, t) {
 			return t

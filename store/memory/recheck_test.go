@@ -103,19 +103,3 @@ func TestRecheckApplyAll(t *testing.T) {
 		t.Errorf(`"a" remaining %d, want 98 (two allowed batches, the refused one charged nothing)`, a.Remaining)
 	}
 }
-
-// CoarseClock.Refresh moves the cached time to the real one and never
-// back.
-func TestCoarseClockRefresh(t *testing.T) {
-	c := memory.NewCoarseClock(time.Hour) // its goroutine will not tick
-	defer c.Close()
-	before := c.Now()
-	time.Sleep(2 * time.Millisecond)
-	r := c.Refresh()
-	if r <= before || c.Now() != r {
-		t.Fatalf("Refresh %d, Now %d, before %d: want Now = Refresh > before", r, c.Now(), before)
-	}
-	if c.Refresh() < r {
-		t.Fatal("Refresh went back")
-	}
-}
