@@ -3,13 +3,11 @@ package gateway
 import (
 	"encoding/json"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
@@ -51,16 +49,8 @@ rules: [{name: one, policies: [{algorithm: fixed_window, limit: 1, window: 1h}]}
 // gateway closes the connection (the request asks it to).
 func sendRaw(t *testing.T, addr, raw string) string {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Write([]byte(raw)); err != nil {
-		t.Fatal(err)
-	}
-	c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	b, _ := io.ReadAll(c)
+	_, br := dialRaw(t, addr, raw)
+	b, _ := io.ReadAll(br)
 	return string(b)
 }
 

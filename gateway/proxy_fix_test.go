@@ -11,21 +11,29 @@ import (
 	"time"
 )
 
-// rawExchange writes raw to the gateway at addr and reads n responses
-// back on the same connection. With wait, it then reports whether the
-// gateway closed the connection.
-func rawExchange(t *testing.T, addr, raw string, n int, wait bool) ([]*http.Response, []string, bool) {
+// dialRaw opens a connection to addr, writes raw on it and returns a
+// reader of the answer. The connection closes with the test, and
+// reading it times out after 5 s.
+func dialRaw(t *testing.T, addr, raw string) (net.Conn, *bufio.Reader) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	if _, err := io.WriteString(c, raw); err != nil {
 		t.Fatal(err)
 	}
-	br := bufio.NewReader(c)
+	return c, bufio.NewReader(c)
+}
+
+// rawExchange writes raw to the gateway at addr and reads n responses
+// back on the same connection. With wait, it then reports whether the
+// gateway closed the connection.
+func rawExchange(t *testing.T, addr, raw string, n int, wait bool) ([]*http.Response, []string, bool) {
+	t.Helper()
+	c, br := dialRaw(t, addr, raw)
 	var resps []*http.Response
 	var bodies []string
 	for i := 0; i < n; i++ {
@@ -42,7 +50,7 @@ func rawExchange(t *testing.T, addr, raw string, n int, wait bool) ([]*http.Resp
 		return resps, bodies, false
 	}
 	c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
-	_, err = br.ReadByte()
+	_, err := br.ReadByte()
 	return resps, bodies, err == io.EOF
 }
 
@@ -174,26 +182,12 @@ func TestHasDotSegment(t *testing.T) {
 // chunked) reaches an HTTP/1.0 keep-alive client whole, and the gateway
 // then closes: that client cannot read chunks, so the close is the end.
 func TestCloseDelimitedBodyToHTTP10Client(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
-					io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello")
-				}
-			}()
+	origin := rawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err == nil {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nhello")
 		}
-	}()
-	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \"http://"+ln.Addr().String()+"\"}]\n")
+	})
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"\"}]\n")
 	defer g.Close()
 	_, bodies, closed := rawExchange(t, g.Addr().String(), "GET / HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\n\r\n", 1, true)
 	if bodies[0] != "hello" || !closed {

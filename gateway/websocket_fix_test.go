@@ -12,19 +12,17 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
-// upgradeOrigin is a raw origin: it sends each request it reads on
-// seen, answers head (and after it, extra), then echoes until closed.
-func upgradeOrigin(t *testing.T, head, extra string) (string, <-chan *http.Request) {
+// rawOrigin is an origin on loopback that hands each connection, with a
+// reader on it, to serve, and closes it after.
+func rawOrigin(t *testing.T, serve func(c net.Conn, br *bufio.Reader)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	seen := make(chan *http.Request, 4)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -33,18 +31,27 @@ func upgradeOrigin(t *testing.T, head, extra string) (string, <-chan *http.Reque
 			}
 			go func() {
 				defer c.Close()
-				br := bufio.NewReader(c)
-				r, err := http.ReadRequest(br)
-				if err != nil {
-					return
-				}
-				seen <- r
-				io.WriteString(c, head+extra)
-				io.Copy(c, br)
+				serve(c, bufio.NewReader(c))
 			}()
 		}
 	}()
-	return "http://" + ln.Addr().String(), seen
+	return "http://" + ln.Addr().String()
+}
+
+// upgradeOrigin is a raw origin: it sends each request it reads on
+// seen, answers head (and after it, extra), then echoes until closed.
+func upgradeOrigin(t *testing.T, head, extra string) (string, <-chan *http.Request) {
+	t.Helper()
+	seen := make(chan *http.Request, 4)
+	return rawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		r, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		seen <- r
+		io.WriteString(c, head+extra)
+		io.Copy(c, br)
+	}), seen
 }
 
 const wsRequest = "Host: a\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n" +
@@ -119,14 +126,7 @@ func TestWebSocketTunnelAndAccessLog(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "access.log")
 	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"\"}]\n"+
 		"access_log: {path: \""+file+"\", format: json}\n")
-	c, err := net.Dial("tcp", g.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	io.WriteString(c, "GET /ws HTTP/1.1\r\n"+wsRequest+"\r\n")
-	br := bufio.NewReader(c)
+	c, br := dialRaw(t, g.Addr().String(), "GET /ws HTTP/1.1\r\n"+wsRequest+"\r\n")
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -160,16 +160,10 @@ func TestWebSocketRequestRewrite(t *testing.T) {
 	origin, seen := upgradeOrigin(t, wsSwitching, "")
 	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"/public\"}]\n")
 	defer g.Close()
-	c, err := net.Dial("tcp", g.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	io.WriteString(c, "GET /a/../%2e%2e/admin HTTP/1.1\r\n"+wsRequest+
+	_, br := dialRaw(t, g.Addr().String(), "GET /a/../%2e%2e/admin HTTP/1.1\r\n"+wsRequest+
 		"X-Forwarded-For: 6.6.6.6\r\nX-Forwarded-For: 7.7.7.7\r\n"+
 		"X-Forwarded-Proto: https\r\nX-Forwarded-Proto: https\r\n\r\n")
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,14 +187,8 @@ func TestWebSocketLargeSwitchingHead(t *testing.T) {
 	origin, _ := upgradeOrigin(t, strings.Replace(wsSwitching, "\r\n\r\n", "\r\n"+big+"\r\n", 1), "")
 	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"\"}]\n")
 	defer g.Close()
-	c, err := net.Dial("tcp", g.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	io.WriteString(c, "GET /ws HTTP/1.1\r\n"+wsRequest+"\r\n")
-	line, err := bufio.NewReader(c).ReadString('\n')
+	_, br := dialRaw(t, g.Addr().String(), "GET /ws HTTP/1.1\r\n"+wsRequest+"\r\n")
+	line, err := br.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 101") {
 		t.Fatalf("status line %q (%v), want 101", line, err)
 	}
