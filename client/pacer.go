@@ -103,12 +103,15 @@ func (p *pacer) done(host string, a Allowance, known bool, now time.Time) {
 			// until the later reset.
 			budget = min(budget, st.budget)
 			reset = maxTime(reset, st.reset)
-		} else if st.budget <= budget {
-			// Two windows (responses in flight across a reset): the
-			// tighter budget, with its own reset. A budget never takes
+		} else if st.reset.After(reset) {
+			// Two windows, and this response is from the earlier one (it
+			// was in flight across the reset): the server has moved on
+			// to the later window, which stays. A budget never takes
 			// another window's reset.
 			budget, reset = st.budget, st.reset
 		}
+		// Otherwise this response is from the later window: it replaces
+		// the earlier one whole.
 	}
 	st.budget, st.reset = budget, reset
 }

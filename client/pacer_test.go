@@ -113,8 +113,8 @@ func TestHostKeyCanonicalFormAllocatesNothing(t *testing.T) {
 
 // Two requests in flight across a window boundary: B's response (the old
 // window) says r=0;t=1, A's, half a second later from the new window,
-// r=999;t=3600. The budget of 0 lasts until its own reset, not the new
-// window's: two seconds on, requests go.
+// r=999;t=3600. The server has moved to the new window: requests go, and
+// the budget of 0 never takes the new window's reset.
 func TestPacerDoesNotMixWindows(t *testing.T) {
 	p := newPacer(10)
 	now := time.Unix(1_000_000, 0)
@@ -124,10 +124,60 @@ func TestPacerDoesNotMixWindows(t *testing.T) {
 	}
 	p.done(h, Allowance{Remaining: 0, Reset: time.Second}, true, now)
 	p.done(h, Allowance{Remaining: 999, Reset: time.Hour}, true, now.Add(500*time.Millisecond))
-	if wait := p.acquire(h, now.Add(700*time.Millisecond)); wait <= 0 || wait > 300*time.Millisecond {
-		t.Errorf("within the old window: wait %v, want its rest (300ms)", wait)
+	for _, at := range []time.Duration{700 * time.Millisecond, 2 * time.Second} {
+		if wait := p.acquire(h, now.Add(at)); wait > 0 {
+			t.Errorf("at +%v: wait %v, want none (999 left in the new window)", at, wait)
+		}
 	}
-	if wait := p.acquire(h, now.Add(2*time.Second)); wait > 0 {
-		t.Errorf("after the old window's reset: wait %v, want none", wait)
+}
+
+// The same, with the new window spent too: the wait runs to its reset.
+func TestPacerNewWindowExhausted(t *testing.T) {
+	p := newPacer(10)
+	now := time.Unix(1_000_000, 0)
+	h := "api:443"
+	p.acquire(h, now)
+	p.acquire(h, now)
+	p.done(h, Allowance{Remaining: 0, Reset: time.Second}, true, now)
+	p.done(h, Allowance{Remaining: 0, Reset: time.Hour}, true, now.Add(500*time.Millisecond))
+	if wait := p.acquire(h, now.Add(2*time.Second)); wait < 59*time.Minute {
+		t.Errorf("new window said 0 left for an hour: wait %v at +2s, want about 1h", wait)
+	}
+}
+
+// Two spent budgets whose resets are further apart than one window's
+// skew: the later reset holds.
+func TestPacerBothExhaustedKeepsLaterReset(t *testing.T) {
+	p := newPacer(10)
+	now := time.Unix(1_000_000, 0)
+	h := "api:443"
+	p.acquire(h, now)
+	p.acquire(h, now)
+	p.done(h, Allowance{Remaining: 0, Reset: time.Second}, true, now)
+	p.done(h, Allowance{Remaining: 0, Reset: 2500 * time.Millisecond}, true, now)
+	if wait := p.acquire(h, now.Add(1200*time.Millisecond)); wait != 1300*time.Millisecond {
+		t.Errorf("1.2s on, both said 0 left, the later reset at 2.5s: wait %v, want 1.3s", wait)
+	}
+}
+
+// The new window's budget (2) reported first, then a late response of
+// the old window (0 left, reset in 1s): the new window stays, so at most
+// 2 requests go.
+func TestPacerLateOldWindowResponse(t *testing.T) {
+	p := newPacer(10)
+	now := time.Unix(1_000_000, 0)
+	h := "api:443"
+	p.acquire(h, now)
+	p.acquire(h, now)
+	p.done(h, Allowance{Remaining: 2, Reset: time.Hour}, true, now)
+	p.done(h, Allowance{Remaining: 0, Reset: time.Second}, true, now.Add(100*time.Millisecond))
+	sent := 0
+	for range 10 {
+		if p.acquire(h, now.Add(2*time.Second)) == 0 {
+			sent++
+		}
+	}
+	if sent > 2 {
+		t.Errorf("sent %d in a window the server said had 2 left", sent)
 	}
 }
