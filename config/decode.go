@@ -42,11 +42,11 @@ type decoder struct {
 
 // The alias budget (decoder.limit) is aliasFactor visits per node of the
 // parsed tree plus aliasSlack: generous for anchors reused a few times, and
-// bounded (milliseconds of decoding for a file of a few kilobytes) for an
+// bounded (a fraction of a second of decoding, for a file of a few kilobytes) for an
 // alias bomb.
 const (
 	aliasFactor = 10
-	aliasSlack  = 10_000
+	aliasSlack  = 100_000
 )
 
 var (
@@ -426,7 +426,13 @@ func (d *decoder) explains(msg string) bool {
 		if under(subject, f) || mentions(msg, f) {
 			return true
 		}
-		if under(f, subject) {
+		if derivedName(subject, msg, f) {
+			return true
+		}
+		if under(f, subject) && !strings.HasSuffix(f, "]") {
+			// Only a whole field: a failed element (policies[0]) does
+			// not explain a message about the field (policies and
+			// tiers both set).
 			name := f[strings.LastIndexByte(f, '.')+1:]
 			if i := strings.IndexByte(name, '['); i >= 0 {
 				name = name[:i]
@@ -437,6 +443,25 @@ func (d *decoder) explains(msg string) bool {
 		}
 	}
 	return false
+}
+
+// derivedName reports a problem with a name that follows from the name
+// at failed path f not decoding: a policy's default name is its rule's,
+// so an undecoded rule name leaves its policies unnamed (""); and an
+// undecoded name defaulted may then clash with a sibling's ("duplicate").
+func derivedName(subject, msg, f string) bool {
+	elem, ok := strings.CutSuffix(f, ".name")
+	if !ok || !strings.HasSuffix(subject, ".name") {
+		return false
+	}
+	if under(subject, elem) && strings.Contains(msg, `""`) {
+		return true
+	}
+	list := elem
+	if i := strings.LastIndexByte(elem, '['); i >= 0 {
+		list = elem[:i]
+	}
+	return under(subject, list) && strings.Contains(msg, "duplicate")
 }
 
 // under reports whether path p is path q or lies under it ("" is the
