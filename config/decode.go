@@ -78,12 +78,14 @@ func (d *decoder) parseDocument(data []byte, out any) {
 		return
 	}
 	// A second document ("---" then more keys) would be silently ignored:
-	// the file is one document.
+	// the file is one document. An empty one (a trailing "---") holds
+	// nothing to ignore.
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case errors.Is(err, io.EOF):
 	case err != nil:
 		d.ps.add(syntaxPos(d.file, err), "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+	case len(next.Content) == 0 || len(next.Content) == 1 && isNull(next.Content[0]) && next.Content[0].Value == "":
 	default:
 		d.ps.add(d.pos(&next), "a second YAML document: the configuration is one document")
 	}
