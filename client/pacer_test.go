@@ -111,17 +111,22 @@ func TestHostKeyCanonicalFormAllocatesNothing(t *testing.T) {
 	}
 }
 
+// twoInFlight is a pacer with two requests to host h in flight at now.
+func twoInFlight(t *testing.T) (p *pacer, h string, now time.Time) {
+	t.Helper()
+	p, h, now = newPacer(10), "api:443", time.Unix(1_000_000, 0)
+	if p.acquire(h, now) != 0 || p.acquire(h, now) != 0 {
+		t.Fatal("acquire waited on a fresh host")
+	}
+	return p, h, now
+}
+
 // Two requests in flight across a window boundary: B's response (the old
 // window) says r=0;t=1, A's, half a second later from the new window,
 // r=999;t=3600. The server has moved to the new window: requests go, and
 // the budget of 0 never takes the new window's reset.
 func TestPacerDoesNotMixWindows(t *testing.T) {
-	p := newPacer(10)
-	now := time.Unix(1_000_000, 0)
-	h := "api:443"
-	if p.acquire(h, now) != 0 || p.acquire(h, now) != 0 {
-		t.Fatal("acquire")
-	}
+	p, h, now := twoInFlight(t)
 	p.done(h, Allowance{Remaining: 0, Reset: time.Second}, true, now)
 	p.done(h, Allowance{Remaining: 999, Reset: time.Hour}, true, now.Add(500*time.Millisecond))
 	for _, at := range []time.Duration{700 * time.Millisecond, 2 * time.Second} {
@@ -133,11 +138,7 @@ func TestPacerDoesNotMixWindows(t *testing.T) {
 
 // The same, with the new window spent too: the wait runs to its reset.
 func TestPacerNewWindowExhausted(t *testing.T) {
-	p := newPacer(10)
-	now := time.Unix(1_000_000, 0)
-	h := "api:443"
-	p.acquire(h, now)
-	p.acquire(h, now)
+	p, h, now := twoInFlight(t)
 	p.done(h, Allowance{Remaining: 0, Reset: time.Second}, true, now)
 	p.done(h, Allowance{Remaining: 0, Reset: time.Hour}, true, now.Add(500*time.Millisecond))
 	if wait := p.acquire(h, now.Add(2*time.Second)); wait < 59*time.Minute {
@@ -148,11 +149,7 @@ func TestPacerNewWindowExhausted(t *testing.T) {
 // Two spent budgets whose resets are further apart than one window's
 // skew: the later reset holds.
 func TestPacerBothExhaustedKeepsLaterReset(t *testing.T) {
-	p := newPacer(10)
-	now := time.Unix(1_000_000, 0)
-	h := "api:443"
-	p.acquire(h, now)
-	p.acquire(h, now)
+	p, h, now := twoInFlight(t)
 	p.done(h, Allowance{Remaining: 0, Reset: time.Second}, true, now)
 	p.done(h, Allowance{Remaining: 0, Reset: 2500 * time.Millisecond}, true, now)
 	if wait := p.acquire(h, now.Add(1200*time.Millisecond)); wait != 1300*time.Millisecond {
@@ -164,11 +161,7 @@ func TestPacerBothExhaustedKeepsLaterReset(t *testing.T) {
 // the old window (0 left, reset in 1s): the new window stays, so at most
 // 2 requests go.
 func TestPacerLateOldWindowResponse(t *testing.T) {
-	p := newPacer(10)
-	now := time.Unix(1_000_000, 0)
-	h := "api:443"
-	p.acquire(h, now)
-	p.acquire(h, now)
+	p, h, now := twoInFlight(t)
 	p.done(h, Allowance{Remaining: 2, Reset: time.Hour}, true, now)
 	p.done(h, Allowance{Remaining: 0, Reset: time.Second}, true, now.Add(100*time.Millisecond))
 	sent := 0
