@@ -21,8 +21,11 @@ import (
 // the server answered earlier must not restore units a later one spent.
 // When the budget is spent new requests wait for the reset; after it the
 // budget is unknown again and requests flow until a response says
-// otherwise. Retry-After puts the host on hold, which a later response
-// never shortens.
+// otherwise. Retry-After, and a response saying nothing is left until a
+// reset, put the host on hold, which a later response never shortens:
+// that holds whatever window or policy other responses describe. Of two
+// budgets with resets more than a second apart, the later window's
+// stands whole.
 type pacer struct {
 	mu    sync.Mutex
 	hosts map[string]*hostState
@@ -94,6 +97,15 @@ func (p *pacer) done(host string, a Allowance, known bool, now time.Time) {
 		st.inflight--
 	}
 	if !known || a.Reset <= 0 {
+		return
+	}
+	if a.spent() {
+		// The server's last word: nothing before the reset, whichever
+		// window or policy the other responses spoke of. A hold, which
+		// only ever extends.
+		if t := now.Add(a.Reset); t.After(st.hold) {
+			st.hold = t
+		}
 		return
 	}
 	budget, reset := a.Remaining-st.inflight, now.Add(a.Reset)

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"net/http"
 	"net/url"
 	"strconv"
 	"testing"
@@ -123,16 +124,18 @@ func twoInFlight(t *testing.T) (p *pacer, h string, now time.Time) {
 
 // Two requests in flight across a window boundary: B's response (the old
 // window) says r=0;t=1, A's, half a second later from the new window,
-// r=999;t=3600. The server has moved to the new window: requests go, and
-// the budget of 0 never takes the new window's reset.
+// r=999;t=3600. B's holds the host until its own reset, at most the rest
+// of the old window; then the new window's 999 stand: the budget of 0
+// never takes the new window's reset.
 func TestPacerDoesNotMixWindows(t *testing.T) {
 	p, h, now := twoInFlight(t)
 	p.done(h, Allowance{Remaining: 0, Reset: time.Second}, true, now)
 	p.done(h, Allowance{Remaining: 999, Reset: time.Hour}, true, now.Add(500*time.Millisecond))
-	for _, at := range []time.Duration{700 * time.Millisecond, 2 * time.Second} {
-		if wait := p.acquire(h, now.Add(at)); wait > 0 {
-			t.Errorf("at +%v: wait %v, want none (999 left in the new window)", at, wait)
-		}
+	if wait := p.acquire(h, now.Add(700*time.Millisecond)); wait != 300*time.Millisecond {
+		t.Errorf("at +700ms: wait %v, want the rest of the old window's hold (300ms)", wait)
+	}
+	if wait := p.acquire(h, now.Add(2*time.Second)); wait > 0 {
+		t.Errorf("at +2s: wait %v, want none (999 left in the new window)", wait)
 	}
 }
 
@@ -172,5 +175,54 @@ func TestPacerLateOldWindowResponse(t *testing.T) {
 	}
 	if sent > 2 {
 		t.Errorf("sent %d in a window the server said had 2 left", sent)
+	}
+}
+
+// allowanceOf parses a draft-10 RateLimit field as the transport does.
+func allowanceOf(t *testing.T, field string, now time.Time) Allowance {
+	t.Helper()
+	a, ok := ParseAllowance(http.Header{"Ratelimit": {field}}, now)
+	if !ok {
+		t.Fatalf("ParseAllowance(%q) not ok", field)
+	}
+	return a
+}
+
+// A response saying nothing is left holds the host until its reset,
+// whatever the other responses said: a per-second quota spent after an
+// hourly one reported 5 left, in either order, and a spent budget of the
+// same window whose reset, skewed by transit, reads 2 s earlier.
+func TestPacerSpentAllowanceHolds(t *testing.T) {
+	type resp struct {
+		a  Allowance
+		at time.Duration
+	}
+	for name, seq := range map[string](func(now time.Time) []resp){
+		"spent per-second after hourly": func(now time.Time) []resp {
+			return []resp{
+				{allowanceOf(t, `"sec";r=8;t=1, "hour";r=5;t=3000`, now), 0},
+				{allowanceOf(t, `"sec";r=0;t=1, "hour";r=4;t=3000`, now), 100 * time.Millisecond},
+			}
+		},
+		"hourly after spent per-second": func(now time.Time) []resp {
+			return []resp{
+				{allowanceOf(t, `"sec";r=0;t=1, "hour";r=4;t=3000`, now), 0},
+				{allowanceOf(t, `"sec";r=8;t=1, "hour";r=5;t=3000`, now), 100 * time.Millisecond},
+			}
+		},
+		"same window, skewed reset": func(time.Time) []resp {
+			return []resp{
+				{Allowance{Remaining: 5, Reset: 12 * time.Second}, 0},
+				{Allowance{Remaining: 0, Reset: 10 * time.Second}, 500 * time.Millisecond},
+			}
+		},
+	} {
+		p, h, now := twoInFlight(t)
+		for _, r := range seq(now) {
+			p.done(h, r.a, true, now.Add(r.at))
+		}
+		if wait := p.acquire(h, now.Add(600*time.Millisecond)); wait <= 0 {
+			t.Errorf("%s: a request went while the server said none would pass", name)
+		}
 	}
 }
