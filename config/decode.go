@@ -80,14 +80,21 @@ func (d *decoder) parseDocument(data []byte, out any) {
 	// A second document ("---" then more keys) would be silently ignored:
 	// the file is one document. An empty one (a trailing "---") holds
 	// nothing to ignore.
-	var next yaml.Node
-	switch err := dec.Decode(&next); {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		d.ps.add(syntaxPos(d.file, err), "%s", strings.TrimPrefix(err.Error(), "yaml: "))
-	case len(next.Content) == 0 || len(next.Content) == 1 && isNull(next.Content[0]) && next.Content[0].Value == "":
-	default:
+	for {
+		var next yaml.Node
+		err := dec.Decode(&next)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			d.ps.add(syntaxPos(d.file, err), "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+			break
+		}
+		if len(next.Content) == 0 || len(next.Content) == 1 && isNull(next.Content[0]) && next.Content[0].Value == "" {
+			continue // empty: nothing to ignore
+		}
 		d.ps.add(d.pos(&next), "a second YAML document: the configuration is one document")
+		break
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 || isNull(doc.Content[0]) {
 		d.ps.add(Pos{File: d.file}, "the file holds no YAML document (only comments or null): no configuration")
@@ -459,11 +466,14 @@ func derivedName(subject, msg, f string) bool {
 	if under(subject, elem) && strings.Contains(msg, `""`) {
 		return true
 	}
-	list := elem
-	if i := strings.LastIndexByte(elem, '['); i >= 0 {
-		list = elem[:i]
+	// A policy whose name failed takes its rule's name, which may clash
+	// with a sibling policy's. (A rule whose name failed is skipped by the
+	// duplicate check, so no rule-list clash follows from it.)
+	i := strings.LastIndex(elem, ".policies[")
+	if i < 0 {
+		return false
 	}
-	return under(subject, list) && strings.Contains(msg, "duplicate")
+	return under(subject, elem[:i+len(".policies")]) && strings.Contains(msg, "duplicate")
 }
 
 // under reports whether path p is path q or lies under it ("" is the

@@ -316,3 +316,28 @@ func TestAliasBudgetFitsLegitimateReuse(t *testing.T) {
 		t.Errorf("%d-byte config refused: %v", b.Len(), err)
 	}
 }
+
+// A failed name hides only the problems that follow from it, not an
+// independent clash: two other rules named alike, or two policies named
+// alike explicitly under a rule whose own name failed.
+func TestFailedNameKeepsIndependentDuplicates(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"rules:\n  - name: [x]\n    policies: [{rate: 1/s}]\n" +
+			"  - name: b\n    policies: [{rate: 1/s}]\n  - name: b\n    policies: [{rate: 1/s}]\n", `duplicate rule name "b"`},
+		{"rules:\n  - name: [x]\n    policies: [{name: p, rate: 1/s}, {name: p, rate: 2/s}]\n", `duplicate policy name "p"`},
+	} {
+		_, err := Parse("f.yaml", []byte(tc.src))
+		if got := problemList(err); !strings.Contains(got, tc.want) {
+			t.Errorf("%q:\n%swant also %s", tc.src, got, tc.want)
+		}
+	}
+}
+
+// Every document after the first is looked at: empty ones are skipped,
+// and the first with content is refused, however many empty ones come
+// before it.
+func TestThirdDocumentIsAnError(t *testing.T) {
+	src := "listen: {addr: \":8080\"}\n---\n---\nrules:\n  - name: a\n    policies: [{rate: 1/s}]\n"
+	_, err := Parse("f.yaml", []byte(src))
+	checkProblems(t, err, []want{{3, "a second YAML document: the configuration is one document"}})
+}
