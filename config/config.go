@@ -111,7 +111,9 @@ type Upstream struct {
 	// Default 90s.
 	IdleConnTimeout time.Duration `yaml:"idle_conn_timeout"`
 	// MaxConns caps the connections to each upstream host; requests beyond
-	// wait up to ResponseTimeout for a free one. Default 1024.
+	// wait up to ResponseTimeout for a free one. Default 1024. WebSocket
+	// tunnels, which hold their connection while they last, are capped
+	// at the same number apart: an upgrade beyond gets 503.
 	MaxConns int `yaml:"max_conns"`
 }
 

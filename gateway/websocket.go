@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -35,6 +36,20 @@ const maxRefusalBody = 1 << 20
 // answer goes to the client as a normal response, and the connection
 // stays with the gateway (and its limits).
 func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
+	// Tunnels hold their upstream connection for as long as they last:
+	// upstream.max_conns caps them per upstream host too (counted apart
+	// from the pooled connections of ordinary requests).
+	if !g.tunnels.reserve(rt.addr, s.cfg.Upstream.MaxConns) {
+		rt.upStatus[idxError].Inc()
+		problem(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable", "the upstream connection limit is reached")
+		return
+	}
+	tunnelled := false
+	defer func() {
+		if !tunnelled {
+			g.tunnels.release(rt.addr)
+		}
+	}()
 	var up net.Conn
 	var err error
 	d := &net.Dialer{Timeout: rt.dialTimeout}
@@ -87,7 +102,17 @@ func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 	up.SetDeadline(time.Time{})
 	// fasthttp writes the 101 (the access log sees its status), then
 	// hands over the connection.
+	// From here the hijack handler owns up and the reservation. fasthttp
+	// runs it only if it could write the 101: when the client is gone by
+	// then, a watchdog closes up and releases the place instead.
+	tunnelled = true
+	var claimed atomic.Bool
 	ctx.Hijack(func(c net.Conn) {
+		if !claimed.CompareAndSwap(false, true) {
+			c.Close()
+			return
+		}
+		defer g.tunnels.release(rt.addr)
 		if !g.tunnels.add(c, up) {
 			up.Close()
 			return
@@ -95,7 +120,17 @@ func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 		defer g.tunnels.remove(c, up)
 		tunnel(c, up, br)
 	})
+	time.AfterFunc(hijackGrace, func() {
+		if claimed.CompareAndSwap(false, true) {
+			up.Close()
+			g.tunnels.release(rt.addr)
+		}
+	})
 }
+
+// hijackGrace is how long a tunnel's upstream connection waits for
+// fasthttp to hand over the client's after writing the 101.
+const hijackGrace = 10 * time.Second
 
 // readFinalHead reads a response head into h, skipping informational
 // ones other than 101.
@@ -136,6 +171,32 @@ type tunnels struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+	// open counts, per upstream host:port, the tunnels open or being
+	// opened (reserve and release).
+	open map[string]int
+}
+
+// reserve takes one of max tunnel places to addr (max 0: no limit),
+// reporting false when all are taken. release gives it back.
+func (t *tunnels) reserve(addr string, max int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if max > 0 && t.open[addr] >= max {
+		return false
+	}
+	if t.open == nil {
+		t.open = map[string]int{}
+	}
+	t.open[addr]++
+	return true
+}
+
+func (t *tunnels) release(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.open[addr]--; t.open[addr] <= 0 {
+		delete(t.open, addr)
+	}
 }
 
 func (t *tunnels) add(cs ...net.Conn) bool {

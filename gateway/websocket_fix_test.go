@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // rawOrigin is an origin on loopback that hands each connection, with a
@@ -191,5 +192,42 @@ func TestWebSocketLargeSwitchingHead(t *testing.T) {
 	line, err := br.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 101") {
 		t.Fatalf("status line %q (%v), want 101", line, err)
+	}
+}
+
+// Tunnels count against upstream.max_conns: with 1, a second upgrade
+// while the first tunnel is open gets 503, and a place frees when the
+// first closes.
+func TestWebSocketTunnelsCapped(t *testing.T) {
+	origin, _ := upgradeOrigin(t, wsSwitching, "")
+	g, _ := startTestGateway(t, "upstream: {max_conns: 1}\nroutes: [{path: /, upstream: \""+origin+"\"}]\n")
+	defer g.Close()
+	upgrade := func() (net.Conn, int) {
+		c, br := dialRaw(t, g.Addr().String(), "GET /ws HTTP/1.1\r\n"+wsRequest+"\r\n")
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, resp.StatusCode
+	}
+	first, code := upgrade()
+	if code != 101 {
+		t.Fatalf("first upgrade: %d", code)
+	}
+	if _, code := upgrade(); code != 503 {
+		t.Fatalf("second upgrade while the first tunnel is open: %d, want 503", code)
+	}
+	first.Close()
+	var last int
+	for range 50 { // the tunnel notices the close asynchronously
+		var c net.Conn
+		if c, last = upgrade(); last == 101 {
+			c.Close()
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if last != 101 {
+		t.Fatalf("upgrade after the first tunnel closed: %d, want 101", last)
 	}
 }
