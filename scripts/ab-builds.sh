@@ -78,13 +78,7 @@ for p in "${PORTS[@]}"; do
 	for _ in $(seq 100); do curl -m 2 -s -o /dev/null "http://127.0.0.1:$p/" && break; sleep 0.1; done
 done
 
-cputicks() { # PID and its children (nginx's workers)
-	local t=0 p
-	for p in "$1" $(pgrep -P "$1"); do
-		t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
-	done
-	echo "$t"
-}
+. "$ROOT/scripts/bench-lib.sh" # cputicks, median
 HZ=$(getconf CLK_TCK)
 for p in "${PORTS[@]}"; do wrk -t2 -c64 -d1s "http://127.0.0.1:$p/" >/dev/null; done
 RES="$RUN/results"
@@ -101,7 +95,6 @@ for r in $(seq "$ROUNDS"); do
 		echo "# round $r ${NAMES[$i]}: $rps req/s, $cpu µs CPU/req" >&2
 	done
 done
-median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 echo "| server ($mode) | req/s (median of $ROUNDS) | server CPU µs/req |"
 echo "| --- | ---: | ---: |"
 for i in "${!PORTS[@]}"; do

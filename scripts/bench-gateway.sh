@@ -446,15 +446,7 @@ GO
 	fi
 fi
 
-# cputicks PID: CPU clock ticks (user + system) used so far by PID and its
-# children (nginx's workers).
-cputicks() {
-	local t=0 p
-	for p in "$1" $(pgrep -P "$1"); do
-		t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
-	done
-	echo "$t"
-}
+. "$ROOT/scripts/bench-lib.sh" # cputicks, median
 HZ=$(getconf CLK_TCK)
 
 # Wait for every port.
@@ -531,7 +523,6 @@ to_us() { # wrk latency (123.45us, 1.23ms, 1.2s) to microseconds
 		if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else if (v ~ /s$/) print n * 1000000; else print n
 	}'
 }
-median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 echo
 echo "| configuration | req/s (median of $ROUNDS) | p50 µs | p99 µs | server CPU µs/req | all req/s |"
 echo "| --- | ---: | ---: | ---: | ---: | --- |"
