@@ -67,6 +67,21 @@ func TestDeadlines(t *testing.T) {
 	}
 }
 
+// TestSharedDeadlineCarriesNoCallerValues: the context shared by callers in
+// one slice is not derived from the first caller's context. A fasthttp
+// RequestCtx is such a caller, and is reused after its request: a timer
+// that read it when the shared deadline fired raced with its reset (found
+// by the race detector in examples' TestConsistencyTiers).
+func TestSharedDeadlineCarriesNoCallerValues(t *testing.T) {
+	type key struct{}
+	d := newDeadlines(50 * time.Millisecond)
+	c, cancel := d.with(context.WithValue(context.Background(), key{}, "first caller"))
+	defer cancel()
+	if v := c.Value(key{}); v != nil {
+		t.Errorf("the shared deadline carries the first caller's value %v", v)
+	}
+}
+
 // TestPassword connects to a server that requires AUTH.
 func TestPassword(t *testing.T) {
 	srv := redistest.Start(t, "--requirepass", "s3cret")

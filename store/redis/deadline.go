@@ -47,7 +47,10 @@ func (d *deadlines) with(ctx context.Context) (context.Context, context.CancelFu
 		return s.ctx, noCancel
 	}
 	end := now + d.slice
-	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), end-now+d.timeout)
+	// Background, not the caller's context: the slice is shared, and a
+	// caller's context (a fasthttp RequestCtx, reused after its request)
+	// must not be read when the deadline fires.
+	c, cancel := context.WithTimeout(context.Background(), end-now+d.timeout)
 	d.cur.Store(&deadlineSlice{ctx: c, cancel: cancel, end: end})
 	return c, noCancel
 }
