@@ -80,9 +80,13 @@ type Listen struct {
 
 // TLS names PEM files holding a certificate chain and its private key.
 type TLS struct {
-	Pos  Pos    `yaml:"-"`
+	Pos Pos `yaml:"-"`
+	// Cert is the PEM file of the certificate chain, leaf first; a
+	// relative path is resolved against the configuration file's
+	// directory.
 	Cert string `yaml:"cert"`
-	Key  string `yaml:"key"`
+	// Key is the PEM file of the certificate's private key.
+	Key string `yaml:"key"`
 }
 
 // Admin is the admin listener. It never shares the traffic port.
@@ -136,9 +140,12 @@ type Route struct {
 
 // Store chooses the counter store: exactly one of Memory or Redis.
 type Store struct {
-	Pos    Pos          `yaml:"-"`
+	Pos Pos `yaml:"-"`
+	// Memory keeps the counters in the gateway's own memory (the default
+	// when neither is given): nothing shared between gateways.
 	Memory *MemoryStore `yaml:"memory"`
-	Redis  *RedisStore  `yaml:"redis"`
+	// Redis keeps the counters on Redis, shared by every gateway using it.
+	Redis *RedisStore `yaml:"redis"`
 }
 
 // MemoryStore is the in-process store.

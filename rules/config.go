@@ -189,9 +189,11 @@ type Policy struct {
 	// Burst is the token bucket's capacity (zero: the rate's count) or
 	// the leaky bucket's excess (nginx burst=N).
 	Burst int64 `yaml:"burst" json:"burst"`
-	// Limit and Window are the window algorithms' parameters; Window is
-	// in limit.ParsePeriod syntax ("1m", "90s", "7d").
-	Limit  int64  `yaml:"limit" json:"limit"`
+	// Limit is the window algorithms' count: how many units a key may
+	// spend per Window.
+	Limit int64 `yaml:"limit" json:"limit"`
+	// Window is the window algorithms' span, in limit.ParsePeriod syntax
+	// ("1m", "90s", "7d").
 	Window string `yaml:"window" json:"window"`
 	// Mode is the leaky bucket's mode: "shape" (the default: excess
 	// requests are delayed) or "police" (alias "nodelay": never delay).
@@ -233,6 +235,8 @@ type Cost struct {
 
 // CostBy is a cost for requests matching Match.
 type CostBy struct {
+	// Match selects the requests that cost Cost (the same keys as a
+	// rule's match).
 	Match Match `yaml:"match" json:"match"`
 	// Cost must be positive.
 	Cost int64 `yaml:"cost" json:"cost"`
@@ -304,9 +308,10 @@ type Refusal struct {
 	// retry delay.
 	Detail string `yaml:"detail" json:"detail"`
 	// Body, when set, replaces the problem+json body: a text/template
-	// executed with a RefusalData. ContentType is then its type (default
-	// "text/plain; charset=utf-8").
-	Body        string `yaml:"body" json:"body"`
+	// executed with a RefusalData, answered with ContentType.
+	Body string `yaml:"body" json:"body"`
+	// ContentType is the Content-Type of a custom Body. Empty means
+	// "text/plain; charset=utf-8".
 	ContentType string `yaml:"content_type" json:"content_type"`
 	// ErrorStatus answers requests refused because the store failed and
 	// OnStoreError is "refuse". Zero means 503.

@@ -1,0 +1,389 @@
+// Package confdoc generates docs/configuration.md, the operator's reference
+// to every key of the gateway's YAML file, from the configuration types
+// themselves: the keys and their types from config.Config's yaml tags, the
+// text from the fields' doc comments (read from the Go source), the default
+// from the comment's "Default …" (or "Zero means …") sentence, and an
+// example from the first file under examples/ that sets the key.
+//
+// Run it with `go generate ./config/`; a test fails when a key has no doc
+// comment or when the committed file differs from what would be generated.
+package confdoc
+
+import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tollgate-dev/tollgate/config"
+)
+
+// Key is one documented YAML key.
+type Key struct {
+	// Path is the key's dotted path from the top of the file; "[]" marks
+	// a list's items and "<name>" a map's keys chosen by the operator.
+	Path string
+	// Type is the value's type in words ("duration", "list of strings").
+	Type string
+	// Doc is the field's doc comment as plain text ("" when it has none).
+	Doc string
+	// Default is the sentence of Doc that gives the default, or "".
+	Default string
+	// Example is "file: value" from the first example that sets the key,
+	// or "".
+	Example string
+	// Section is true for a key whose value is a mapping of further keys.
+	Section bool
+}
+
+// Keys returns every key config.Config accepts, in file order, documented
+// from the Go sources and examples found under root (the repository).
+func Keys(root string) ([]Key, error) {
+	docs := map[string]string{} // "pkgpath.Type.Field" -> doc
+	for _, pkg := range []struct{ dir, path string }{
+		{"config", "github.com/tollgate-dev/tollgate/config"},
+		{"rules", "github.com/tollgate-dev/tollgate/rules"},
+	} {
+		if err := fieldDocs(filepath.Join(root, pkg.dir), pkg.path, docs); err != nil {
+			return nil, err
+		}
+	}
+	var keys []Key
+	walk(reflect.TypeFor[config.Config](), "", docs, &keys)
+	examples, err := exampleValues(filepath.Join(root, "examples"))
+	if err != nil {
+		return nil, err
+	}
+	for i := range keys {
+		keys[i].Example = examples[keys[i].Path]
+	}
+	return keys, nil
+}
+
+// fieldDocs reads the doc comment of every struct field in the package's
+// non-test Go files in dir.
+func fieldDocs(dir, pkgPath string, docs map[string]string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		return err
+	}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			ts, ok := n.(*ast.TypeSpec)
+			if !ok {
+				return true
+			}
+			st, ok := ts.Type.(*ast.StructType)
+			if !ok {
+				return false
+			}
+			for _, fld := range st.Fields.List {
+				text := ""
+				if fld.Doc != nil {
+					text = fld.Doc.Text()
+				}
+				for _, n := range fld.Names {
+					docs[pkgPath+"."+ts.Name.Name+"."+n.Name] = text
+				}
+				if len(fld.Names) == 0 { // embedded: named after its type
+					docs[pkgPath+"."+ts.Name.Name+"."+typeName(fld.Type)] = text
+				}
+			}
+			return false
+		})
+	}
+	return nil
+}
+
+func typeName(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.Ident:
+		return t.Name
+	case *ast.SelectorExpr:
+		return t.Sel.Name
+	case *ast.StarExpr:
+		return typeName(t.X)
+	}
+	return ""
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// walk appends the keys of struct type t under prefix.
+func walk(t reflect.Type, prefix string, docs map[string]string, keys *[]Key) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		if opts == "inline" {
+			walk(f.Type, prefix, docs, keys)
+			continue
+		}
+		if tag == "" {
+			tag = strings.ToLower(f.Name)
+		}
+		path := tag
+		if prefix != "" {
+			path = prefix + "." + tag
+		}
+		d := docs[t.PkgPath()+"."+t.Name()+"."+f.Name]
+		text := strings.Join(strings.Fields(d), " ")
+		if rest, ok := strings.CutPrefix(text, f.Name+" "); ok {
+			text = "`" + tag + "` " + rest // the operator's name, not Go's
+		}
+		k := Key{Path: path, Type: describe(f.Type), Doc: text, Default: defaultOf(text)}
+		sub, suffix := structBelow(f.Type)
+		k.Section = sub != nil
+		*keys = append(*keys, k)
+		if sub != nil {
+			walk(sub, path+suffix, docs, keys)
+		}
+	}
+}
+
+// structBelow returns the struct type a field's value holds keys of, and
+// the path suffix that reaches it ("[]" for a list, ".<name>" for a map).
+func structBelow(t reflect.Type) (reflect.Type, string) {
+	suffix := ""
+	for {
+		switch t.Kind() {
+		case reflect.Pointer:
+			t = t.Elem()
+			continue
+		case reflect.Slice:
+			suffix += "[]"
+			t = t.Elem()
+			continue
+		case reflect.Map:
+			suffix += ".<name>"
+			t = t.Elem()
+			continue
+		case reflect.Struct:
+			if t == durationType {
+				return nil, ""
+			}
+			return t, suffix
+		}
+		return nil, ""
+	}
+}
+
+// describe names a field's type for an operator.
+func describe(t reflect.Type) string {
+	switch {
+	case t == durationType:
+		return "duration"
+	case t.Kind() == reflect.Pointer:
+		return describe(t.Elem())
+	case t.Kind() == reflect.Slice:
+		return "list of " + plural(describe(t.Elem()))
+	case t.Kind() == reflect.Map:
+		return "map of names to " + plural(describe(t.Elem()))
+	case t.Kind() == reflect.Struct:
+		return "mapping"
+	case t.Kind() == reflect.Bool:
+		return "boolean"
+	case t.Kind() == reflect.String:
+		return "string"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		return "integer"
+	}
+	return t.Kind().String()
+}
+
+func plural(s string) string {
+	if strings.HasPrefix(s, "list of ") || strings.HasPrefix(s, "map of ") {
+		return s
+	}
+	if s == "mapping" {
+		return "mappings"
+	}
+	return s + "s"
+}
+
+// defaultRE finds the sentence that gives a field's default.
+var defaultRE = regexp.MustCompile(`(?:^|[.;:] )((?:Default|Zero means|Empty means|Zero \(the default\)|Empty \(the default\))[^.;]*(?:\.[0-9][^.;]*)*)`)
+
+func defaultOf(doc string) string {
+	m := defaultRE.FindStringSubmatch(doc)
+	if m == nil {
+		return ""
+	}
+	d := strings.TrimSpace(m[1])
+	if rest, ok := strings.CutPrefix(d, "Default"); ok {
+		d = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(rest), ":"))
+	}
+	return d
+}
+
+// exampleValues maps each key path to "file: value" for the first example
+// file (in name order) that sets it.
+func exampleValues(dir string) (map[string]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	out := map[string]string{}
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if len(doc.Content) == 0 {
+			continue
+		}
+		collect(doc.Content[0], reflect.TypeFor[config.Config](), "", "examples/"+filepath.Base(name), out)
+	}
+	return out, nil
+}
+
+// collect walks node as a value of struct type t, recording the first
+// example of every key.
+func collect(node *yaml.Node, t reflect.Type, prefix, file string, out map[string]string) {
+	if node.Kind != yaml.MappingNode {
+		return
+	}
+	fields := map[string]reflect.Type{}
+	indexFields(t, fields)
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		name, val := node.Content[i].Value, node.Content[i+1]
+		ft, ok := fields[name]
+		if !ok {
+			continue
+		}
+		path := name
+		if prefix != "" {
+			path = prefix + "." + name
+		}
+		if _, seen := out[path]; !seen {
+			out[path] = file + ": " + render(val)
+		}
+		collectValue(val, ft, path, file, out)
+	}
+}
+
+// collectValue descends into a value of type t at path.
+func collectValue(val *yaml.Node, t reflect.Type, path, file string, out map[string]string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Slice && val.Kind == yaml.SequenceNode:
+		for _, item := range val.Content {
+			collectValue(item, t.Elem(), path+"[]", file, out)
+		}
+	case t.Kind() == reflect.Map && val.Kind == yaml.MappingNode:
+		for i := 1; i < len(val.Content); i += 2 {
+			collectValue(val.Content[i], t.Elem(), path+".<name>", file, out)
+		}
+	case t.Kind() == reflect.Struct && t != durationType:
+		collect(val, t, path, file, out)
+	}
+}
+
+func indexFields(t reflect.Type, fields map[string]reflect.Type) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		if opts == "inline" {
+			indexFields(f.Type, fields)
+			continue
+		}
+		if tag == "" {
+			tag = strings.ToLower(f.Name)
+		}
+		fields[tag] = f.Type
+	}
+}
+
+// render shows a YAML value on one line, in flow style, cut at 100 bytes.
+func render(n *yaml.Node) string {
+	c := *n
+	setFlow(&c)
+	b, err := yaml.Marshal(&c)
+	if err != nil {
+		return "(unprintable)"
+	}
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > 100 {
+		s = s[:97] + "..."
+	}
+	return s
+}
+
+func setFlow(n *yaml.Node) {
+	n.Style |= yaml.FlowStyle
+	n.HeadComment, n.LineComment, n.FootComment = "", "", ""
+	for i, c := range n.Content {
+		cp := *c
+		setFlow(&cp)
+		n.Content[i] = &cp
+	}
+}
+
+// Markdown renders keys as docs/configuration.md.
+func Markdown(keys []Key) []byte {
+	var b bytes.Buffer
+	b.WriteString(`# Configuration reference
+
+<!-- Generated by internal/confdoc from the configuration types' doc
+comments and examples/: edit those, then run go generate ./config/ -->
+
+Every key of the file given to ` + "`tollgate serve -config FILE`" + ` and
+` + "`tollgate check FILE`" + `. Unknown keys are refused, and every problem is
+reported at once with its file:line. Durations use Go's syntax (` + "`250ms`" + `,
+` + "`2s`" + `, ` + "`1m30s`" + `). In a path, ` + "`[]`" + ` stands for each item of a list and
+` + "`<name>`" + ` for a name the operator chooses. The examples come from the files
+in ` + "`examples/`" + `.
+
+`)
+	for _, k := range keys {
+		depth := strings.Count(k.Path, ".") - strings.Count(k.Path, ".<name>")
+		if depth == 0 {
+			fmt.Fprintf(&b, "## `%s`\n\n", k.Path)
+		} else {
+			fmt.Fprintf(&b, "### `%s`\n\n", k.Path)
+		}
+		fmt.Fprintf(&b, "- type: %s\n", k.Type)
+		if k.Default != "" {
+			fmt.Fprintf(&b, "- default: %s\n", k.Default)
+		}
+		if k.Example != "" && !k.Section {
+			file, val, _ := strings.Cut(k.Example, ": ")
+			fmt.Fprintf(&b, "- example (%s): `%s`\n", file, strings.ReplaceAll(val, "`", "'"))
+		}
+		b.WriteString("\n")
+		if k.Doc != "" {
+			b.WriteString(k.Doc + "\n\n")
+		}
+	}
+	return bytes.TrimRight(b.Bytes(), "\n")
+}
