@@ -318,3 +318,52 @@ func TestRedisPortValidation(t *testing.T) {
 		{4, `store.redis.cluster[2] "h3:": want host:port`},
 	})
 }
+
+// A Redis URL that does not parse is a problem at its line, never a
+// crash (validation once read the parsed URL after url.Parse failed), and
+// its password is not echoed. A bare host:port is asked for as a URL.
+func TestUnparseableRedisURL(t *testing.T) {
+	cases := []struct{ url, text string }{
+		{"redis://127.0.0.1:6379/0%", `store.redis.url: invalid URL escape "%" (want redis://HOST:PORT`},
+		{"redis://u:hunter2@127.0.0.1:6379/%zz", `store.redis.url: invalid URL escape "%zz"`},
+		{"redis://[::1", "store.redis.url: missing ']' in host"},
+		{"127.0.0.1:6379", `store.redis.url "127.0.0.1:6379": want a URL such as redis://127.0.0.1:6379`},
+		{"localhost:6379", `store.redis.url "localhost:6379": want a URL such as redis://localhost:6379`},
+		{"redis://h:6379/x", `store.redis.url: database "x" is not a number`},
+	}
+	for _, c := range cases {
+		src := "store:\n  redis:\n    url: \"" + c.url + "\"\n"
+		_, err := Parse("c.yaml", []byte(src))
+		checkProblems(t, err, []want{{3, c.text}})
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("the password is echoed: %v", err)
+		}
+	}
+	// The one-line form of the report.
+	_, err := Parse("x.yaml", []byte(`store: {redis: {url: "redis://127.0.0.1:6379/0%"}}`+"\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "x.yaml:1:17: store.redis.url: invalid URL escape") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// An upstream written as a bare host:port, which net/url either fails to
+// parse ("first path segment in URL cannot contain colon") or reads as a
+// URL whose scheme is the host, is asked for as http://HOST:PORT.
+func TestHostPortUpstreamAsksForURL(t *testing.T) {
+	src := `routes:
+  - {path: /a, upstream: "127.0.0.1:3000"}
+  - {path: /b, upstream: "localhost:3000"}
+  - {path: /c, upstream: "[::1]:3000"}
+  - {path: /d, upstream: "/just/a/path"}
+`
+	_, err := Parse("c.yaml", []byte(src))
+	checkProblems(t, err, []want{
+		{2, `routes[0].upstream "127.0.0.1:3000": want a URL such as http://127.0.0.1:3000`},
+		{3, `routes[1].upstream "localhost:3000": want a URL such as http://localhost:3000`},
+		{4, `routes[2].upstream "[::1]:3000": want a URL such as http://[::1]:3000`},
+		{5, `scheme must be http or https (want http://HOST:PORT)`},
+	})
+	if strings.Contains(err.Error(), "first path segment") {
+		t.Errorf("net/url's message leaks through: %v", err)
+	}
+}

@@ -20,6 +20,8 @@ func TestCLIExitCodes(t *testing.T) {
 	os.WriteFile(good, []byte("rules: [{name: r, policies: [{rate: 10/s}]}]\n"), 0o644)
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("listen:\n  adr: x\nrules:\n  - name: r\n    policies: [{rate: 0/s}]\n"), 0o644)
+	badURL := filepath.Join(dir, "bad-url.yaml")
+	os.WriteFile(badURL, []byte(`store: {redis: {url: "redis://127.0.0.1:6379/0%"}}`+"\n"), 0o644)
 
 	cases := []struct {
 		args        []string
@@ -37,6 +39,7 @@ func TestCLIExitCodes(t *testing.T) {
 		{[]string{"check", good}, exitOK, "valid", ""},
 		{[]string{"check", "-q", good}, exitOK, "", ""},
 		{[]string{"check", bad}, exitFail, "", bad + ":2:3: listen: unknown key \"adr\""},
+		{[]string{"check", badURL}, exitFail, "", badURL + `:1:17: store.redis.url: invalid URL escape "%"`},
 		{[]string{"check", filepath.Join(dir, "missing.yaml")}, exitFail, "", "no such file"},
 	}
 	for _, c := range cases {
