@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,7 +72,8 @@ func (d *decoder) parseDocument(data []byte, out any) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		d.ps.add(syntaxPos(d.file, err), "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		p, msg := syntaxError(d.file, data, err)
+		d.ps.add(p, "%s", msg)
 		d.failed[""] = true
 		return
 	}
@@ -87,7 +87,8 @@ func (d *decoder) parseDocument(data []byte, out any) {
 			break
 		}
 		if err != nil {
-			d.ps.add(syntaxPos(d.file, err), "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+			p, msg := syntaxError(d.file, data, err)
+			d.ps.add(p, "%s", msg)
 			break
 		}
 		if len(next.Content) == 0 || len(next.Content) == 1 && isNull(next.Content[0]) && next.Content[0].Value == "" {
@@ -121,17 +122,6 @@ func countNodes(n *yaml.Node) int {
 func (d *decoder) fail(n *yaml.Node, what, format string, args ...any) {
 	d.ps.add(d.pos(n), format, args...)
 	d.failed[what] = true
-}
-
-var lineRE = regexp.MustCompile(`line (\d+)`)
-
-// syntaxPos extracts the line from a yaml syntax error message.
-func syntaxPos(file string, err error) Pos {
-	if m := lineRE.FindStringSubmatch(err.Error()); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return Pos{File: file, Line: n, Col: 1}
-	}
-	return Pos{File: file}
 }
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
