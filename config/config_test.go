@@ -367,3 +367,27 @@ func TestHostPortUpstreamAsksForURL(t *testing.T) {
 		t.Errorf("net/url's message leaks through: %v", err)
 	}
 }
+
+// A number where a whole number is wanted says what is wrong with it:
+// too large or too small for the field (YAML reads an integer too long
+// for 64 bits as a float), or not whole.
+func TestWholeNumberProblems(t *testing.T) {
+	cases := []struct{ value, text string }{
+		{"99999999999999999999", "limit: 99999999999999999999 is too large (the largest is 9223372036854775807)"},
+		{"18446744073709551616", "limit: 18446744073709551616 is too large"},
+		{"9223372036854775808", "limit: 9223372036854775808 is too large"},
+		{"-99999999999999999999", "limit: -99999999999999999999 is too small (the least is -9223372036854775808)"},
+		{"1.5", "limit: 1.5 is not a whole number"},
+		{"1e3", "limit: want a whole number written in digits, got 1e3"},
+		{".inf", "limit: .inf is too large"},
+		{".nan", `limit: ".nan" is not a number`},
+		{"many", `limit: want a whole number, got the string "many"`},
+	}
+	for _, c := range cases {
+		src := "rules:\n  - name: r\n    policies:\n      - algorithm: fixed_window\n        window: 1s\n        limit: " + c.value + "\n"
+		_, err := Parse("c.yaml", []byte(src))
+		checkProblems(t, err, []want{{6, c.text}})
+	}
+	_, err := Parse("c.yaml", []byte("rules: [{name: r, policies: [{rate: 1/s, burst: 1.5}]}]\n"))
+	checkProblems(t, err, []want{{1, "rules[0].policies[0].burst: 1.5 is not a whole number"}})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -262,19 +263,51 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 		}
 		v.SetBool(b)
 	case reflect.Int, reflect.Int64, reflect.Int32:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
+			d.fail(n, what, "%s: %s", label, notWhole(n.Value, t.Bits()))
+			return
+		}
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			d.fail(n, what, "%s: want a whole number, got %s", label, kindName(n))
 			return
 		}
 		i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, t.Bits())
 		if err != nil {
-			d.fail(n, what, "%s: %q is out of range", label, n.Value)
+			d.fail(n, what, "%s: %s", label, outOfRange(n.Value, t.Bits()))
 			return
 		}
 		v.SetInt(i)
 	default:
 		d.fail(n, what, "%s: unsupported field type %s", label, t)
 	}
+}
+
+// notWhole says why the YAML number s (a !!float: "1.5", "1e3", ".inf",
+// or an integer too long for int64, which YAML reads as a float) is not a
+// whole number of bits bits.
+func notWhole(s string, bits int) string {
+	f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		switch strings.ToLower(strings.TrimLeft(s, "+-")) {
+		case ".inf":
+			return outOfRange(s, bits)
+		}
+		return fmt.Sprintf("%q is not a number", s)
+	case math.Abs(f) >= math.Ldexp(1, bits-1):
+		return outOfRange(s, bits)
+	case f != math.Trunc(f):
+		return fmt.Sprintf("%s is not a whole number", s)
+	}
+	return fmt.Sprintf("want a whole number written in digits, got %s", s)
+}
+
+// outOfRange says that the integer s does not fit in bits bits.
+func outOfRange(s string, bits int) string {
+	if strings.HasPrefix(s, "-") {
+		return fmt.Sprintf("%s is too small (the least is %d)", s, int64(-1)<<(bits-1))
+	}
+	return fmt.Sprintf("%s is too large (the largest is %d)", s, int64(uint64(1)<<(bits-1)-1))
 }
 
 // boolValues are the booleans of YAML 1.2's core schema, the only ones a
