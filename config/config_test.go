@@ -391,3 +391,23 @@ func TestWholeNumberProblems(t *testing.T) {
 	_, err := Parse("c.yaml", []byte("rules: [{name: r, policies: [{rate: 1/s, burst: 1.5}]}]\n"))
 	checkProblems(t, err, []want{{1, "rules[0].policies[0].burst: 1.5 is not a whole number"}})
 }
+
+// A misspelt word where the file takes one of a few is answered with the
+// word it was probably meant to be, at its line.
+func TestMisspeltWordsSuggested(t *testing.T) {
+	src := `rules:
+  - name: r
+    policies:
+      - algorithm: token_bukket
+        rate: 1/s
+store:
+  redis: {url: "redis://h:6379", on_error: opne}
+access_log: {path: "-", format: jsn}
+`
+	_, err := Parse("c.yaml", []byte(src))
+	checkProblems(t, err, []want{
+		{4, `rules[0].policies[0].algorithm: unknown algorithm "token_bukket" (did you mean "token_bucket"?)`},
+		{7, `store.redis.on_error "opne": want open, closed or local (did you mean "open"?)`},
+		{8, `access_log.format "jsn": want json or combined (did you mean "json"?)`},
+	})
+}

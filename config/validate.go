@@ -176,7 +176,8 @@ func (c *Config) validateStore(ps *problems) {
 			ps.add(r.Pos.Of("prefix"), "store.redis.prefix %q must not contain { or }", r.Prefix)
 		}
 		if !slices.Contains([]string{"open", "closed", "local", "fail_open", "fail_closed"}, r.OnError) {
-			ps.add(r.Pos.Of("on_error"), "store.redis.on_error %q: want open, closed or local", r.OnError)
+			ps.add(r.Pos.Of("on_error"), "store.redis.on_error %q: want open, closed or local%s", r.OnError,
+				didYouMean(r.OnError, "open", "closed", "local", "fail_open", "fail_closed"))
 		}
 	}
 }
@@ -226,6 +227,15 @@ func hostPort(s string) bool {
 		return false
 	}
 	return strings.Trim(port, "0123456789") == ""
+}
+
+// didYouMean returns " (did you mean X?)" for the word X of words within
+// two edits of s, ignoring case, or "".
+func didYouMean(s string, words ...string) string {
+	if w := closest(strings.ToLower(s), words); w != "" {
+		return fmt.Sprintf(" (did you mean %q?)", w)
+	}
+	return ""
 }
 
 // redactErr keeps url.Parse errors from echoing a password.
@@ -290,7 +300,7 @@ func (c *Config) validateAccessLog(ps *problems) {
 		return
 	}
 	if a.Format != "json" && a.Format != "combined" {
-		ps.add(a.Pos.Of("format"), "access_log.format %q: want json or combined", a.Format)
+		ps.add(a.Pos.Of("format"), "access_log.format %q: want json or combined%s", a.Format, didYouMean(a.Format, "json", "combined"))
 	}
 	if a.Path != "-" {
 		dir := filepath.Dir(c.Resolve(a.Path))
