@@ -411,3 +411,40 @@ access_log: {path: "-", format: jsn}
 		{8, `access_log.format "jsn": want json or combined (did you mean "json"?)`},
 	})
 }
+
+// A file without routes sends every request to the built-in demo origin:
+// it loads, with a warning that says so, at the routes key when one is
+// written. A file with routes, one that routes to demo on purpose, and the
+// embedded default have none.
+func TestNoRoutesWarns(t *testing.T) {
+	c, err := Parse("c.yaml", []byte("rules: [{name: r, policies: [{rate: 1/s}]}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := c.Warnings()
+	if len(ws) != 1 || ws[0].Pos.File != "c.yaml" || !strings.HasPrefix(ws[0].Error(), "c.yaml: warning: no routes: every request goes to the built-in demo origin") {
+		t.Fatalf("warnings = %v", ws)
+	}
+	if len(c.Routes) != 1 || c.Routes[0].Upstream != "demo" {
+		t.Fatalf("routes = %+v", c.Routes)
+	}
+	c, err = Parse("c.yaml", []byte("listen: {addr: ':8080'}\nroutes: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := c.Warnings(); len(ws) != 1 || ws[0].Pos.Line != 2 || !strings.Contains(ws[0].Msg, "no routes") {
+		t.Fatalf("warnings = %v", ws)
+	}
+	for _, src := range []string{
+		"routes: [{path: /, upstream: 'http://127.0.0.1:3000'}]\n",
+		"routes: [{path: /, upstream: demo}]\n",
+	} {
+		c, err := Parse("c.yaml", []byte(src))
+		if err != nil || len(c.Warnings()) != 0 {
+			t.Errorf("%q: %v, warnings %v", src, err, c.Warnings())
+		}
+	}
+	if ws := Default().Warnings(); len(ws) != 0 {
+		t.Errorf("the embedded default warns: %v", ws)
+	}
+}

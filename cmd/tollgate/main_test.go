@@ -98,3 +98,25 @@ func TestCheckSummaryNamesTiers(t *testing.T) {
 		}
 	}
 }
+
+// A file without routes is valid but proxies every request to the
+// built-in demo origin: check says so on stderr, -q or not, and its
+// summary marks the route.
+func TestCheckWarnsWithoutRoutes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "no-routes.yaml")
+	os.WriteFile(file, []byte("rules: [{name: r, policies: [{rate: 10/s}]}]\n"), 0o644)
+	for _, args := range [][]string{{"check", file}, {"check", "-q", file}} {
+		code, out, errOut := runCLI(args...)
+		if code != exitOK || !strings.Contains(errOut, file+": warning: no routes: every request goes to the built-in demo origin") {
+			t.Errorf("tollgate %q = %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+		}
+	}
+	_, out, _ := runCLI("check", file)
+	if !strings.Contains(out, "*/ -> demo (the built-in demo origin") {
+		t.Errorf("summary does not mark the demo route:\n%s", out)
+	}
+	_, _, errOut := runCLI("check", "../../examples/per-ip-api.yaml")
+	if strings.Contains(errOut, "warning") {
+		t.Errorf("a file with routes warns: %s", errOut)
+	}
+}
