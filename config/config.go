@@ -18,6 +18,8 @@ type Config struct {
 	// paths maps each decoded value's path ("rules[2].policies[0].rate")
 	// to its position, to place the rule engine's validation errors.
 	paths map[string]Pos
+	// warnings are what Parse found valid but probably not meant.
+	warnings []*Error
 
 	// Listen is the traffic listener.
 	Listen Listen `yaml:"listen"`
@@ -28,7 +30,10 @@ type Config struct {
 	Upstream Upstream `yaml:"upstream"`
 	// Routes map a host and path prefix to an upstream URL, first match
 	// wins in the order of the most specific host, then the longest path
-	// prefix. Default: one route "/" to the built-in demo origin.
+	// prefix. Default: one route "/" to the built-in demo origin, which
+	// is what the embedded default runs; a file without routes loads
+	// with a warning (see [Config.Warnings]), since its traffic goes to
+	// the demo origin and not to the author's service.
 	Routes []Route `yaml:"routes"`
 	// Store is where the counters live. Default: memory.
 	Store Store `yaml:"store"`

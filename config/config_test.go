@@ -318,3 +318,133 @@ func TestRedisPortValidation(t *testing.T) {
 		{4, `store.redis.cluster[2] "h3:": want host:port`},
 	})
 }
+
+// A Redis URL that does not parse is a problem at its line, never a
+// crash (validation once read the parsed URL after url.Parse failed), and
+// its password is not echoed. A bare host:port is asked for as a URL.
+func TestUnparseableRedisURL(t *testing.T) {
+	cases := []struct{ url, text string }{
+		{"redis://127.0.0.1:6379/0%", `store.redis.url: invalid URL escape "%" (want redis://HOST:PORT`},
+		{"redis://u:hunter2@127.0.0.1:6379/%zz", `store.redis.url: invalid URL escape "%zz"`},
+		{"redis://[::1", "store.redis.url: missing ']' in host"},
+		{"127.0.0.1:6379", `store.redis.url "127.0.0.1:6379": want a URL such as redis://127.0.0.1:6379`},
+		{"localhost:6379", `store.redis.url "localhost:6379": want a URL such as redis://localhost:6379`},
+		{"redis://h:6379/x", `store.redis.url: database "x" is not a number`},
+	}
+	for _, c := range cases {
+		src := "store:\n  redis:\n    url: \"" + c.url + "\"\n"
+		_, err := Parse("c.yaml", []byte(src))
+		checkProblems(t, err, []want{{3, c.text}})
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("the password is echoed: %v", err)
+		}
+	}
+	// The one-line form of the report.
+	_, err := Parse("x.yaml", []byte(`store: {redis: {url: "redis://127.0.0.1:6379/0%"}}`+"\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "x.yaml:1:17: store.redis.url: invalid URL escape") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// An upstream written as a bare host:port, which net/url either fails to
+// parse ("first path segment in URL cannot contain colon") or reads as a
+// URL whose scheme is the host, is asked for as http://HOST:PORT.
+func TestHostPortUpstreamAsksForURL(t *testing.T) {
+	src := `routes:
+  - {path: /a, upstream: "127.0.0.1:3000"}
+  - {path: /b, upstream: "localhost:3000"}
+  - {path: /c, upstream: "[::1]:3000"}
+  - {path: /d, upstream: "/just/a/path"}
+`
+	_, err := Parse("c.yaml", []byte(src))
+	checkProblems(t, err, []want{
+		{2, `routes[0].upstream "127.0.0.1:3000": want a URL such as http://127.0.0.1:3000`},
+		{3, `routes[1].upstream "localhost:3000": want a URL such as http://localhost:3000`},
+		{4, `routes[2].upstream "[::1]:3000": want a URL such as http://[::1]:3000`},
+		{5, `scheme must be http or https (want http://HOST:PORT)`},
+	})
+	if strings.Contains(err.Error(), "first path segment") {
+		t.Errorf("net/url's message leaks through: %v", err)
+	}
+}
+
+// A number where a whole number is wanted says what is wrong with it:
+// too large or too small for the field (YAML reads an integer too long
+// for 64 bits as a float), or not whole.
+func TestWholeNumberProblems(t *testing.T) {
+	cases := []struct{ value, text string }{
+		{"99999999999999999999", "limit: 99999999999999999999 is too large (the largest is 9223372036854775807)"},
+		{"18446744073709551616", "limit: 18446744073709551616 is too large"},
+		{"9223372036854775808", "limit: 9223372036854775808 is too large"},
+		{"-99999999999999999999", "limit: -99999999999999999999 is too small (the least is -9223372036854775808)"},
+		{"1.5", "limit: 1.5 is not a whole number"},
+		{"1e3", "limit: want a whole number written in digits, got 1e3"},
+		{".inf", "limit: .inf is too large"},
+		{".nan", `limit: ".nan" is not a number`},
+		{"many", `limit: want a whole number, got the string "many"`},
+	}
+	for _, c := range cases {
+		src := "rules:\n  - name: r\n    policies:\n      - algorithm: fixed_window\n        window: 1s\n        limit: " + c.value + "\n"
+		_, err := Parse("c.yaml", []byte(src))
+		checkProblems(t, err, []want{{6, c.text}})
+	}
+	_, err := Parse("c.yaml", []byte("rules: [{name: r, policies: [{rate: 1/s, burst: 1.5}]}]\n"))
+	checkProblems(t, err, []want{{1, "rules[0].policies[0].burst: 1.5 is not a whole number"}})
+}
+
+// A misspelt word where the file takes one of a few is answered with the
+// word it was probably meant to be, at its line.
+func TestMisspeltWordsSuggested(t *testing.T) {
+	src := `rules:
+  - name: r
+    policies:
+      - algorithm: token_bukket
+        rate: 1/s
+store:
+  redis: {url: "redis://h:6379", on_error: opne}
+access_log: {path: "-", format: jsn}
+`
+	_, err := Parse("c.yaml", []byte(src))
+	checkProblems(t, err, []want{
+		{4, `rules[0].policies[0].algorithm: unknown algorithm "token_bukket" (did you mean "token_bucket"?)`},
+		{7, `store.redis.on_error "opne": want open, closed or local (did you mean "open"?)`},
+		{8, `access_log.format "jsn": want json or combined (did you mean "json"?)`},
+	})
+}
+
+// A file without routes sends every request to the built-in demo origin:
+// it loads, with a warning that says so, at the routes key when one is
+// written. A file with routes, one that routes to demo on purpose, and the
+// embedded default have none.
+func TestNoRoutesWarns(t *testing.T) {
+	c, err := Parse("c.yaml", []byte("rules: [{name: r, policies: [{rate: 1/s}]}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := c.Warnings()
+	if len(ws) != 1 || ws[0].Pos.File != "c.yaml" || !strings.HasPrefix(ws[0].Error(), "c.yaml: warning: no routes: every request goes to the built-in demo origin") {
+		t.Fatalf("warnings = %v", ws)
+	}
+	if len(c.Routes) != 1 || c.Routes[0].Upstream != "demo" {
+		t.Fatalf("routes = %+v", c.Routes)
+	}
+	c, err = Parse("c.yaml", []byte("listen: {addr: ':8080'}\nroutes: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws := c.Warnings(); len(ws) != 1 || ws[0].Pos.Line != 2 || !strings.Contains(ws[0].Msg, "no routes") {
+		t.Fatalf("warnings = %v", ws)
+	}
+	for _, src := range []string{
+		"routes: [{path: /, upstream: 'http://127.0.0.1:3000'}]\n",
+		"routes: [{path: /, upstream: demo}]\n",
+	} {
+		c, err := Parse("c.yaml", []byte(src))
+		if err != nil || len(c.Warnings()) != 0 {
+			t.Errorf("%q: %v, warnings %v", src, err, c.Warnings())
+		}
+	}
+	if ws := Default().Warnings(); len(ws) != 0 {
+		t.Errorf("the embedded default warns: %v", ws)
+	}
+}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,7 +73,8 @@ func (d *decoder) parseDocument(data []byte, out any) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		d.ps.add(syntaxPos(d.file, err), "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		p, msg := syntaxError(d.file, data, err)
+		d.ps.add(p, "%s", msg)
 		d.failed[""] = true
 		return
 	}
@@ -87,7 +88,8 @@ func (d *decoder) parseDocument(data []byte, out any) {
 			break
 		}
 		if err != nil {
-			d.ps.add(syntaxPos(d.file, err), "%s", strings.TrimPrefix(err.Error(), "yaml: "))
+			p, msg := syntaxError(d.file, data, err)
+			d.ps.add(p, "%s", msg)
 			break
 		}
 		if len(next.Content) == 0 || len(next.Content) == 1 && isNull(next.Content[0]) && next.Content[0].Value == "" {
@@ -121,17 +123,6 @@ func countNodes(n *yaml.Node) int {
 func (d *decoder) fail(n *yaml.Node, what, format string, args ...any) {
 	d.ps.add(d.pos(n), format, args...)
 	d.failed[what] = true
-}
-
-var lineRE = regexp.MustCompile(`line (\d+)`)
-
-// syntaxPos extracts the line from a yaml syntax error message.
-func syntaxPos(file string, err error) Pos {
-	if m := lineRE.FindStringSubmatch(err.Error()); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return Pos{File: file, Line: n, Col: 1}
-	}
-	return Pos{File: file}
 }
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
@@ -272,19 +263,51 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 		}
 		v.SetBool(b)
 	case reflect.Int, reflect.Int64, reflect.Int32:
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
+			d.fail(n, what, "%s: %s", label, notWhole(n.Value, t.Bits()))
+			return
+		}
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			d.fail(n, what, "%s: want a whole number, got %s", label, kindName(n))
 			return
 		}
 		i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, t.Bits())
 		if err != nil {
-			d.fail(n, what, "%s: %q is out of range", label, n.Value)
+			d.fail(n, what, "%s: %s", label, outOfRange(n.Value, t.Bits()))
 			return
 		}
 		v.SetInt(i)
 	default:
 		d.fail(n, what, "%s: unsupported field type %s", label, t)
 	}
+}
+
+// notWhole says why the YAML number s (a !!float: "1.5", "1e3", ".inf",
+// or an integer too long for int64, which YAML reads as a float) is not a
+// whole number of bits bits.
+func notWhole(s string, bits int) string {
+	f, err := strconv.ParseFloat(strings.ReplaceAll(s, "_", ""), 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		switch strings.ToLower(strings.TrimLeft(s, "+-")) {
+		case ".inf":
+			return outOfRange(s, bits)
+		}
+		return fmt.Sprintf("%q is not a number", s)
+	case math.Abs(f) >= math.Ldexp(1, bits-1):
+		return outOfRange(s, bits)
+	case f != math.Trunc(f):
+		return fmt.Sprintf("%s is not a whole number", s)
+	}
+	return fmt.Sprintf("want a whole number written in digits, got %s", s)
+}
+
+// outOfRange says that the integer s does not fit in bits bits.
+func outOfRange(s string, bits int) string {
+	if strings.HasPrefix(s, "-") {
+		return fmt.Sprintf("%s is too small (the least is %d)", s, int64(-1)<<(bits-1))
+	}
+	return fmt.Sprintf("%s is too large (the largest is %d)", s, int64(uint64(1)<<(bits-1)-1))
 }
 
 // boolValues are the booleans of YAML 1.2's core schema, the only ones a

@@ -7,7 +7,10 @@
 // be read) is an [*Error] carrying file:line:column, and every problem in the
 // file is reported at once, joined with errors.Join and sorted by position.
 // Defaults are filled after decoding ([Config.Defaults]), so a Config
-// returned without error is complete and valid.
+// returned without error is complete and valid. What is valid but probably
+// not meant is a warning ([Config.Warnings]): a file without routes sends
+// every request to the built-in demo origin, and `tollgate check` and
+// `tollgate serve` say so on stderr.
 //
 // # Consistency tiers
 //

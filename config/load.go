@@ -41,6 +41,13 @@ func Parse(name string, data []byte) (*Config, error) {
 	// every problem is reported at once; the validation problems that
 	// only repeat a decoding one ("required" for a value of the wrong
 	// type) are dropped.
+	if len(c.Routes) == 0 && !d.failed["routes"] {
+		at := Pos{File: name} // not written: no line to point at
+		if p, ok := c.Pos.keys["routes"]; ok {
+			at = p
+		}
+		c.warnings = append(c.warnings, &Error{Pos: at, Msg: noRoutes})
+	}
 	c.Defaults()
 	vs := &problems{}
 	c.validate(vs)
@@ -54,6 +61,18 @@ func Parse(name string, data []byte) (*Config, error) {
 	}
 	return c, nil
 }
+
+// noRoutes is the warning for a file without routes.
+const noRoutes = "warning: no routes: every request goes to the built-in demo origin, not to your service " +
+	"(add one, e.g. routes: [{path: /, upstream: \"http://HOST:PORT\"}], or say upstream: demo to mean it)"
+
+// Warnings returns what Parse or Load found valid but probably not meant,
+// each at its position and formatted like an error ("file: warning: ..."):
+// today, a file without routes, whose every request goes to the built-in
+// demo origin. `tollgate check` and `tollgate serve` print them. A Config
+// built in code, or the embedded default (whose route to the demo origin
+// is written out), has none.
+func (c *Config) Warnings() []*Error { return c.warnings }
 
 //go:embed default.yaml
 var defaultYAML []byte

@@ -136,16 +136,18 @@ func (c *Config) validateRoutes(ps *problems) {
 		default:
 			u, err := url.Parse(r.Upstream)
 			switch {
+			case hostPort(r.Upstream):
+				ps.add(r.Pos.Of("upstream"), "%s.upstream %q: want a URL such as http://%s (http://HOST:PORT, or https://)", what, r.Upstream, r.Upstream)
 			case err != nil:
-				ps.add(r.Pos.Of("upstream"), "%s.upstream: %v", what, redactErr(err))
+				ps.add(r.Pos.Of("upstream"), "%s.upstream: %v (want http://HOST:PORT, or https://)", what, redactErr(err))
 			case u.User != nil:
 				// Before any message that quotes the URL: it would
 				// show the password.
 				ps.add(r.Pos.Of("upstream"), "%s.upstream: credentials in the URL are not supported (the gateway would not send them to the upstream)", what)
 			case u.Scheme != "http" && u.Scheme != "https":
-				ps.add(r.Pos.Of("upstream"), "%s.upstream %q: scheme must be http or https", what, r.Upstream)
+				ps.add(r.Pos.Of("upstream"), "%s.upstream %q: scheme must be http or https (want http://HOST:PORT)", what, r.Upstream)
 			case u.Host == "":
-				ps.add(r.Pos.Of("upstream"), "%s.upstream %q has no host", what, r.Upstream)
+				ps.add(r.Pos.Of("upstream"), "%s.upstream %q has no host (want http://HOST:PORT)", what, r.Upstream)
 			case u.RawQuery != "" || u.Fragment != "":
 				ps.add(r.Pos.Of("upstream"), "%s.upstream %q must not have a query or fragment", what, r.Upstream)
 			case !validPort(u.Port()):
@@ -164,24 +166,7 @@ func (c *Config) validateStore(ps *problems) {
 		ps.add(m.Pos.Of("max_keys"), "store.memory.max_keys %d must be positive", m.MaxKeys)
 	}
 	if r := s.Redis; r != nil {
-		u, err := url.Parse(r.URL)
-		switch {
-		case r.URL == "":
-			ps.add(r.Pos, "store.redis.url is required")
-		case err != nil:
-			ps.add(r.Pos.Of("url"), "store.redis.url: %v", redactErr(err))
-		case u.Scheme != "redis":
-			ps.add(r.Pos.Of("url"), "store.redis.url: scheme must be redis, got %q", u.Scheme)
-		case u.Port() == "":
-			ps.add(r.Pos.Of("url"), "store.redis.url: give the port, e.g. redis://localhost:6379")
-		case !validPort(u.Port()):
-			ps.add(r.Pos.Of("url"), "store.redis.url: port %q is not a number from 1 to 65535", u.Port())
-		}
-		if db := strings.TrimPrefix(u.Path, "/"); err == nil && db != "" {
-			if n, err := strconv.Atoi(db); err != nil || n < 0 {
-				ps.add(r.Pos.Of("url"), "store.redis.url: database %q is not a number", db)
-			}
-		}
+		checkRedisURL(ps, r)
 		for i, a := range r.Cluster {
 			if _, port, err := net.SplitHostPort(a); err != nil || port == "" || !validPort(port) {
 				ps.add(r.Pos.Of("cluster"), "store.redis.cluster[%d] %q: want host:port, the port from 1 to 65535", i, a)
@@ -191,9 +176,66 @@ func (c *Config) validateStore(ps *problems) {
 			ps.add(r.Pos.Of("prefix"), "store.redis.prefix %q must not contain { or }", r.Prefix)
 		}
 		if !slices.Contains([]string{"open", "closed", "local", "fail_open", "fail_closed"}, r.OnError) {
-			ps.add(r.Pos.Of("on_error"), "store.redis.on_error %q: want open, closed or local", r.OnError)
+			ps.add(r.Pos.Of("on_error"), "store.redis.on_error %q: want open, closed or local%s", r.OnError,
+				didYouMean(r.OnError, "open", "closed", "local", "fail_open", "fail_closed"))
 		}
 	}
+}
+
+// checkRedisURL records what is wrong with r.URL, at its line.
+func checkRedisURL(ps *problems, r *RedisStore) {
+	if r.URL == "" {
+		ps.add(r.Pos, "store.redis.url is required")
+		return
+	}
+	at := r.Pos.Of("url")
+	if hostPort(r.URL) {
+		ps.add(at, "store.redis.url %q: want a URL such as redis://%s", r.URL, r.URL)
+		return
+	}
+	u, err := url.Parse(r.URL)
+	switch {
+	case err != nil:
+		ps.add(at, "store.redis.url: %v (want redis://HOST:PORT, optionally with user:password@ and /DB)", redactErr(err))
+		return
+	case u.Scheme != "redis":
+		ps.add(at, "store.redis.url: scheme must be redis, got %q", u.Scheme)
+		return
+	case u.Port() == "":
+		ps.add(at, "store.redis.url: give the port, e.g. redis://localhost:6379")
+	case !validPort(u.Port()):
+		ps.add(at, "store.redis.url: port %q is not a number from 1 to 65535", u.Port())
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+		if n, err := strconv.Atoi(db); err != nil || n < 0 {
+			ps.add(at, "store.redis.url: database %q is not a number", db)
+		}
+	}
+}
+
+// hostPort reports whether s is a bare host:port ("127.0.0.1:3000",
+// "localhost:6379"), given where a URL is wanted. Such a value either
+// fails to parse as a URL or parses as one whose scheme is the host: either
+// way, the message should ask for the scheme. It is never true of a value
+// holding credentials, so that quoting it shows no password.
+func hostPort(s string) bool {
+	if strings.ContainsAny(s, "/@?#") {
+		return false
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" || port == "" {
+		return false
+	}
+	return strings.Trim(port, "0123456789") == ""
+}
+
+// didYouMean returns " (did you mean X?)" for the word X of words within
+// two edits of s, ignoring case, or "".
+func didYouMean(s string, words ...string) string {
+	if w := closest(strings.ToLower(s), words); w != "" {
+		return fmt.Sprintf(" (did you mean %q?)", w)
+	}
+	return ""
 }
 
 // redactErr keeps url.Parse errors from echoing a password.
@@ -258,7 +300,7 @@ func (c *Config) validateAccessLog(ps *problems) {
 		return
 	}
 	if a.Format != "json" && a.Format != "combined" {
-		ps.add(a.Pos.Of("format"), "access_log.format %q: want json or combined", a.Format)
+		ps.add(a.Pos.Of("format"), "access_log.format %q: want json or combined%s", a.Format, didYouMean(a.Format, "json", "combined"))
 	}
 	if a.Path != "-" {
 		dir := filepath.Dir(c.Resolve(a.Path))

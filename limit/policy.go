@@ -3,6 +3,7 @@ package limit
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -44,7 +45,47 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 			return Algorithm(a), nil
 		}
 	}
+	if name := closestAlgorithm(s); name != "" {
+		return 0, fmt.Errorf("%w %q (did you mean %q?)", ErrUnknownAlgorithm, s, name)
+	}
 	return 0, fmt.Errorf("%w %q (want fixed_window, sliding_log, sliding_window, token_bucket or leaky_bucket)", ErrUnknownAlgorithm, s)
+}
+
+// closestAlgorithm returns the algorithm name within two edits of s,
+// ignoring case ("token_bukket", "TokenBucket"), or "".
+func closestAlgorithm(s string) string {
+	s = strings.ToLower(s)
+	best, bestD := "", 3
+	for _, name := range algorithmNames {
+		if name == "" {
+			continue
+		}
+		if d := editDistance(s, name); d < bestD {
+			best, bestD = name, d
+		}
+	}
+	return best
+}
+
+// editDistance returns the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // ErrInvalidPolicy reports a policy whose parameters cannot work.

@@ -19,7 +19,7 @@ import (
 var checkCommand = &command{
 	Name:  "check",
 	Args:  "FILE",
-	Short: "validate a configuration file and print what it will do (exit 0 valid, 1 invalid)",
+	Short: "validate a configuration file and print what it will do (exit 0 valid, 1 invalid; warnings, such as no routes, on stderr)",
 	Flags: func(fs *flag.FlagSet) func(context.Context, []string, io.Writer, io.Writer) int {
 		quiet := fs.Bool("q", false, "print nothing when the file is valid")
 		return func(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -46,6 +46,11 @@ var checkCommand = &command{
 			if err != nil {
 				fmt.Fprintf(stderr, "%s: %v\n", args[0], err)
 				return exitFail
+			}
+			// Warnings go to stderr, -q or not: a valid file that
+			// proxies nowhere useful is worth a line.
+			for _, w := range cfg.Warnings() {
+				fmt.Fprintln(stderr, w)
 			}
 			if !*quiet {
 				summarize(stdout, cfg)
@@ -80,7 +85,11 @@ func summarize(w io.Writer, c *config.Config) {
 		if host == "" {
 			host = "*"
 		}
-		fmt.Fprintf(w, "  %s%s -> %s\n", host, r.Path, r.Upstream)
+		fmt.Fprintf(w, "  %s%s -> %s", host, r.Path, r.Upstream)
+		if r.Upstream == "demo" {
+			fmt.Fprintf(w, " (the built-in demo origin, not a service of yours)")
+		}
+		fmt.Fprintln(w)
 	}
 	if len(c.Rules) == 0 {
 		fmt.Fprintf(w, "\nrules: none (requests are proxied without limits)\n")

@@ -20,6 +20,8 @@ func TestCLIExitCodes(t *testing.T) {
 	os.WriteFile(good, []byte("rules: [{name: r, policies: [{rate: 10/s}]}]\n"), 0o644)
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("listen:\n  adr: x\nrules:\n  - name: r\n    policies: [{rate: 0/s}]\n"), 0o644)
+	badURL := filepath.Join(dir, "bad-url.yaml")
+	os.WriteFile(badURL, []byte(`store: {redis: {url: "redis://127.0.0.1:6379/0%"}}`+"\n"), 0o644)
 
 	cases := []struct {
 		args        []string
@@ -37,6 +39,7 @@ func TestCLIExitCodes(t *testing.T) {
 		{[]string{"check", good}, exitOK, "valid", ""},
 		{[]string{"check", "-q", good}, exitOK, "", ""},
 		{[]string{"check", bad}, exitFail, "", bad + ":2:3: listen: unknown key \"adr\""},
+		{[]string{"check", badURL}, exitFail, "", badURL + `:1:17: store.redis.url: invalid URL escape "%"`},
 		{[]string{"check", filepath.Join(dir, "missing.yaml")}, exitFail, "", "no such file"},
 	}
 	for _, c := range cases {
@@ -93,5 +96,27 @@ func TestCheckSummaryNamesTiers(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// A file without routes is valid but proxies every request to the
+// built-in demo origin: check says so on stderr, -q or not, and its
+// summary marks the route.
+func TestCheckWarnsWithoutRoutes(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "no-routes.yaml")
+	os.WriteFile(file, []byte("rules: [{name: r, policies: [{rate: 10/s}]}]\n"), 0o644)
+	for _, args := range [][]string{{"check", file}, {"check", "-q", file}} {
+		code, out, errOut := runCLI(args...)
+		if code != exitOK || !strings.Contains(errOut, file+": warning: no routes: every request goes to the built-in demo origin") {
+			t.Errorf("tollgate %q = %d\nstdout: %s\nstderr: %s", args, code, out, errOut)
+		}
+	}
+	_, out, _ := runCLI("check", file)
+	if !strings.Contains(out, "*/ -> demo (the built-in demo origin") {
+		t.Errorf("summary does not mark the demo route:\n%s", out)
+	}
+	_, _, errOut := runCLI("check", "../../examples/per-ip-api.yaml")
+	if strings.Contains(errOut, "warning") {
+		t.Errorf("a file with routes warns: %s", errOut)
 	}
 }

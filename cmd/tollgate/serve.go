@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/tollgate-dev/tollgate/config"
@@ -80,6 +81,9 @@ func serve(ctx context.Context, file string, adjust func(*config.Config), log *s
 			}
 			return exitFail
 		}
+	}
+	for _, w := range cfg.Warnings() {
+		log.Warn(strings.TrimPrefix(w.Msg, "warning: "), "config", w.Pos.String())
 	}
 	adjust(cfg)
 	g, err := gateway.New(cfg, gateway.Options{Logger: log, Adjust: adjust})
