@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 )
@@ -77,6 +78,43 @@ func TestForwardedDuplicateLines(t *testing.T) {
 			t.Errorf("trusted %q: origin saw %s, want %s", tc.trusted, bodies[0], tc.want)
 		}
 		g.Close()
+	}
+}
+
+// Forwarded and X-Real-IP carry a client address as X-Forwarded-For
+// does, and get the same trust: an untrusted client's are removed; a
+// trusted proxy's X-Real-IP is kept, and its Forwarded lines are kept
+// with the gateway's own hop appended. The gateway adds neither field
+// when none came.
+func TestForwardedAndRealIPTrust(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%q %q", r.Header.Values("Forwarded"), r.Header.Values("X-Real-IP"))
+	}))
+	defer srv.Close()
+	planted := "GET / HTTP/1.1\r\nHost: a\r\n" +
+		"Forwarded: for=6.6.6.6;proto=https\r\nForwarded: for=\"[2001:db8::7]\"\r\n" +
+		"X-Real-IP: 6.6.6.6\r\nx-real-ip: 7.7.7.7\r\n\r\n"
+	none := "GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+	for _, tc := range []struct{ trusted, raw, want string }{
+		{"", planted, `[] []`},
+		{"", none, `[] []`},
+		{"client_ip: {trusted_proxies: [127.0.0.0/8]}\n", planted,
+			`["for=6.6.6.6;proto=https, for=\"[2001:db8::7]\", for=127.0.0.1;proto=http"] ["6.6.6.6" "7.7.7.7"]`},
+		{"client_ip: {trusted_proxies: [127.0.0.0/8]}\n", none, `[] []`},
+	} {
+		g, _ := startTestGateway(t, tc.trusted+"routes: [{path: /, upstream: \""+srv.URL+"\"}]\n")
+		_, bodies, _ := rawExchange(t, g.Addr().String(), tc.raw, 1, false)
+		if bodies[0] != tc.want {
+			t.Errorf("trusted %q, request %q: origin saw %s, want %s", tc.trusted, tc.raw, bodies[0], tc.want)
+		}
+		g.Close()
+	}
+}
+
+func TestAppendForwarded(t *testing.T) {
+	got := appendForwarded(nil, [][]byte{[]byte("for=a"), nil}, netip.MustParseAddr("2001:db8::1"), valHTTPS)
+	if string(got) != `for=a, for="[2001:db8::1]";proto=https` {
+		t.Fatalf("appendForwarded: %s", got)
 	}
 }
 
