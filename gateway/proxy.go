@@ -209,7 +209,13 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 	if start.IsZero() {
 		start = monoNow()
 	}
+	body := wrapClientBody(req, s.cfg.Listen.MaxRequestBody)
 	err := rt.client.Do(req, resp)
+	if bodyErr := body.release(); bodyErr != nil && err != nil {
+		// The client's fault, not the upstream's.
+		bodyError(ctx, bodyErr)
+		return
+	}
 	if err != nil {
 		rt.upTime.Observe(time.Since(start).Seconds())
 		g.upstreamError(ctx, rt, err)
