@@ -79,7 +79,8 @@ type Listen struct {
 	// MaxRequestBody is the largest request body accepted, in bytes, as
 	// announced by Content-Length; larger ones are refused with 413
 	// before reaching the upstream. A chunked body has no announced
-	// length and is streamed unchecked. Default 0: unlimited.
+	// length: it is counted as it streams and cut with 413 at the limit.
+	// Default 0: unlimited.
 	MaxRequestBody int64 `yaml:"max_request_body"`
 }
 

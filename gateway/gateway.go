@@ -226,6 +226,8 @@ func (g *Gateway) Start() error {
 		// every request (the gateway reads the monotonic clock itself).
 		LazyRequestTime: true,
 		CloseOnShutdown: true,
+		ErrorHandler:    readError,
+		ExpectHandler:   g.expectContinue,
 		Logger:          fasthttpLogger{g.log},
 	}
 	if cfg.Admin.Addr != "off" {

@@ -26,6 +26,8 @@ var (
 	hdrXFF        = []byte("X-Forwarded-For")
 	hdrXFProto    = []byte("X-Forwarded-Proto")
 	hdrXFHost     = []byte("X-Forwarded-Host")
+	hdrXRealIP    = []byte("X-Real-Ip")
+	hdrForwarded  = []byte("Forwarded")
 	valHTTP       = []byte("http")
 	valHTTPS      = []byte("https")
 )
@@ -112,6 +114,12 @@ func forEachToken(v []byte, f func([]byte)) {
 // (a client's own X-Forwarded-For is dropped, so an upstream reading the
 // list cannot be fooled by it), and sets X-Forwarded-Proto and
 // X-Forwarded-Host, replacing every line the client sent.
+//
+// Forwarded (RFC 7239) and X-Real-IP, the other fields an upstream may
+// read the client's address from, get the same trust: from an untrusted
+// peer they are removed; from a trusted proxy X-Real-IP is kept and
+// Forwarded is kept with this hop's element appended, as X-Forwarded-For
+// is. The gateway adds neither field when none came.
 func setForwarded(ctx *fasthttp.RequestCtx, s *snapshot, scratch []byte) []byte {
 	h := &ctx.Request.Header
 	buf := scratch[:0]
@@ -119,8 +127,9 @@ func setForwarded(ctx *fasthttp.RequestCtx, s *snapshot, scratch []byte) []byte 
 	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
 		peer = a.AddrPort().Addr().Unmap()
 	}
+	trusted := peer.IsValid() && s.isTrusted(peer)
 	if prior := h.PeekAll("X-Forwarded-For"); len(prior) > 0 {
-		if peer.IsValid() && s.isTrusted(peer) {
+		if trusted {
 			for _, v := range prior {
 				if len(v) > 0 {
 					buf = append(buf, v...)
@@ -137,17 +146,51 @@ func setForwarded(ctx *fasthttp.RequestCtx, s *snapshot, scratch []byte) []byte 
 	if len(h.PeekAll("X-Forwarded-Host")) > 0 {
 		h.DelBytes(hdrXFHost)
 	}
+	if !trusted && len(h.PeekAll("X-Real-Ip")) > 0 {
+		h.DelBytes(hdrXRealIP)
+	}
 	if peer.IsValid() {
 		buf = peer.AppendTo(buf)
 	}
 	h.SetCanonical(hdrXFF, buf)
+	proto := valHTTP
 	if ctx.IsTLS() {
-		h.SetCanonical(hdrXFProto, valHTTPS)
-	} else {
-		h.SetCanonical(hdrXFProto, valHTTP)
+		proto = valHTTPS
 	}
+	h.SetCanonical(hdrXFProto, proto)
 	h.SetCanonical(hdrXFHost, h.Host())
+	if prior := h.PeekAll("Forwarded"); len(prior) > 0 {
+		if trusted && peer.IsValid() {
+			buf = appendForwarded(buf[:0], prior, peer, proto)
+			h.DelBytes(hdrForwarded)
+			h.SetCanonical(hdrForwarded, buf)
+		} else {
+			h.DelBytes(hdrForwarded)
+		}
+	}
 	return buf
+}
+
+// appendForwarded appends the Forwarded lines prior, joined, then this
+// hop's element: for= the peer (an IPv6 address quoted in brackets, as
+// RFC 7239 §6 writes it) and proto=.
+func appendForwarded(dst []byte, prior [][]byte, peer netip.Addr, proto []byte) []byte {
+	for _, v := range prior {
+		if len(v) > 0 {
+			dst = append(dst, v...)
+			dst = append(dst, ", "...)
+		}
+	}
+	dst = append(dst, "for="...)
+	if peer.Is6() {
+		dst = append(dst, `"[`...)
+		dst = peer.AppendTo(dst)
+		dst = append(dst, `]"`...)
+	} else {
+		dst = peer.AppendTo(dst)
+	}
+	dst = append(dst, ";proto="...)
+	return append(dst, proto...)
 }
 
 // proxy forwards the request to rt's upstream and fills the response,
@@ -166,7 +209,13 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 	if start.IsZero() {
 		start = monoNow()
 	}
+	body := wrapClientBody(req, s.cfg.Listen.MaxRequestBody)
 	err := rt.client.Do(req, resp)
+	if bodyErr := body.release(); bodyErr != nil && err != nil {
+		// The client's fault, not the upstream's.
+		bodyError(ctx, bodyErr)
+		return
+	}
 	if err != nil {
 		rt.upTime.Observe(time.Since(start).Seconds())
 		g.upstreamError(ctx, rt, err)

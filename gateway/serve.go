@@ -18,6 +18,11 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 		ent = g.access.begin(ctx)
 		defer g.access.finish(ctx, ent)
 	}
+	if !validFieldNames(ctx.Request.Header.RawHeaders()) {
+		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "a header field name is not a token")
+		ctx.SetConnectionClose()
+		return
+	}
 	rt := s.match(ctx.Host(), ctx.Path())
 	if rt == nil {
 		problem(ctx, fasthttp.StatusNotFound, "No route", "no route matches this host and path")

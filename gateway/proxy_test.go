@@ -7,8 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // dialRaw opens a connection to addr, writes raw on it and returns a
@@ -77,6 +81,43 @@ func TestForwardedDuplicateLines(t *testing.T) {
 			t.Errorf("trusted %q: origin saw %s, want %s", tc.trusted, bodies[0], tc.want)
 		}
 		g.Close()
+	}
+}
+
+// Forwarded and X-Real-IP carry a client address as X-Forwarded-For
+// does, and get the same trust: an untrusted client's are removed; a
+// trusted proxy's X-Real-IP is kept, and its Forwarded lines are kept
+// with the gateway's own hop appended. The gateway adds neither field
+// when none came.
+func TestForwardedAndRealIPTrust(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%q %q", r.Header.Values("Forwarded"), r.Header.Values("X-Real-IP"))
+	}))
+	defer srv.Close()
+	planted := "GET / HTTP/1.1\r\nHost: a\r\n" +
+		"Forwarded: for=6.6.6.6;proto=https\r\nForwarded: for=\"[2001:db8::7]\"\r\n" +
+		"X-Real-IP: 6.6.6.6\r\nx-real-ip: 7.7.7.7\r\n\r\n"
+	none := "GET / HTTP/1.1\r\nHost: a\r\n\r\n"
+	for _, tc := range []struct{ trusted, raw, want string }{
+		{"", planted, `[] []`},
+		{"", none, `[] []`},
+		{"client_ip: {trusted_proxies: [127.0.0.0/8]}\n", planted,
+			`["for=6.6.6.6;proto=https, for=\"[2001:db8::7]\", for=127.0.0.1;proto=http"] ["6.6.6.6" "7.7.7.7"]`},
+		{"client_ip: {trusted_proxies: [127.0.0.0/8]}\n", none, `[] []`},
+	} {
+		g, _ := startTestGateway(t, tc.trusted+"routes: [{path: /, upstream: \""+srv.URL+"\"}]\n")
+		_, bodies, _ := rawExchange(t, g.Addr().String(), tc.raw, 1, false)
+		if bodies[0] != tc.want {
+			t.Errorf("trusted %q, request %q: origin saw %s, want %s", tc.trusted, tc.raw, bodies[0], tc.want)
+		}
+		g.Close()
+	}
+}
+
+func TestAppendForwarded(t *testing.T) {
+	got := appendForwarded(nil, [][]byte{[]byte("for=a"), nil}, netip.MustParseAddr("2001:db8::1"), valHTTPS)
+	if string(got) != `for=a, for="[2001:db8::1]";proto=https` {
+		t.Fatalf("appendForwarded: %s", got)
 	}
 }
 
@@ -192,5 +233,92 @@ func TestCloseDelimitedBodyToHTTP10Client(t *testing.T) {
 	_, bodies, closed := rawExchange(t, g.Addr().String(), "GET / HTTP/1.0\r\nHost: a\r\nConnection: keep-alive\r\n\r\n", 1, true)
 	if bodies[0] != "hello" || !closed {
 		t.Fatalf("body %q, closed %v: want hello, then the connection closed", bodies[0], closed)
+	}
+}
+
+// chunkedRequest is a POST with a chunked body of the given framing.
+func chunkedRequest(framing string) string {
+	return "POST /up HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + framing
+}
+
+// upstreamErrors is how many of the only route's exchanges counted as
+// upstream errors.
+func upstreamErrors(g *Gateway) float64 {
+	var m dto.Metric
+	if err := g.snap.Load().routes[0].upStatus[idxError].Write(&m); err != nil {
+		panic(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// A chunked body the client framed wrongly is the client's 400, not a
+// 502 "upstream could not be reached" counted against the upstream; the
+// connection closes, as the gateway cannot tell where the next request
+// would start.
+func TestBrokenChunkedBodyIsClientError(t *testing.T) {
+	origin, _ := countingOrigin(t)
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"\"}]\n")
+	for _, framing := range []string{
+		"zz\r\nhello\r\n0\r\n\r\n",
+		"-3\r\nhel\r\n0\r\n\r\n",
+		"fffffffffffffffffffff\r\nhello\r\n0\r\n\r\n",
+		"5\nhello\n0\n\n",
+		"5\r\nhelloXX\r\n0\r\n\r\n",
+	} {
+		resps, _, closed := rawExchange(t, g.Addr().String(), chunkedRequest(framing), 1, true)
+		if resps[0].StatusCode != http.StatusBadRequest || !closed {
+			t.Errorf("chunks %q: %d, closed %v; want 400 and the connection closed", framing, resps[0].StatusCode, closed)
+		}
+	}
+	if n := upstreamErrors(g); n != 0 {
+		t.Errorf("%v upstream errors counted for the client's broken bodies", n)
+	}
+	resps, bodies, _ := rawExchange(t, g.Addr().String(), chunkedRequest("5\r\nhello\r\n0\r\n\r\n"), 1, false)
+	if resps[0].StatusCode != 200 || bodies[0] != "hello" {
+		t.Fatalf("well-framed chunks: %d %q", resps[0].StatusCode, bodies[0])
+	}
+}
+
+// A chunked body announces no length: it is held to
+// listen.max_request_body as it streams, and stopped with 413 past it.
+// A body of exactly the limit passes whole.
+func TestChunkedBodyHeldToMaxRequestBody(t *testing.T) {
+	origin, _ := countingOrigin(t)
+	g := newTestGateway(t, "listen: {addr: \"127.0.0.1:0\", max_request_body: 1000}\nadmin: {addr: \"off\"}\nreload: {watch: false}\n"+
+		"routes: [{path: /, upstream: \""+origin+"\"}]\n")
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	chunks := func(n int) string { return strings.Repeat("64\r\n"+strings.Repeat("x", 100)+"\r\n", n) + "0\r\n\r\n" }
+	resps, bodies, _ := rawExchange(t, g.Addr().String(), chunkedRequest(chunks(10)), 1, false)
+	if resps[0].StatusCode != 200 || len(bodies[0]) != 1000 {
+		t.Fatalf("1000 bytes at a limit of 1000: %d, %d bytes reached the upstream", resps[0].StatusCode, len(bodies[0]))
+	}
+	resps, bodies, _ = rawExchange(t, g.Addr().String(), chunkedRequest(chunks(11)), 1, false)
+	if resps[0].StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("1100 bytes at a limit of 1000: %d with %d bytes, want 413", resps[0].StatusCode, len(bodies[0]))
+	}
+	if n := upstreamErrors(g); n != 0 {
+		t.Errorf("%v upstream errors counted for the client's oversized body", n)
+	}
+}
+
+// A body that ends before its Content-Length (the client half-closed) is
+// the client's 400, not an upstream error.
+func TestTruncatedBodyIsClientError(t *testing.T) {
+	origin, _ := countingOrigin(t)
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"\"}]\n")
+	c, br := dialRaw(t, g.Addr().String(), "POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 10000000\r\n\r\n"+strings.Repeat("x", 100000))
+	c.(*net.TCPConn).CloseWrite()
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("100 kB of 10 MB, then the end: %d, want 400", resp.StatusCode)
+	}
+	if n := upstreamErrors(g); n != 0 {
+		t.Errorf("%v upstream errors counted for the client's short body", n)
 	}
 }
