@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"testing"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 func newTest(t *testing.T, cfg Config) (*Store, *int64) {
@@ -313,5 +315,91 @@ func TestFloodNeverRefillsALimitedClient(t *testing.T) {
 	}
 	if st.Evictions == 0 {
 		t.Errorf("nothing evicted (stats %+v): the flood did not fill the store", st)
+	}
+}
+
+// floodRequest is a request through a trusted proxy at 127.0.0.1 for the
+// client address in X-Forwarded-For.
+type floodRequest struct{ xff string }
+
+func (r floodRequest) Method() string              { return "GET" }
+func (r floodRequest) Host() string                { return "api.example.com" }
+func (r floodRequest) Path() string                { return "/api/items" }
+func (r floodRequest) Query(string) (string, bool) { return "", false }
+func (r floodRequest) RemoteAddr() netip.AddrPort {
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 40000)
+}
+func (r floodRequest) Header(name string) (string, bool) {
+	if name == "X-Forwarded-For" {
+		return r.xff, true
+	}
+	return "", false
+}
+
+// TestRuleFloodKeepsALimitedClientExact is the gateway's repro at CI size,
+// through the rule engine: a per-IP rule shaped as examples/per-ip-api.yaml
+// (token_bucket 10/s burst 20 and sliding_window 100000/1h), a store capped
+// at 4,096 keys, 100k requests from distinct forwarded addresses over 30 s,
+// and one client at 50 requests a second. The client is admitted exactly
+// burst + 30 s × 10/s, the store never holds more than its cap, and its
+// tables stay the size the cap implies.
+func TestRuleFloodKeepsALimitedClientExact(t *testing.T) {
+	const maxKeys = 4096
+	s, now := newTest(t, Config{MaxKeys: maxKeys})
+	eng, err := rules.New(rules.Config{
+		ClientIP: rules.ClientIP{TrustedProxies: []string{"127.0.0.1"}},
+		Rules: []rules.Rule{{
+			Name: "api-per-ip",
+			Key:  rules.Key{"ip"},
+			Policies: []rules.Policy{
+				{Name: "per-second", Algorithm: "token_bucket", Rate: "10/s", Burst: 20},
+				{Name: "per-hour", Algorithm: "sliding_window", Limit: 100_000, Window: "1h"},
+			},
+		}},
+	}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const (
+		step  = 20 * time.Millisecond
+		steps = 1501 // 0 to 30 s, both ends
+		flood = 67   // per step: 100,567 addresses in all
+	)
+	start := *now
+	client := floodRequest{"203.0.113.7"}
+	admitted, n := 0, 0
+	for i := range steps {
+		*now = start + int64(i)*int64(step)
+		res, err := eng.Decide(ctx, client)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == rules.Allowed {
+			admitted++
+		}
+		for j := range flood {
+			*now = start + int64(i)*int64(step) + int64(j)*int64(step)/flood
+			ip := fmt.Sprintf("10.%d.%d.%d", n>>16&255, n>>8&255, n&255)
+			if _, err := eng.Decide(ctx, floodRequest{ip}); err != nil {
+				t.Fatalf("flood request %d: %v", n, err)
+			}
+			n++
+		}
+	}
+	st := s.Stats()
+	if want := 20 + 30*10; admitted != want {
+		t.Errorf("the limited client was admitted %d times among %d flood addresses; want exactly %d (stats %+v)", admitted, n, want, st)
+	}
+	if st.Keys > maxKeys || st.Evictions == 0 || st.Evictions+st.Expired+uint64(st.Keys) != uint64(2*n+2) {
+		t.Errorf("stats %+v after %d new addresses (2 keys each); want at most %d keys, and every key stored either live, expired or evicted", st, n, maxKeys)
+	}
+	slots := 0
+	for i := range s.shards {
+		slots += len(s.shards[i].states.slots)
+	}
+	// A shard of 16 keys grows its table to at most 22 slots.
+	if slots > maxKeys*3/2 {
+		t.Errorf("%d table slots for a cap of %d keys", slots, maxKeys)
 	}
 }
