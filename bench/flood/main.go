@@ -61,12 +61,13 @@ func main() {
 	depth := flag.Int("pipeline", 128, "requests in flight per flood connection")
 	maxTime := flag.Duration("max-time", 10*time.Minute, "stop the flood after this long, whatever -keys says")
 	repo := flag.String("repo", "..", "the tollgate repository (to build cmd/tollgate)")
+	profile := flag.String("heap-profile", "", "write the gateway's heap profile (after a GC) at the end to this file")
 	flag.Parse()
 	if *keys < 1 || *keys > 1<<24 || *maxKeys < 1 || *conns < 1 || *depth < 1 {
 		fmt.Fprintln(os.Stderr, "flood: -keys must be in [1, 16777216]; -max-keys, -conns and -pipeline positive")
 		os.Exit(2)
 	}
-	ok, err := run(*keys, *maxKeys, *conns, *depth, *maxTime, *repo)
+	ok, err := run(*keys, *maxKeys, *conns, *depth, *maxTime, *repo, *profile)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "flood:", err)
 		os.Exit(1)
@@ -109,7 +110,7 @@ rules:
 
 var servingRE = regexp.MustCompile(`msg=serving traffic=(\S+) admin=(\S+)`)
 
-func run(keys, maxKeys, conns, depth int, maxTime time.Duration, repo string) (bool, error) {
+func run(keys, maxKeys, conns, depth int, maxTime time.Duration, repo, profile string) (bool, error) {
 	dir, err := os.MkdirTemp("", "tollgate-flood-")
 	if err != nil {
 		return false, err
@@ -135,7 +136,11 @@ func run(keys, maxKeys, conns, depth int, maxTime time.Duration, repo string) (b
 	time.Sleep(time.Second) // let it settle before the baseline
 	baseline, _ := procStatus(gw.cmd.Process.Pid, "VmRSS")
 
-	var peak atomic.Int64 // VmRSS samples; VmHWM is read at the end too
+	// VmRSS every 250 ms: the peak, and the peak within each tenth of
+	// the flood, to show where it levels off. VmHWM is read at the end.
+	var next atomic.Int64 // flood addresses handed out
+	var peak atomic.Int64
+	byTenth := make([]int64, 10)
 	stopSampling := make(chan struct{})
 	var sampling sync.WaitGroup
 	sampling.Go(func() {
@@ -147,8 +152,16 @@ func run(keys, maxKeys, conns, depth int, maxTime time.Duration, repo string) (b
 				return
 			case <-t.C:
 			}
-			if rss, err := procStatus(gw.cmd.Process.Pid, "VmRSS"); err == nil && rss > peak.Load() {
+			rss, err := procStatus(gw.cmd.Process.Pid, "VmRSS")
+			if err != nil {
+				continue
+			}
+			if rss > peak.Load() {
 				peak.Store(rss)
+			}
+			if n := next.Load(); n > 0 {
+				i := min(int(n*10/int64(keys)), 9)
+				byTenth[i] = max(byTenth[i], rss)
 			}
 		}
 	})
@@ -159,7 +172,7 @@ func run(keys, maxKeys, conns, depth int, maxTime time.Duration, repo string) (b
 	time.Sleep(time.Second) // the steady client is limited before the flood starts
 
 	start := time.Now()
-	fl := flood(gw.addr, keys, conns, depth, start.Add(maxTime))
+	fl := flood(gw.addr, &next, keys, conns, depth, start.Add(maxTime))
 	elapsed := time.Since(start)
 	close(floodDone)
 	st := <-steadyRes
@@ -167,7 +180,7 @@ func run(keys, maxKeys, conns, depth int, maxTime time.Duration, repo string) (b
 	sampling.Wait()
 	hwm, _ := procStatus(gw.cmd.Process.Pid, "VmHWM")
 	live := scrape(gw.admin, "tollgate_store_live_keys")
-	heap := scrape(gw.admin, "go_memstats_heap_inuse_bytes")
+	heap := liveHeap(gw.admin, profile)
 
 	fmt.Printf("flood: %d distinct addresses, one request each, in %v (%.0f/s) over %d connections, %d in flight each%s\n",
 		fl.sent, elapsed.Round(time.Millisecond), float64(fl.sent)/elapsed.Seconds(), conns, depth, map[bool]string{true: "", false: fmt.Sprintf(" (stopped at -max-time; -keys asked %d)", keys)}[fl.sent == keys])
@@ -186,10 +199,12 @@ func run(keys, maxKeys, conns, depth int, maxTime time.Duration, repo string) (b
 	capBytes := int64(maxKeys) * bytesPerKey
 	fmt.Printf("gateway RSS: %.1f MiB before the flood, peak %.1f MiB (VmHWM; sampled peak %.1f MiB), growth %.1f MiB; the store's cap %d keys x %d B = %.1f MiB\n",
 		mib(baseline), mib(hwm), mib(peak.Load()), mib(hwm-baseline), maxKeys, bytesPerKey, mib(capBytes))
-	if h, err := strconv.ParseFloat(heap, 64); err == nil {
-		heap = fmt.Sprintf("%.1f MiB", h/(1<<20))
+	fmt.Print("peak RSS by tenth of the flood (MiB):")
+	for _, b := range byTenth {
+		fmt.Printf(" %.0f", mib(b))
 	}
-	fmt.Printf("at the end: live keys %s, heap in use %s\n", live, heap)
+	fmt.Println()
+	fmt.Printf("at the end: live keys %s, live heap after a GC %s\n", live, heap)
 	fmt.Printf("gateway log: %d lines", gw.lines())
 	if e := gw.errorLines(); e > 0 {
 		fmt.Printf(", %d at level ERROR or WARN", e)
@@ -280,6 +295,33 @@ func procStatus(pid int, field string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// liveHeap returns HeapAlloc after a GC, from the admin listener's heap
+// profile, and saves the profile to file if it is not empty.
+func liveHeap(admin, file string) string {
+	if file != "" {
+		if resp, err := http.Get("http://" + admin + "/debug/pprof/heap?gc=1"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			os.WriteFile(file, b, 0o644)
+		}
+	}
+	resp, err := http.Get("http://" + admin + "/debug/pprof/heap?gc=1&debug=1")
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "# HeapAlloc = "); ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return fmt.Sprintf("%.1f MiB", mib(n))
+			}
+		}
+	}
+	return "unknown"
 }
 
 // scrape returns a metric's value from the admin listener's /metrics.
@@ -389,8 +431,7 @@ type floodResult struct {
 // flood sends one request for each of keys addresses, over conns
 // pipelined connections with up to depth requests in flight each, until
 // deadline.
-func flood(addr string, keys, conns, depth int, deadline time.Time) floodResult {
-	var next atomic.Int64 // the next address's number
+func flood(addr string, next *atomic.Int64, keys, conns, depth int, deadline time.Time) floodResult {
 	var mu sync.Mutex
 	res := floodResult{statuses: map[int]int{}}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -398,7 +439,7 @@ func flood(addr string, keys, conns, depth int, deadline time.Time) floodResult 
 	var wg sync.WaitGroup
 	for range conns {
 		wg.Go(func() {
-			sent, statuses, err := floodConn(ctx, addr, &next, keys, depth)
+			sent, statuses, err := floodConn(ctx, addr, next, keys, depth)
 			mu.Lock()
 			defer mu.Unlock()
 			res.sent += sent
