@@ -116,7 +116,7 @@ func (s *Store) rollback(undos []undo) {
 				delete(u.sh.logs, u.h)
 			}
 		case u.existed:
-			u.sh.states.put(u.h, u.old)
+			u.sh.states.restore(u.h, u.old)
 		default:
 			u.sh.states.remove(u.h)
 		}

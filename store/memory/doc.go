@@ -7,31 +7,49 @@
 // A key is kept as a 64-bit hash (hash/maphash, seeded per store at
 // random, so clients cannot choose keys that collide), never as the string:
 // memory per key does not grow with the key's length, and a very long key
-// costs nothing extra. Two distinct keys share a state only if their hashes
-// collide: with a million live keys that chance is about 3 in 100 million
-// for the whole store, and an attacker cannot aim for it without the seed.
+// costs nothing extra. The top bits of the hash choose the shard and the
+// shard's table keeps the low 56, so with 256 shards (the default) or more
+// all 64 bits tell keys apart. Two distinct keys share a state only if
+// those bits collide: with a million live keys that chance is about 3 in
+// 100 million for the whole store (about 7 in a million with a single
+// shard), and an attacker cannot aim for it without the seed.
 //
 // # Memory
 //
 // A key with a fixed-size state (every algorithm but the sliding log) costs
-// a 32-byte slot (8 bytes of hash, 24 of limit.State) in an open-addressing
-// table kept 64–80% full: 44 bytes a key as measured in BENCHMARKS.md, so
-// MaxKeys = 1,000,000 is about 50 MB at most. A sliding log key costs a
-// map entry, a pointer, a 56-byte limit.Log header and 16 bytes per
-// remembered request (at most limit.MaxLogLimit of them): up to 160 KiB per
-// key, which is why it is the algorithm to keep away from client-chosen keys
-// with large limits.
+// a 32-byte slot (8 bytes of hash and eviction mark, 24 of limit.State) in
+// an open-addressing table kept 64–80% full: 44 bytes a key as measured in
+// BENCHMARKS.md, so MaxKeys = 1,000,000 is about 50 MB at most. A sliding
+// log key costs a map entry, a pointer, a 64-byte header (limit.Log and its
+// eviction mark) and 16 bytes per remembered request (at most
+// limit.MaxLogLimit of them): up to 160 KiB per key, which is why it is the
+// algorithm to keep away from client-chosen keys with large limits.
 //
 // # Expiry and eviction
 //
 // A state is dropped, losslessly, once it is idle (limit.State.Idle): a
 // background sweeper walks one shard at a time every SweepInterval, and
 // idle states are also dropped when a decision finds them. Under pressure,
-// when a shard is full (MaxKeys/Shards keys) and a new key arrives, the
-// store first drops idle states it samples, and failing that evicts, among
-// a random sample of eight keys of that shard, the one that becomes idle
-// soonest: the key closest to its full allowance, whose loss forgives the
-// least. Evicting a key that is not idle forgives its debt: that client gets
-// a full allowance early. Stats counts evictions so operators can size
-// MaxKeys.
+// when a shard is full (MaxKeys/Shards keys) and a new key arrives:
+//
+//  1. an idle key among those sampled is dropped (nothing is lost);
+//  2. failing that, among up to eight sampled keys that are not being
+//     limited, the least recently decided is evicted;
+//  3. a key being limited, one whose latest decision refused it or left it
+//     nothing (Remaining 0), is never evicted before it is idle: that would
+//     give a client held at its limit a fresh allowance, and a flood of new
+//     keys would be a way to earn one;
+//  4. when every key sampled (up to 64 from a random place in the shard) is
+//     being limited, the new key is not stored and its request is not
+//     decided: Apply and ApplyAll return ErrFull and charge nothing, as
+//     nginx's limit_req answers 503 when it cannot allocate a node. The
+//     caller's failure mode decides (the rules engine's OnStoreError).
+//
+// Recency is counted in new keys, not in time: each key's slot carries a
+// one-byte mark (limited or not, and the shard's epoch at its latest
+// decision; a shard's epoch advances every MaxKeys/Shards/32 new keys).
+// Evicting a key that is not idle still forgives what it used: a key that
+// has something left gets its full allowance early. Stats counts
+// evictions, so operators can size MaxKeys, and Full counts new keys that
+// found no room.
 package memory

@@ -22,6 +22,7 @@ import (
 type hotKey struct {
 	h   uint64
 	tat atomic.Int64
+	p   limit.Stateful // the token bucket that promoted it, to mark it on demotion
 }
 
 // frozen marks a demoted hotKey; no TAT is ever this small.
@@ -73,21 +74,23 @@ func (s *Store) later() int64 {
 	return s.now()
 }
 
-// promote makes h, whose table slot holds st, the shard's hot key, if its
-// state is a token bucket's. The shard's lock must be held.
-func (sh *shard) promote(h uint64, st limit.State) {
+// promote makes h, whose table slot holds st under p, the shard's hot key,
+// if its state is a token bucket's. The shard's lock must be held.
+func (sh *shard) promote(h uint64, st limit.State, p limit.Stateful, now int64) {
 	if st.B != 0 || st.A != st.Idle || st.A == 0 {
 		return
 	}
-	sh.demote()
-	e := &hotKey{h: h}
+	sh.demote(now)
+	e := &hotKey{h: h, p: p}
 	e.tat.Store(st.A)
 	sh.hot.Store(e)
 }
 
 // demote writes the hot key's state back to its table slot and forgets
-// it. The shard's lock must be held.
-func (sh *shard) demote() {
+// it. Its eviction mark is that of a peek at now: limited if nothing is
+// left then (the lock-free decisions keep no mark). The shard's lock must
+// be held.
+func (sh *shard) demote(now int64) {
 	e := sh.hot.Load()
 	if e == nil {
 		return
@@ -95,13 +98,16 @@ func (sh *shard) demote() {
 	sh.hot.Store(nil)
 	tat := e.tat.Swap(frozen) // every charge that won its CAS is in tat
 	if i := sh.states.find(e.h); i >= 0 {
-		sh.states.slots[i].st = limit.State{A: tat, Idle: tat}
+		st := limit.State{A: tat, Idle: tat}
+		_, d := e.p.Decide(st, now, 0)
+		sh.states.slots[i].st = st
+		sh.states.slots[i].setMark(sh.markFor(d))
 	}
 }
 
 // demoteKey demotes the hot key if it is h. The shard's lock must be held.
-func (sh *shard) demoteKey(h uint64) {
+func (sh *shard) demoteKey(h uint64, now int64) {
 	if e := sh.hot.Load(); e != nil && e.h == h {
-		sh.demote()
+		sh.demote(now)
 	}
 }

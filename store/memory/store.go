@@ -57,12 +57,14 @@ type Store struct {
 	shards    []shard
 	shardBits uint
 	perShard  int
+	epochLen  int // new keys per shard epoch (see mark)
 	seed      maphash.Seed
 	now       func() int64
 	recheck   func() int64 // nil: none (Config.Recheck)
 
 	evictions atomic.Uint64
 	expired   atomic.Uint64
+	full      atomic.Uint64
 
 	closeOnce sync.Once
 	stop      chan struct{}
@@ -83,8 +85,17 @@ type shard struct {
 	prevH  uint64
 	hot    atomic.Pointer[hotKey]
 	states table // fixed-size states
-	logs   map[uint64]*limit.Log
-	_      [64]byte // keep neighbouring shards' locks off one cache line
+	logs   map[uint64]*logEntry
+	// epoch advances every Store.epochLen new keys; added counts them.
+	epoch uint8
+	added int
+	_     [64]byte // keep neighbouring shards' locks off one cache line
+}
+
+// logEntry is a sliding log key: its log and its eviction mark.
+type logEntry struct {
+	log  limit.Log
+	mark mark
 }
 
 // New returns a Store configured by cfg, with its sweeper running unless
@@ -110,6 +121,7 @@ func New(cfg Config) (*Store, error) {
 		shards:    make([]shard, 1<<bits),
 		shardBits: bits,
 		perShard:  max(cfg.MaxKeys>>bits, 1),
+		epochLen:  max(cfg.MaxKeys>>bits/epochsPerShard, 1),
 		seed:      maphash.MakeSeed(),
 		now:       cfg.Clock,
 		recheck:   cfg.Recheck,
@@ -120,7 +132,7 @@ func New(cfg Config) (*Store, error) {
 		s.now = NewClock()
 	}
 	for i := range s.shards {
-		s.shards[i].logs = make(map[uint64]*limit.Log)
+		s.shards[i].logs = make(map[uint64]*logEntry)
 	}
 	if cfg.SweepInterval > 0 {
 		go s.sweep(cfg.SweepInterval)
@@ -149,7 +161,8 @@ func (s *Store) hash(key string) (uint64, int) {
 }
 
 // Apply charges cost against key under p at the store's clock. It returns
-// an error for a negative cost or an invalid policy, and never otherwise.
+// an error for a negative cost or an invalid policy, and ErrFull for a new
+// key that finds no room (see the package documentation); never otherwise.
 func (s *Store) Apply(_ context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
 	if cost < 0 {
 		return limit.Decision{}, limit.ErrNegativeCost
@@ -161,7 +174,7 @@ func (s *Store) Apply(_ context.Context, key string, p limit.Policy, cost int64)
 	sh := &s.shards[i]
 	now := s.now()
 	if tb, ok := p.(limit.TokenBucket); ok {
-		if d, ok := s.decideHot(sh, fixHash(h), tb, now, cost); ok {
+		if d, ok := s.decideHot(sh, tableKey(h), tb, now, cost); ok {
 			d.Policy = p
 			return d, nil
 		}
@@ -208,8 +221,8 @@ type undo struct {
 func (s *Store) apply(sh *shard, h uint64, p limit.Policy, now, cost int64, u *undo) (limit.Decision, error) {
 	switch p := p.(type) {
 	case limit.Stateful:
-		h = fixHash(h)
-		sh.demoteKey(h)
+		h = tableKey(h)
+		sh.demoteKey(h, now)
 		if i := sh.states.find(h); i >= 0 && u == nil {
 			// The common case, an existing key alone: update in place.
 			slot := &sh.states.slots[i]
@@ -217,111 +230,70 @@ func (s *Store) apply(sh *shard, h uint64, p limit.Policy, now, cost int64, u *u
 			switch {
 			case next != slot.st:
 				slot.st = next
+				slot.setMark(sh.markFor(d))
 				if h == sh.prevH {
-					sh.promote(h, next)
+					sh.promote(h, next, p, now)
 				}
 			case next.IsIdle(now):
 				sh.states.removeAt(i)
 				s.expired.Add(1)
+			default:
+				slot.setMark(sh.markFor(d))
 			}
 			sh.prevH = h
 			return d, nil
 		}
-		st, existed := sh.states.get(h)
+		i := sh.states.find(h)
+		var st limit.State
+		if i >= 0 {
+			st = sh.states.slots[i].st
+		}
 		next, d := p.Decide(st, now, cost)
-		if next != st {
+		switch {
+		case next != st:
+			if i < 0 {
+				if err := s.makeRoom(sh, h, now); err != nil {
+					return limit.Decision{}, err
+				}
+			}
 			if u != nil {
-				*u = undo{sh: sh, h: h, old: st, existed: existed}
+				*u = undo{sh: sh, h: h, old: st, existed: i >= 0}
 			}
-			if !existed {
-				s.makeRoom(sh, h, now)
-			}
-			sh.states.put(h, next)
-		} else if existed && st.IsIdle(now) {
-			sh.states.remove(h)
+			sh.states.put(h, next, sh.markFor(d))
+		case i < 0:
+		case st.IsIdle(now):
+			sh.states.removeAt(i)
 			s.expired.Add(1)
+		default:
+			sh.states.slots[i].setMark(sh.markFor(d))
 		}
 		return d, nil
 	case limit.Logged:
-		l := sh.logs[h]
-		fresh := l == nil
+		e := sh.logs[h]
+		fresh := e == nil
 		if fresh {
-			l = new(limit.Log)
+			e = new(logEntry)
 		}
-		d := p.DecideLog(l, now, cost)
+		d := p.DecideLog(&e.log, now, cost)
 		switch {
-		case l.Len() == 0:
+		case e.log.Len() == 0:
 			if !fresh {
 				delete(sh.logs, h)
 			}
+			return d, nil
 		case fresh:
-			s.makeRoom(sh, h, now)
-			sh.logs[h] = l
+			if err := s.makeRoom(sh, h, now); err != nil {
+				return limit.Decision{}, err
+			}
+			sh.logs[h] = e
 		}
+		e.mark = sh.markFor(d)
 		if u != nil && d.Allowed && cost > 0 {
-			*u = undo{sh: sh, h: h, log: l}
+			*u = undo{sh: sh, h: h, log: &e.log}
 		}
 		return d, nil
 	}
 	return limit.Decision{}, fmt.Errorf("memory: policy %v implements neither limit.Stateful nor limit.Logged", p)
-}
-
-// makeRoom frees a slot in a full shard before the new key h is added.
-func (s *Store) makeRoom(sh *shard, h uint64, now int64) {
-	if sh.states.n+len(sh.logs) < s.perShard {
-		return
-	}
-	sh.demote() // the victim may be the hot key
-	// Drop an idle state among a sample of eight; failing that, evict the
-	// sampled state that becomes idle soonest. The sample starts at the new
-	// key's home slot, a random place.
-	const sample = 8
-	t := &sh.states
-	victim, victimIdle := -1, int64(1<<63-1)
-	if len(t.slots) > 0 {
-		i, seen := t.home(h), 0
-		for range len(t.slots) {
-			if t.slots[i].h != 0 {
-				st := t.slots[i].st
-				if st.IsIdle(now) {
-					t.removeAt(i)
-					s.expired.Add(1)
-					return
-				}
-				if st.Idle < victimIdle {
-					victim, victimIdle = i, st.Idle
-				}
-				if seen++; seen == sample {
-					break
-				}
-			}
-			i = t.next(i)
-		}
-	}
-	var logVictim uint64
-	logFound := false
-	seen := 0
-	for lh, l := range sh.logs {
-		if l.IdleAt() <= now {
-			delete(sh.logs, lh)
-			s.expired.Add(1)
-			return
-		}
-		if idle := l.IdleAt(); idle < victimIdle {
-			logVictim, victimIdle, logFound = lh, idle, true
-		}
-		if seen++; seen == sample {
-			break
-		}
-	}
-	switch {
-	case logFound:
-		delete(sh.logs, logVictim)
-		s.evictions.Add(1)
-	case victim >= 0:
-		t.removeAt(victim)
-		s.evictions.Add(1)
-	}
 }
 
 // sweep drops idle states, one shard at a time, until Close.
@@ -349,7 +321,7 @@ func (s *Store) sweep(every time.Duration) {
 func (s *Store) sweepShard(sh *shard, now int64) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	sh.demote()
+	sh.demote(now)
 	n := 0
 	t := &sh.states
 	for i := 0; i < len(t.slots); {
@@ -361,8 +333,8 @@ func (s *Store) sweepShard(sh *shard, now int64) {
 		i++
 	}
 	t.shrink()
-	for h, l := range sh.logs {
-		if l.IdleAt() <= now {
+	for h, e := range sh.logs {
+		if e.log.IdleAt() <= now {
 			delete(sh.logs, h)
 			n++
 		}
@@ -375,11 +347,12 @@ type Stats struct {
 	Keys      int    // live keys now, idle ones not yet dropped included
 	Evictions uint64 // keys dropped before they were idle, to make room
 	Expired   uint64 // idle keys dropped (losslessly)
+	Full      uint64 // new keys not stored, every candidate being limited (ErrFull)
 }
 
 // Stats returns the store's current counts. It locks each shard briefly.
 func (s *Store) Stats() Stats {
-	st := Stats{Evictions: s.evictions.Load(), Expired: s.expired.Load()}
+	st := Stats{Evictions: s.evictions.Load(), Expired: s.expired.Load(), Full: s.full.Load()}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()

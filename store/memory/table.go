@@ -7,18 +7,36 @@ import "github.com/tollgate-dev/tollgate/limit"
 // deletion. It exists instead of a Go map to bound memory per key: slots
 // are 32 bytes inline, the table grows by a quarter at 80% load, so it
 // sits between 64% and 80% full (about 44 bytes a key), where a Go map
-// doubles and averages about 70 bytes. Hash 0 marks an empty slot, so
-// stored hashes are never 0 (see fixHash). Not safe for concurrent use:
-// the shard's mutex guards it.
+// doubles and averages about 70 bytes. A slot's first word holds the key
+// (the low 56 bits of its hash, see tableKey) and, in its top byte, the
+// key's eviction mark (see mark). Word 0 marks an empty slot, so keys are
+// never 0. Not safe for concurrent use: the shard's mutex guards it.
 type table struct {
 	slots []slot
 	n     int // occupied slots
 }
 
 type slot struct {
-	h  uint64
+	h  uint64 // key | mark<<keyBits
 	st limit.State
 }
+
+// keyBits is how many bits of a hash a slot keeps. The top byte it drops
+// is the shard's number when there are 256 shards (the default) or more,
+// so nothing is lost then.
+const (
+	keyBits = 56
+	keyMask = 1<<keyBits - 1
+)
+
+// key returns the slot's key, without its mark.
+func (s *slot) key() uint64 { return s.h & keyMask }
+
+// mark returns the slot's eviction mark.
+func (s *slot) mark() mark { return mark(s.h >> keyBits) }
+
+// setMark replaces the slot's eviction mark.
+func (s *slot) setMark(m mark) { s.h = s.h&keyMask | uint64(m)<<keyBits }
 
 const (
 	minSlots = 8
@@ -26,9 +44,10 @@ const (
 	maxLoadNum, maxLoadDen = 4, 5
 )
 
-// fixHash maps the one hash value that marks empty slots to another.
-func fixHash(h uint64) uint64 {
-	if h == 0 {
+// tableKey is the key a slot keeps for hash h: its low 56 bits, with 0
+// (an empty slot) mapped to 1.
+func tableKey(h uint64) uint64 {
+	if h &= keyMask; h == 0 {
 		return 1
 	}
 	return h
@@ -47,16 +66,16 @@ func (t *table) next(i int) int {
 	return i
 }
 
-// find returns the index of h's slot, or -1.
+// find returns the index of key h's slot, or -1.
 func (t *table) find(h uint64) int {
 	if len(t.slots) == 0 {
 		return -1
 	}
 	for i := t.home(h); ; i = t.next(i) {
-		switch t.slots[i].h {
-		case h:
+		switch w := t.slots[i].h; {
+		case w&keyMask == h:
 			return i
-		case 0:
+		case w == 0:
 			return -1
 		}
 	}
@@ -70,25 +89,41 @@ func (t *table) get(h uint64) (limit.State, bool) {
 	return limit.State{}, false
 }
 
-// put stores st for h, adding h if absent.
-func (t *table) put(h uint64, st limit.State) {
+// put stores st for h, with the eviction mark m, adding h if absent.
+func (t *table) put(h uint64, st limit.State, m mark) {
+	if i := t.find(h); i >= 0 {
+		t.slots[i].st = st
+		t.slots[i].setMark(m)
+		return
+	}
+	t.add(slot{h | uint64(m)<<keyBits, st})
+}
+
+// restore stores st for h, keeping h's mark if it is present (a rolled
+// back request leaves the mark its decision set).
+func (t *table) restore(h uint64, st limit.State) {
 	if i := t.find(h); i >= 0 {
 		t.slots[i].st = st
 		return
 	}
+	t.add(slot{h, st})
+}
+
+// add inserts a slot whose key is absent.
+func (t *table) add(s slot) {
 	if (t.n+1)*maxLoadDen > len(t.slots)*maxLoadNum {
 		t.resize(max(minSlots, len(t.slots)+len(t.slots)/4))
 	}
-	t.insert(h, st)
+	t.insert(s)
 	t.n++
 }
 
-func (t *table) insert(h uint64, st limit.State) {
-	i := t.home(h)
+func (t *table) insert(s slot) {
+	i := t.home(s.h)
 	for t.slots[i].h != 0 {
 		i = t.next(i)
 	}
-	t.slots[i] = slot{h, st}
+	t.slots[i] = s
 }
 
 // remove deletes h if present.
@@ -118,7 +153,7 @@ func (t *table) resize(size int) {
 	t.slots = make([]slot, size)
 	for _, s := range old {
 		if s.h != 0 {
-			t.insert(s.h, s.st)
+			t.insert(s)
 		}
 	}
 }

@@ -9,15 +9,17 @@ import (
 
 // TestTableMatchesMap drives the table and a Go map with the same random
 // puts and removes (with hashes crowded into few home slots, so probe runs
-// wrap and deletions shift) and checks they always agree.
+// wrap and deletions shift, and random eviction marks beside the keys) and
+// checks they always agree.
 func TestTableMatchesMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 9))
 	var tab table
 	ref := map[uint64]limit.State{}
+	marks := map[uint64]mark{}
 	for step := range 200_000 {
-		h := fixHash(r.Uint64N(3000) << 20) // low 32 bits vary little
+		h := tableKey(r.Uint64N(3000) << 20) // low 32 bits vary little
 		if r.IntN(3) == 0 {
-			h = fixHash(r.Uint64())
+			h = tableKey(r.Uint64())
 		}
 		switch r.IntN(4) {
 		case 0:
@@ -25,8 +27,9 @@ func TestTableMatchesMap(t *testing.T) {
 			delete(ref, h)
 		default:
 			st := limit.State{A: int64(step), Idle: int64(step)}
-			tab.put(h, st)
-			ref[h] = st
+			m := mark(r.IntN(256))
+			tab.put(h, st, m)
+			ref[h], marks[h] = st, m
 		}
 		if step%997 == 0 {
 			tab.shrink()
@@ -38,6 +41,9 @@ func TestTableMatchesMap(t *testing.T) {
 	for h, want := range ref {
 		if got, ok := tab.get(h); !ok || got != want {
 			t.Fatalf("get(%x) = %v, %v; want %v", h, got, ok, want)
+		}
+		if got := tab.slots[tab.find(h)].mark(); got != marks[h] {
+			t.Fatalf("mark of %x = %#x; want %#x", h, got, marks[h])
 		}
 	}
 	for h := range ref {
