@@ -60,7 +60,14 @@ func (a Allowance) tighter(b Allowance) bool {
 }
 
 // ParseAllowance reads the rate-limit fields of a response received at now
-// and returns the most restrictive allowance they state. It understands:
+// and returns the most restrictive allowance they state: the least
+// remaining, and of equal counts the reset of the most precise field, in
+// the order below. A server sending several styles states one allowance
+// in each, and the later ones are coarser: X-RateLimit-Reset as an epoch
+// is rounded up to a whole second and read on the client's clock, up to a
+// second or more later than the RateLimit field's delta. (Within one
+// field listing several policies, the least remaining and then the
+// longest reset.) It understands:
 //
 //   - RateLimit and RateLimit-Policy of draft-ietf-httpapi-ratelimit-headers
 //     -08 to -10 (Lists of Items named by a String, parameters r and t; w of
@@ -75,8 +82,8 @@ func (a Allowance) tighter(b Allowance) bool {
 // A malformed field is ignored as a whole, as the draft requires. ok is
 // false when no field yields an allowance.
 func ParseAllowance(h http.Header, now time.Time) (a Allowance, ok bool) {
-	consider := func(b Allowance) {
-		if !ok || b.tighter(a) {
+	consider := func(b Allowance) { // fields in order of precision
+		if !ok || b.Remaining < a.Remaining {
 			a, ok = b, true
 		}
 	}

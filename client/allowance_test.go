@@ -40,6 +40,10 @@ func TestParseAllowance(t *testing.T) {
 		{"draft10 trailing comma", hdr("RateLimit", `"a";r=0;t=5,`), Allowance{}, false},
 		{"draft10 inner list", hdr("RateLimit", `("a");r=0;t=5`), Allowance{}, false},
 		{"draft10 16 digits", hdr("RateLimit", `"a";r=1000000000000000;t=5`), Allowance{}, false},
+		// several styles: the least remaining, then the most precise reset
+		{"draft10 over epoch", hdr("RateLimit", `"api";r=0;t=2`, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", strconv.FormatInt(now.Unix()+3, 10)), Allowance{0, 2 * time.Second, "api"}, true},
+		{"draft6 over x delta", hdr("RateLimit-Remaining", "1", "RateLimit-Reset", "2", "X-RateLimit-Remaining", "1", "X-RateLimit-Reset", "3"), Allowance{1, 2 * time.Second, ""}, true},
+		{"x fewer remaining", hdr("RateLimit", `"api";r=3;t=2`, "X-RateLimit-Remaining", "0", "X-RateLimit-Reset", "9"), Allowance{0, 9 * time.Second, ""}, true},
 		// draft-07 dictionary.
 		{"draft7", hdr("RateLimit", "limit=100, remaining=0, reset=5"), Allowance{0, 5 * time.Second, ""}, true},
 		{"draft7 bad", hdr("RateLimit", "limit=100, remaining=?0, reset=5"), Allowance{}, false},

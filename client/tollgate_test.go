@@ -1,10 +1,12 @@
 package client
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,6 +35,11 @@ type limitedOptions struct {
 	// blind strips every rate-limit field and Retry-After from responses,
 	// for clients that must back off without hints (the AWS set-up).
 	blind bool
+	// lastUnit, when set, makes a response that leaves nothing (r=0) say
+	// when the next unit is back, lastUnit from now, in its RateLimit t
+	// and its epoch X-RateLimit-Reset, instead of when the bucket is full:
+	// a server that reports the next unit rather than the full refill.
+	lastUnit time.Duration
 }
 
 func newLimited(tb testing.TB, o limitedOptions) *limited {
@@ -59,7 +66,7 @@ func newLimited(tb testing.TB, o limitedOptions) *limited {
 	mw := httplimit.New(engine, httplimit.Config{}).Handler(ok)
 	l.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l.wire.Add(1)
-		mw.ServeHTTP(&recorder{ResponseWriter: w, l: l, blind: o.blind}, r)
+		mw.ServeHTTP(&recorder{ResponseWriter: w, l: l, blind: o.blind, lastUnit: o.lastUnit, now: o.now}, r)
 	}))
 	tb.Cleanup(l.srv.Close)
 	return l
@@ -68,8 +75,10 @@ func newLimited(tb testing.TB, o limitedOptions) *limited {
 // recorder counts refusals and, when blind, removes the server's hints.
 type recorder struct {
 	http.ResponseWriter
-	l     *limited
-	blind bool
+	l        *limited
+	blind    bool
+	lastUnit time.Duration
+	now      func() time.Time
 }
 
 func (r *recorder) WriteHeader(code int) {
@@ -82,7 +91,31 @@ func (r *recorder) WriteHeader(code int) {
 			delete(h, k)
 		}
 	}
+	if r.lastUnit > 0 {
+		r.reportNextUnit()
+	}
 	r.ResponseWriter.WriteHeader(code)
+}
+
+// reportNextUnit rewrites a response that leaves nothing to say when the
+// next unit is back (lastUnit), in whole seconds rounded up.
+func (r *recorder) reportNextUnit() {
+	h := r.Header()
+	v := h.Get("Ratelimit")
+	i := strings.Index(v, ";r=0;t=")
+	if i < 0 {
+		return
+	}
+	now := time.Now()
+	if r.now != nil {
+		now = r.now()
+	}
+	secs := int64((r.lastUnit + time.Second - 1) / time.Second)
+	h.Set("Ratelimit", v[:i]+";r=0;t="+itoa(secs))
+	if h.Get("X-Ratelimit-Reset") != "" {
+		at := now.Add(r.lastUnit).UnixNano()
+		h.Set("X-Ratelimit-Reset", itoa((at+int64(time.Second)-1)/int64(time.Second)))
+	}
 }
 
 func (r *recorder) Write(b []byte) (int, error) { return r.ResponseWriter.Write(b) }
@@ -218,4 +251,99 @@ func TestMiddlewareRetryAfterWithoutRateLimitFields(t *testing.T) {
 		t.Errorf("waited %v in all, want at least 3s of Retry-After", waited)
 	}
 	t.Logf("200 requests: %d on the wire, %d refused, %v waited", srv.wire.Load(), srv.refused.Load(), waited)
+}
+
+// The default gateway's policy (config/default.yaml) and header styles.
+var (
+	gatewayPolicy = rules.Policy{Algorithm: "token_bucket", Rate: "5/s", Burst: 10}
+	gatewayStyles = []string{rules.StyleDraft10, rules.StyleLegacy}
+)
+
+// Of 30 requests against gatewayPolicy, a client with a full bucket can
+// send the first 10 at once and the other 20 at 5/s (4s); sent again at
+// once, with the bucket empty, all 30 at 5/s (6s). The ideal times are
+// from the first request to the last.
+const (
+	paceRequests   = 30
+	idealFullStart = 4 * time.Second
+	idealEmpty     = 6 * time.Second
+)
+
+// paceRuns sends paceRequests GETs one after the other through c to url,
+// twice, and returns how long each run took by now.
+func paceRuns(tb testing.TB, c *http.Client, url string, now func() time.Time) (full, empty time.Duration) {
+	tb.Helper()
+	run := func() time.Duration {
+		start := now()
+		for i := range paceRequests {
+			if ok, err := fetch(c, url); err != nil || !ok {
+				tb.Fatalf("request %d: ok=%v err=%v", i, ok, err)
+			}
+		}
+		return now().Sub(start)
+	}
+	return run(), run()
+}
+
+// TestPacingKeepsUpWithTheLimit: 30 requests, twice, through the default
+// Config against the default gateway's limit and header styles, take
+// within 10% of the time the limit allows, with no 429: the client waits
+// as long as the RateLimit field's delta says, not the second later an
+// epoch X-RateLimit-Reset rounds up to (the first run took 4.9s, not 4s,
+// when the requests fell a tenth into a second). Whether the server reports the full
+// refill or the next unit on its last allowed request, the client keeps
+// up.
+func TestPacingKeepsUpWithTheLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		lastUnit time.Duration
+	}{
+		{"full refill", 0},
+		{"next unit", 200 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newFakeClock()
+			clock.Sleep(context.Background(), 100*time.Millisecond) // requests fall anywhere in a second
+			srv := newLimited(t, limitedOptions{policy: gatewayPolicy, styles: gatewayStyles, now: clock.Now, lastUnit: tc.lastUnit})
+			cfg := clock.config()
+			cfg.PaceJitter = 0 // the default
+			c := mustClient(t, cfg)
+			full, empty := paceRuns(t, c, srv.srv.URL, clock.Now)
+			t.Logf("%v (ideal %v), then %v (ideal %v); %d on the wire, %d refused", full, idealFullStart, empty, idealEmpty, srv.wire.Load(), srv.refused.Load())
+			if n := srv.refused.Load(); n != 0 {
+				t.Errorf("%d requests refused", n)
+			}
+			if full > idealFullStart*11/10 || empty > idealEmpty*11/10 {
+				t.Errorf("took %v and %v, want within 10%% of %v and %v", full, empty, idealFullStart, idealEmpty)
+			}
+		})
+	}
+}
+
+// BenchmarkPacing runs TestPacingKeepsUpWithTheLimit's two runs in real
+// time through the default Config (jitter included) against the
+// middleware, reporting each run's time over the ideal as a ratio (1 is
+// the limit's own pace) and the 429s, for a server reporting the full
+// refill on its last allowed request and one reporting the next unit.
+// About 10s an iteration.
+func BenchmarkPacing(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		lastUnit time.Duration
+	}{{"full-refill", 0}, {"next-unit", 200 * time.Millisecond}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var full, empty time.Duration
+			var refused int64
+			for b.Loop() {
+				srv := newLimited(b, limitedOptions{policy: gatewayPolicy, styles: gatewayStyles, lastUnit: bc.lastUnit})
+				c := mustClient(b, Config{})
+				f, e := paceRuns(b, c, srv.srv.URL, time.Now)
+				full, empty, refused = full+f, empty+e, refused+srv.refused.Load()
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(full)/n/float64(idealFullStart), "full/ideal")
+			b.ReportMetric(float64(empty)/n/float64(idealEmpty), "empty/ideal")
+			b.ReportMetric(float64(refused)/n, "429/op")
+		})
+	}
 }

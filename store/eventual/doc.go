@@ -17,11 +17,28 @@
 // so a key new to every node at once can overshoot by up to (nodes−1) ×
 // min(limit, requests per node in one interval).
 //
-// Nodes decide on their own clocks and Redis charges on its TIME (or on the
-// redis.Store's Config.Clock): keep the clocks synchronised, or give the
-// redis.Store the nodes' clock. BENCHMARKS.md
-// measures it against the formula. Use the strict tier (store/redis) where
-// the limit must be exact.
+// BENCHMARKS.md measures it against the formula. Use the strict tier
+// (store/redis) where the limit must be exact.
+//
+// # Clock skew
+//
+// A node decides on Redis's clock, not its own: Redis charges on its TIME
+// (or on the redis.Store's Config.Clock), every sync reply says when, and
+// the node keeps the offset between that and the middle of its own
+// clock's readings around the round trip (a sync with nothing to push
+// reads a key to measure it all the same). Every decision reads the
+// node's clock plus that offset, so a node's skew, seconds or minutes,
+// does not move its windows: the estimate is off by at most half the last
+// sync's round trip plus the clocks' drift over one interval, and that
+// error adds at most
+//
+//	(requests per node per second) × (½ round trip + drift)
+//
+// to a key's overshoot at a window's edge. Until its first sync (started
+// when the Store is created) a node decides on its own clock; the keys it
+// sees then are new keys, within the new-key overshoot above. Nodes 30 s
+// ahead of Redis and behind it are tested to admit what nodes on Redis's
+// clock admit.
 //
 // A node whose sync fails, wholly or for some keys, keeps deciding on its
 // local view and carries the failed keys' deltas to the next sync; the keys

@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
@@ -22,6 +23,8 @@ type Config struct {
 	// the background sync (call Sync yourself, as tests do).
 	Interval time.Duration
 	// Clock returns the local time in Unix ns. Nil means the real clock.
+	// It need not agree with Redis's: the Store decides on Redis's time,
+	// estimated as Clock plus the offset measured at each sync.
 	Clock func() int64
 	// MaxKeys bounds the keys held locally. Zero means 65,536; beyond it
 	// a new key is decided by Redis directly (strictly).
@@ -35,7 +38,8 @@ var ErrSlidingLog = fmt.Errorf("%w: eventual: the sliding log cannot be synced; 
 // background. It is safe for concurrent use. Close stops the sync.
 type Store struct {
 	cfg    Config
-	now    func() int64
+	local  func() int64 // this node's clock
+	offset atomic.Int64 // Redis's clock minus local, measured at each sync
 	seed   maphash.Seed
 	shards [32]shard
 	max    int
@@ -73,10 +77,10 @@ func New(cfg Config) (*Store, error) {
 	if cfg.MaxKeys == 0 {
 		cfg.MaxKeys = 1 << 16
 	}
-	s := &Store{cfg: cfg, now: cfg.Clock, seed: maphash.MakeSeed(), max: max(cfg.MaxKeys/32, 1),
+	s := &Store{cfg: cfg, local: cfg.Clock, seed: maphash.MakeSeed(), max: max(cfg.MaxKeys/32, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
-	if s.now == nil {
-		s.now = memory.NewClock()
+	if s.local == nil {
+		s.local = memory.NewClock()
 	}
 	for i := range s.shards {
 		s.shards[i].m = make(map[string]*entry)
@@ -97,10 +101,18 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// now returns the time on Redis's clock, as estimated at the last sync.
+func (s *Store) now() int64 { return s.local() + s.offset.Load() }
+
 func (s *Store) loop() {
 	defer close(s.done)
 	t := time.NewTicker(s.cfg.Interval)
 	defer t.Stop()
+	// Measure the skew at once rather than decide on the local clock
+	// for a whole interval.
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Interval)
+	s.Sync(ctx)
+	cancel()
 	for {
 		select {
 		case <-s.stop:
@@ -278,7 +290,9 @@ func (s *Store) evict(sh *shard, now int64) bool {
 // calls it every Interval; tests call it directly. Keys idle locally with
 // nothing pending are dropped instead. A key whose charge fails keeps its
 // delta pending for the next sync, while the others are settled; the
-// error returned reports the failed keys.
+// error returned reports the failed keys. Every sync measures the offset
+// from the local clock to Redis's (by reading a key when there is nothing
+// to push).
 func (s *Store) Sync(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
@@ -300,10 +314,18 @@ func (s *Store) Sync(ctx context.Context) error {
 		}
 		sh.mu.Unlock()
 	}
-	if len(charges) == 0 {
-		return nil
+	probe := len(charges) == 0
+	if probe {
+		charges = append(charges, redis.Charge{Key: clockKey, Policy: clockProbe})
 	}
+	t0 := s.local()
 	err := s.cfg.Redis.Sync(ctx, charges)
+	if off, ok := skew(charges, t0, s.local()); ok {
+		s.offset.Store(off)
+	}
+	if probe {
+		return err
+	}
 	now = s.now()
 	for i, c := range charges {
 		if c.Err != nil {

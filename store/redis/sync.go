@@ -23,6 +23,10 @@ type Charge struct {
 	// like limit.State (the zero State for an absent key, or when Err is
 	// set).
 	State limit.State
+	// Now is set by Sync: the instant, in Unix ns, at which Redis applied
+	// the charge, by the clock the scripts read (the server's TIME, or
+	// Config.Clock). The eventual tier measures its clock's skew by it.
+	Now int64
 	// Err is set by Sync: nil when Redis applied the charge and State was
 	// read back; otherwise why it failed. A failed charge was not applied,
 	// unless the failure is a timeout or a lost connection: then Redis may
@@ -51,7 +55,7 @@ func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 	execs := map[limit.Algorithm][]rueidis.LuaExec{}
 	for i := range charges {
 		c := &charges[i]
-		c.State, c.Err = limit.State{}, nil
+		c.State, c.Now, c.Err = limit.State{}, 0, nil
 		a, err := s.enc.get(c.Policy)
 		switch {
 		case c.Cost < 0:
@@ -82,7 +86,7 @@ func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 				c.Err = err
 				continue
 			}
-			c.State = fromWire(alg, v[6], v[7], v[8])
+			c.State, c.Now = fromWire(alg, v[6], v[7], v[8]), v[9]*1000
 		}
 	}
 	var errs []error

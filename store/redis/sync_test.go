@@ -58,3 +58,35 @@ func TestSyncPerCharge(t *testing.T) {
 		t.Fatalf("Sync with a canceled context: %v, Err %v", err, charges[0].Err)
 	}
 }
+
+// TestSyncReportsTheScriptsClock: each charge says when Redis applied it,
+// by the clock the scripts read (Config.Clock, or the server's TIME), which
+// is how the eventual tier measures its own clock's skew.
+func TestSyncReportsTheScriptsClock(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base + 123_456_000
+	fw := limit.FixedWindow{Limit: 10, Window: time.Hour}
+	tb := limit.TokenBucket{Rate: limit.Per(10, time.Second), Burst: 1}
+	s := open(t, srv.Addr, Config{Clock: func() int64 { return now }})
+	charges := []Charge{{Key: "fw", Policy: fw, Cost: 1}, {Key: "tb", Policy: tb}}
+	if err := s.Sync(context.Background(), charges); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range charges {
+		if c.Now != now {
+			t.Errorf("%s: Now %d with Config.Clock at %d", c.Key, c.Now, now)
+		}
+	}
+
+	server := open(t, srv.Addr, Config{}) // the server's TIME, on this machine's clock
+	before := time.Now().UnixNano()
+	if err := server.Sync(context.Background(), charges); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now().UnixNano()
+	for _, c := range charges {
+		if c.Now < before-int64(time.Millisecond) || c.Now > after+int64(time.Millisecond) {
+			t.Errorf("%s: Now %d outside the round trip [%d, %d]", c.Key, c.Now, before, after)
+		}
+	}
+}
