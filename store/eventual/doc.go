@@ -36,7 +36,9 @@
 //
 // to a key's overshoot at a window's edge. Until its first sync (started
 // when the Store is created) a node decides on its own clock; the keys it
-// sees then are new keys, within the new-key overshoot above. Nodes 30 s
+// sees then are new keys, within the new-key overshoot above. One offset
+// serves every key, so the shards of a Redis Cluster must agree on the
+// time among themselves (their skew adds to the error). Nodes 30 s
 // ahead of Redis and behind it are tested to admit what nodes on Redis's
 // clock admit.
 //
