@@ -448,3 +448,22 @@ func TestNoRoutesWarns(t *testing.T) {
 		t.Errorf("the embedded default warns: %v", ws)
 	}
 }
+
+// An empty list element ("-" alone) is a value missing its keys, and
+// what is missing is reported at its line. A section left empty
+// ("redis:" and nothing under it) is that section with nothing set, not
+// the section silently left out; an explicit null leaves it out.
+func TestEmptyValuesProblemsHaveLines(t *testing.T) {
+	_, err := Parse("c.yaml", []byte("listen:\n  tls:\nroutes:\n  -\n  - {path: /b}\nstore:\n  redis:\n"))
+	checkProblems(t, err, []want{
+		{2, "listen.tls.cert is required"},
+		{2, "listen.tls.key is required"},
+		{4, "routes[0].upstream is required"},
+		{5, "routes[1].upstream is required"},
+		{7, "store.redis.url is required"},
+	})
+	c, err := Parse("c.yaml", []byte("listen: {tls: ~}\nstore: {redis: null, memory: {max_keys: 10}}\n"))
+	if err != nil || c.Listen.TLS != nil || c.Store.Redis != nil {
+		t.Fatalf("explicit nulls: %v, %+v", err, c)
+	}
+}
