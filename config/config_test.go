@@ -304,6 +304,21 @@ func TestMaskedRouteUpstream(t *testing.T) {
 	}
 }
 
+// Masked hides the password of a URL that does not parse too (which
+// validation refuses, but a Config built in code may hold).
+func TestMaskedUnparseableURL(t *testing.T) {
+	c := Default()
+	c.Store.Memory, c.Store.Redis = nil, &RedisStore{URL: "redis://u:hunter2@h:6379/%zz"}
+	c.Routes = []Route{{Path: "/", Upstream: "http://u:hunter2@h/%zz"}, {Path: "/b", Upstream: "http://h/%zz"}}
+	out, err := c.Masked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(out); strings.Contains(s, "hunter2") || !strings.Contains(s, "http://h/%zz") {
+		t.Fatalf("masked config:\n%s", s)
+	}
+}
+
 // Redis addresses with a port out of range are refused at their line.
 func TestRedisPortValidation(t *testing.T) {
 	src := `store:
