@@ -6,12 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
 
-// maxPlanMapLine is the longest line of a plan map file, in bytes.
-const maxPlanMapLine = 1 << 20
+// maxPlanMapLine is the longest line of a plan map file, in bytes, and
+// maxPlanMapJSON the largest JSON plan map file (read whole): a path such
+// as /dev/zero is an error, not a process that reads forever.
+const (
+	maxPlanMapLine = 1 << 20
+	maxPlanMapJSON = 256 << 20
+)
 
 // LoadPlanMap reads a plan map file: one "IDENTITY PLAN" pair per line,
 // separated by spaces or tabs; blank lines and lines starting with '#'
@@ -20,21 +26,26 @@ const maxPlanMapLine = 1 << 20
 // an error, in either form. Errors name the file and the line (and, for
 // JSON, the column), never the identity (it may be a secret).
 func LoadPlanMap(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	return parsePlanMap(path, data, strings.HasSuffix(path, ".json"))
+	defer f.Close()
+	return parsePlanMap(path, f, strings.HasSuffix(path, ".json"))
 }
 
-// parsePlanMap parses data, the contents of the plan map file name, as
-// JSON or as lines of "IDENTITY PLAN".
-func parsePlanMap(name string, data []byte, isJSON bool) (map[string]string, error) {
+// parsePlanMap parses r, the contents of the plan map file name, as JSON
+// or as lines of "IDENTITY PLAN".
+func parsePlanMap(name string, r io.Reader, isJSON bool) (map[string]string, error) {
 	if isJSON {
+		data, err := readAtMost(r, maxPlanMapJSON)
+		if err != nil {
+			return nil, fmt.Errorf("%s:1:1: %w", name, err)
+		}
 		return parsePlanMapJSON(name, data)
 	}
 	m := map[string]string{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxPlanMapLine)
 	line := 0
 	for sc.Scan() {
@@ -59,6 +70,16 @@ func parsePlanMap(name string, data []byte, isJSON bool) (map[string]string, err
 		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
 	}
 	return m, nil
+}
+
+// readAtMost reads r to its end, or fails once it has given more than max
+// bytes.
+func readAtMost(r io.Reader, max int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err == nil && int64(len(data)) > max {
+		err = fmt.Errorf("larger than %d bytes", max)
+	}
+	return data, err
 }
 
 // parsePlanMapJSON parses data as one JSON object whose values are

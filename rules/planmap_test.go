@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"os"
@@ -28,7 +29,7 @@ func TestPlanMapErrorsArePlaced(t *testing.T) {
 		{"m.txt", "secret-a free\nsecret-a pro\n", "m.txt:2: identity repeated"},
 	}
 	for _, c := range cases {
-		_, err := parsePlanMap(c.name, []byte(c.src), strings.HasSuffix(c.name, ".json"))
+		_, err := parsePlanMap(c.name, strings.NewReader(c.src), strings.HasSuffix(c.name, ".json"))
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%q: %v, want %s", c.src, err, c.want)
 		}
@@ -42,6 +43,21 @@ func TestPlanMapErrorsArePlaced(t *testing.T) {
 	if _, err := LoadPlanMap(path); err == nil || !strings.HasPrefix(err.Error(), path+":1:15: identity repeated") {
 		t.Errorf("LoadPlanMap: %v", err)
 	}
+	// A file that never ends (/dev/zero) is read only so far.
+	if _, err := parsePlanMap("m.txt", zeros{}, false); err == nil || err.Error() != "m.txt:1: line longer than 1048576 bytes" {
+		t.Errorf("endless text: %v", err)
+	}
+	if _, err := readAtMost(zeros{}, 1000); err == nil || err.Error() != "larger than 1000 bytes" {
+		t.Errorf("endless JSON: %v", err)
+	}
+}
+
+// zeros reads as an endless run of zero bytes, as /dev/zero does.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }
 
 var planMapErrorRE = map[bool]*regexp.Regexp{
@@ -65,7 +81,7 @@ func FuzzParsePlanMap(f *testing.F) {
 		if isJSON {
 			name = "m.json"
 		}
-		m, err := parsePlanMap(name, data, isJSON)
+		m, err := parsePlanMap(name, bytes.NewReader(data), isJSON)
 		if err != nil {
 			if !planMapErrorRE[isJSON].MatchString(err.Error()) {
 				t.Fatalf("error without a position: %v", err)
