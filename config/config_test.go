@@ -304,6 +304,21 @@ func TestMaskedRouteUpstream(t *testing.T) {
 	}
 }
 
+// Masked hides the password of a URL that does not parse too (which
+// validation refuses, but a Config built in code may hold).
+func TestMaskedUnparseableURL(t *testing.T) {
+	c := Default()
+	c.Store.Memory, c.Store.Redis = nil, &RedisStore{URL: "redis://u:hunter2@h:6379/%zz"}
+	c.Routes = []Route{{Path: "/", Upstream: "http://u:hunter2@h/%zz"}, {Path: "/b", Upstream: "http://h/%zz"}}
+	out, err := c.Masked()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(out); strings.Contains(s, "hunter2") || !strings.Contains(s, "http://h/%zz") {
+		t.Fatalf("masked config:\n%s", s)
+	}
+}
+
 // Redis addresses with a port out of range are refused at their line.
 func TestRedisPortValidation(t *testing.T) {
 	src := `store:
@@ -446,5 +461,24 @@ func TestNoRoutesWarns(t *testing.T) {
 	}
 	if ws := Default().Warnings(); len(ws) != 0 {
 		t.Errorf("the embedded default warns: %v", ws)
+	}
+}
+
+// An empty list element ("-" alone) is a value missing its keys, and
+// what is missing is reported at its line. A section left empty
+// ("redis:" and nothing under it) is that section with nothing set, not
+// the section silently left out; an explicit null leaves it out.
+func TestEmptyValuesProblemsHaveLines(t *testing.T) {
+	_, err := Parse("c.yaml", []byte("listen:\n  tls:\nroutes:\n  -\n  - {path: /b}\nstore:\n  redis:\n"))
+	checkProblems(t, err, []want{
+		{2, "listen.tls.cert is required"},
+		{2, "listen.tls.key is required"},
+		{4, "routes[0].upstream is required"},
+		{5, "routes[1].upstream is required"},
+		{7, "store.redis.url is required"},
+	})
+	c, err := Parse("c.yaml", []byte("listen: {tls: ~}\nstore: {redis: null, memory: {max_keys: 10}}\n"))
+	if err != nil || c.Listen.TLS != nil || c.Store.Redis != nil {
+		t.Fatalf("explicit nulls: %v, %+v", err, c)
 	}
 }

@@ -184,7 +184,22 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 		return
 	}
 	if isNull(n) {
-		return // keep the zero value; defaults fill it
+		// Keep the zero value (defaults fill it), placed at the null, so
+		// that what validation finds missing in it has a line. A key
+		// left empty ("redis:" and nothing under it) where a mapping of
+		// settings goes is that mapping with nothing set, not the
+		// section left out: its required keys are reported missing
+		// rather than the section silently ignored. An explicit null
+		// (~, null) leaves it out.
+		switch {
+		case v.Kind() == reflect.Struct:
+			setPos(v, d.pos(n))
+		case v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Struct && n.Value == "" && n.Style&yaml.TaggedStyle == 0:
+			p := reflect.New(v.Type().Elem())
+			setPos(p.Elem(), d.pos(n))
+			v.Set(p)
+		}
+		return
 	}
 	t := v.Type()
 	switch {
@@ -428,6 +443,15 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
 			d.failed[join(what, name)] = true
 		}
 	}
+	for _, idx := range posFields {
+		v.FieldByIndex(idx).Set(reflect.ValueOf(p))
+	}
+}
+
+// setPos sets the Pos fields of the struct v to p.
+func setPos(v reflect.Value, p Pos) {
+	var posFields [][]int
+	collectFields(v.Type(), nil, map[string][]int{}, new([]string), &posFields)
 	for _, idx := range posFields {
 		v.FieldByIndex(idx).Set(reflect.ValueOf(p))
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -35,9 +36,17 @@ func (c *Config) Masked() ([]byte, error) {
 }
 
 // maskURL returns s with the password of its user info replaced by xxxxx.
+// A URL that does not parse, whose user info cannot be found, is shown
+// only when it holds no '@' (so no user info).
 func maskURL(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
+	if err != nil {
+		if strings.Contains(s, "@") {
+			return "xxxxx (an unparseable URL with user info)"
+		}
+		return s
+	}
+	if u.User == nil {
 		return s
 	}
 	if _, has := u.User.Password(); has {
