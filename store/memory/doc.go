@@ -38,7 +38,9 @@
 //  3. a key being limited, one whose latest decision refused it or left it
 //     nothing (Remaining 0), is never evicted before it is idle: that would
 //     give a client held at its limit a fresh allowance, and a flood of new
-//     keys would be a way to earn one;
+//     keys would be a way to earn one (a hot token-bucket key, decided
+//     without the lock, is judged by what it has left when it is written
+//     back to its slot, which happens before any eviction in its shard);
 //  4. when every key sampled (up to 64 from a random place in the shard) is
 //     being limited, the new key is not stored and its request is not
 //     decided: Apply and ApplyAll return ErrFull and charge nothing, as

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -79,5 +80,32 @@ func TestHotKeyRecheck(t *testing.T) {
 	}
 	if s.shards[0].hot.Load() == nil {
 		t.Fatal("the hot key was demoted: the locked path decided")
+	}
+}
+
+// TestHotKeyBeingLimitedIsNeverEvicted: a token-bucket key exhausted on
+// the lock-free path is marked limited when it is written back, so a full
+// store evicts another key rather than give it its burst back, even when
+// its bucket is the one that becomes idle soonest.
+func TestHotKeyBeingLimitedIsNeverEvicted(t *testing.T) {
+	s, _ := newTest(t, Config{MaxKeys: 2, Shards: 1})
+	ctx := context.Background()
+	fast := limit.TokenBucket{Rate: limit.Per(10, time.Second), Burst: 5} // idle 0.5s after its burst
+	slow := limit.TokenBucket{Rate: limit.Per(1, time.Second), Burst: 5}  // idle 1s after one request
+	for range 5 {
+		if d, _ := s.Apply(ctx, "hot", fast, 1); !d.Allowed {
+			t.Fatal("refused within the burst")
+		}
+	}
+	if s.shards[0].hot.Load() == nil {
+		t.Fatal("the key was not promoted: this test would not reach the hot path")
+	}
+	for i := range 3 {
+		if _, err := s.Apply(ctx, fmt.Sprint("new", i), slow, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d, _ := s.Apply(ctx, "hot", fast, 1); d.Allowed {
+		t.Fatalf("the exhausted hot key was evicted and admitted again (stats %+v)", s.Stats())
 	}
 }
