@@ -178,6 +178,75 @@ func TestCSV(t *testing.T) {
 	}
 }
 
+// JSON string escapes are decoded, in names and values alike: PHP writes
+// "\/api\/x" by default, and a filter on /api/ must see /api/x.
+func TestJSONStringEscapesAreDecoded(t *testing.T) {
+	in := `{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1","path":"\/api\/x"}
+{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1","p\u0061th":"\u002fapi\u002fx"}
+{"t\u0069me":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1","path":"/api/x"}
+{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.2","path":"/api/\"quoted\" \u00e9\ud83d\ude00"}
+{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1","path":"\/static\/y"}
+`
+	rep, err := Run(context.Background(), strings.NewReader(in), Config{
+		Key: mustKey(t, "path"), Filter: Filter{PathPrefixes: []string{"/api/"}},
+		Policies: policies(t, "fixed_window:limit=10,window=1m"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Input.Simulated != 4 || rep.Input.Filtered != 1 || rep.Input.Malformed != 0 {
+		t.Fatalf("simulated %d, filtered %d, malformed %d; want 4, 1, 0", rep.Input.Simulated, rep.Input.Filtered, rep.Input.Malformed)
+	}
+	got := map[string]int64{}
+	for _, b := range rep.Busiest {
+		got[b.Key] = b.Requests
+	}
+	if got["/api/x"] != 3 || got[`/api/"quoted" é😀`] != 1 {
+		t.Errorf("keys %v; want /api/x ×3 and /api/\"quoted\" é😀", got)
+	}
+}
+
+// A line that is not one valid JSON object is malformed, not half read.
+func TestJSONLinesMustBeValidJSON(t *testing.T) {
+	for _, bad := range []string{
+		`{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1"`,
+		`{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1"} trailing`,
+		`{"time":"2026-11-30T00:00:00Z" "remote_addr":"192.0.2.1"}`,
+		`{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1}`,
+		`{"time":"2026-11-30T00:00:00Z",}`,
+		`["time","2026-11-30T00:00:00Z"]`,
+	} {
+		var r record
+		r.reset(0)
+		if err := newJSONParser(Fields{}).parse([]byte(bad), &r); err != errSyntax {
+			t.Errorf("%s: %v; want %v", bad, err, errSyntax)
+		}
+	}
+}
+
+// Quoted CSV fields are decoded as encoding/csv decodes them: a doubled
+// quote is one quote, and text after a closing quote is malformed.
+func TestCSVQuotedFieldsAreDecoded(t *testing.T) {
+	in := "time,user,path\n" +
+		"2026-11-30T00:00:00Z,\"o\"\"brien\",\"/a,\"\"b\"\"\"\n" +
+		"2026-11-30T00:00:00Z,\"o\"\"brien\",\"/a,\"\"b\"\"\"\n" +
+		"2026-11-30T00:00:00Z,\"\",\"\"\n" +
+		"2026-11-30T00:00:00Z,\"carol\"x,/c\n" +
+		"2026-11-30T00:00:00Z,\"unclosed,/c\n"
+	rep, err := Run(context.Background(), strings.NewReader(in), Config{
+		Format: FormatCSV, Key: mustKey(t, "user,path"), Policies: policies(t, "fixed_window:limit=10,window=1m"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Input.Simulated != 3 || rep.Input.Malformed != 2 {
+		t.Fatalf("simulated %d, malformed %d; want 3 and 2", rep.Input.Simulated, rep.Input.Malformed)
+	}
+	if b := rep.Busiest[0]; b.Key != `o"brien|/a,"b"` || b.Requests != 2 {
+		t.Errorf("busiest %+v; want o\"brien|/a,\"b\" ×2", b)
+	}
+}
+
 func mustKey(t testing.TB, s string) KeySpec {
 	t.Helper()
 	k, err := ParseKeySpec(s)
