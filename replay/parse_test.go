@@ -247,6 +247,24 @@ func TestCSVQuotedFieldsAreDecoded(t *testing.T) {
 	}
 }
 
+// When lines have no timestamp field, the report names the fields they
+// have (JSON names, CSV header columns) and those it looked for.
+func TestMissingTimestampFieldNamesTheFieldsSeen(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"when":"2026-11-30T00:00:00Z","ip":"192.0.2.1","meta":{"time":"x"}}` + "\n": "when ip meta",
+		"when,ip\n2026-11-30T00:00:00Z,192.0.2.1\n":                                   "when ip",
+	} {
+		rep, err := Run(context.Background(), strings.NewReader(in), Config{Policies: policies(t, "fixed_window:limit=1,window=1m")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := rep.Input
+		if in.Simulated != 0 || strings.Join(in.FieldsSeen, " ") != want || len(in.TimeFields) == 0 || in.TimeFields[0] != "time" {
+			t.Errorf("%s: simulated %d, fields seen %q, looked for %q; want 0, %q, the defaults", want, in.Simulated, in.FieldsSeen, in.TimeFields, want)
+		}
+	}
+}
+
 func mustKey(t testing.TB, s string) KeySpec {
 	t.Helper()
 	k, err := ParseKeySpec(s)

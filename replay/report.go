@@ -67,6 +67,15 @@ type InputStats struct {
 	Late      int64         `json:"late"`
 	LateMax   time.Duration `json:"late_max_ns"`
 	LateShift time.Duration `json:"late_shift_max_ns"`
+	// Binary counts malformed lines holding NUL bytes, as binary input
+	// (neither text nor gzip) does.
+	Binary int64 `json:"binary,omitempty"`
+	// FieldsSeen are the fields (JSON names or CSV header columns) of the
+	// first line that had no timestamp field, and TimeFields the names a
+	// timestamp was looked for under (Config.Fields.Time); both empty when
+	// every line had one.
+	FieldsSeen []string `json:"fields_seen,omitempty"`
+	TimeFields []string `json:"time_fields,omitempty"`
 	// Examples are the first malformed lines (Config.Examples of them).
 	Examples []Malformed `json:"malformed_examples,omitempty"`
 }

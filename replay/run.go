@@ -236,9 +236,26 @@ func (p *pipeline) close() {
 	}
 }
 
+// fieldLister is a parser that can list the fields of a line, to say
+// which were there when none was the timestamp.
+type fieldLister interface {
+	fields(line []byte) []string
+}
+
 // bad counts a malformed line and keeps the first few as examples.
 func (p *pipeline) bad(n int64, line []byte, err error) {
 	p.in.Malformed++
+	if bytes.IndexByte(line, 0) >= 0 {
+		p.in.Binary++
+	}
+	if err == errNoTime && p.in.FieldsSeen == nil {
+		if fl, ok := p.parser.(fieldLister); ok {
+			if names := fl.fields(line); len(names) > 0 {
+				p.in.FieldsSeen = names
+				p.in.TimeFields = p.cfg.Fields.withDefaults().Time
+			}
+		}
+	}
 	if len(p.in.Examples) < p.cfg.Examples {
 		if len(line) > 240 {
 			line = line[:240]

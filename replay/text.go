@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -39,6 +40,13 @@ func WriteText(w io.Writer, rep *Report) error {
 		for _, m := range in.Examples {
 			fmt.Fprintf(b, "    line %d: %s: %s\n", m.Line, TerminalSafe(m.Reason), TerminalSafe(m.Text))
 		}
+	}
+	if in.Binary > 0 {
+		fmt.Fprintf(b, "  %d malformed lines hold NUL bytes: the input looks binary, neither a text log nor gzip\n", in.Binary)
+	}
+	if len(in.FieldsSeen) > 0 {
+		fmt.Fprintf(b, "  no timestamp field: line fields seen are %s; a timestamp is looked for in %s (name yours with -field time=NAME)\n",
+			TerminalSafe(strings.Join(in.FieldsSeen, ", ")), TerminalSafe(strings.Join(in.TimeFields, ", ")))
 	}
 	for _, p := range rep.Policies {
 		fmt.Fprintf(b, "\n== %s", TerminalSafe(p.Name))
