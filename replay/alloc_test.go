@@ -88,3 +88,31 @@ func BenchmarkLine(b *testing.B) {
 		p.line(int64(i), lines[i%batch])
 	}
 }
+
+// The JSON and CSV parsers allocate nothing per line either, decoding
+// escapes and doubled quotes included.
+func TestJSONAndCSVParsersDoNotAllocate(t *testing.T) {
+	for _, c := range []struct {
+		f    Format
+		line string
+	}{
+		{FormatJSON, `{"time":"2026-11-30T00:00:00.5Z","remote_addr":"192.0.2.7","method":"GET","uri":"\/api\/x?\u0070=1","status":200,"meta":{"a":[1,2]},"cost":2}`},
+		{FormatCSV, `2026-11-30T00:00:00.5Z,192.0.2.7,"GET","/a,""b""",200`},
+	} {
+		p := newParser(c.f, Fields{})
+		var r record
+		if c.f == FormatCSV {
+			r.reset(0)
+			if err := p.parse([]byte("time,ip,method,path,status"), &r); err != errHeader {
+				t.Fatal(err)
+			}
+		}
+		line := []byte(c.line)
+		var err error
+		parse := func() { r.reset(0); err = p.parse(line, &r) }
+		parse()
+		if a := testing.AllocsPerRun(1000, parse); a != 0 || err != nil {
+			t.Errorf("%v: %v allocations per line (%v)", c.f, a, err)
+		}
+	}
+}

@@ -53,7 +53,7 @@ func (p *clfParser) parse(line []byte, r *record) error {
 	}
 	t, ok := p.times.clf(line[ts:i])
 	if !ok {
-		return errNoTime
+		return errTime
 	}
 	r.Time = t
 	i++

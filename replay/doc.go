@@ -20,10 +20,13 @@
 // package rules' engine on the in-memory store, with the log's time as the
 // store's clock, exactly as the gateway would run them.
 //
-// Input is streamed: parsing is hand-written and byte-level, and the
-// per-line path does not allocate once a key has been seen. Out-of-order
-// lines are put back in order by a bounded window (a FIFO for the lines
-// in order plus a heap for the stragglers). Sliding logs and seam trackers
+// Input is streamed (gzip included, in constant memory): the common log
+// format is parsed by hand, byte by byte; JSON lines by fastjson, escapes
+// decoded; CSV as RFC 4180 reads it; and the per-line path does not
+// allocate once a key has been seen. Out-of-order lines are put back in
+// order by a window bounded in time and in lines (a FIFO for the lines in
+// order plus a heap for the stragglers), so that its memory stays bounded
+// whatever the timestamps say ([Config.ReorderLines]). Sliding logs and seam trackers
 // are freed as soon as they become idle. By default every distinct key
 // keeps a record of a few hundred bytes to the end, so that every per-key
 // figure is exact; with [Config.MaxKeys] memory follows the live keys

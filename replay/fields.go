@@ -105,18 +105,16 @@ const (
 // nameTable maps field names to slots with a rank (position in the
 // candidate list, lower wins).
 type nameTable struct {
-	names []string
-	slots []int
-	ranks []int
+	m map[string][]slotRank
 }
 
+type slotRank struct{ slot, rank int }
+
 func newNameTable(f Fields) nameTable {
-	var t nameTable
+	t := nameTable{m: make(map[string][]slotRank)}
 	add := func(slot int, names []string) {
 		for rank, n := range names {
-			t.names = append(t.names, n)
-			t.slots = append(t.slots, slot)
-			t.ranks = append(t.ranks, rank)
+			t.m[n] = append(t.m[n], slotRank{slot, rank})
 		}
 	}
 	add(slotTime, f.Time)
@@ -134,12 +132,10 @@ func newNameTable(f Fields) nameTable {
 	return t
 }
 
-// lookup returns every (slot, rank) a name fills; a name can fill two
-// slots (an extra field may also be the path). It calls fn per match.
+// lookup calls fn for every (slot, rank) a name fills; a name can fill
+// two slots (an extra field may also be the path).
 func (t *nameTable) lookup(name []byte, fn func(slot, rank int)) {
-	for i, n := range t.names {
-		if len(n) == len(name) && n == string(name) {
-			fn(t.slots[i], t.ranks[i])
-		}
+	for _, sr := range t.m[string(name)] {
+		fn(sr.slot, sr.rank)
 	}
 }

@@ -95,3 +95,64 @@ func TestHTMLReportDrawsChartsInChromium(t *testing.T) {
 		t.Error("no refused bars drawn")
 	}
 }
+
+// The charts are read by people: every y tick is a whole number drawn at
+// its value, x ticks fall on round UTC times and carry the date with its
+// year, the axis says UTC and the bucket width, refusals have a panel of
+// their own scale, counts have thousands separators, and the suggestions
+// are in the policies table.
+func TestHTMLChartsHaveReadableAxes(t *testing.T) {
+	cfg := Config{Suggest: true, Policies: policies(t, "fixed_window:limit=20,window=30s", "token_bucket:rate=1/s,burst=20")}
+	rep := runFile(t, realLog, cfg)
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "report.html")
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := chromium(t, file)
+
+	yticks := regexp.MustCompile(`<text[^>]*class="ytick"[^>]*data-v="([^"]*)"[^>]*>([^<]*)</text>`).FindAllStringSubmatch(dom, -1)
+	if len(yticks) < 6 {
+		t.Fatalf("%d y ticks found", len(yticks))
+	}
+	for _, m := range yticks {
+		v, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil || thousands(v) != m[2] {
+			t.Errorf("y tick labelled %q drawn at value %s; want a whole number labelled as drawn", m[2], m[1])
+		}
+	}
+	xticks := regexp.MustCompile(`<text[^>]*class="xtick"[^>]*data-t="([^"]*)"[^>]*>([^<]*)</text>`).FindAllStringSubmatch(dom, -1)
+	if len(xticks) < 4 {
+		t.Fatalf("%d x ticks found", len(xticks))
+	}
+	dated := 0
+	for _, m := range xticks {
+		ms, err := strconv.ParseInt(m[1], 10, 64)
+		// The log spans three days: ticks every few hours, on the hour.
+		if err != nil || ms%(3600*1000) != 0 {
+			t.Errorf("x tick %q at %s ms, not on a whole hour", m[2], m[1])
+		}
+		if regexp.MustCompile(`^2015-05-\d\d`).MatchString(m[2]) {
+			dated++
+		}
+	}
+	if dated < 3 {
+		t.Errorf("%d x tick labels carry the date with its year; want one per day", dated)
+	}
+	if !regexp.MustCompile(`class="xcaption"[^>]*>time \(UTC\); bars: 5 min buckets<`).MatchString(dom) {
+		t.Error("no x axis caption naming UTC and the bucket width")
+	}
+	panels := regexp.MustCompile(`<g class="refusals-panel" data-marks="(\d+)"`).FindAllStringSubmatch(dom, -1)
+	if len(panels) != 2 || panels[0][1] == "0" || panels[1][1] == "0" {
+		t.Errorf("refusals panels %v; want one per policy, each with marks", panels)
+	}
+	for _, want := range []string{"10,000 requests from 10,000 lines", "1,753 distinct keys", "All times are UTC",
+		`<td class="suggestion">limit <b>60</b> for the 10 busiest keys`, `burst <b>49</b> for the 10 busiest keys`} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+}

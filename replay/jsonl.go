@@ -1,10 +1,19 @@
 package replay
 
+import "github.com/valyala/fastjson"
+
 // jsonParser reads JSON lines: one object per line, whose top-level fields
-// are matched by name (see Fields). String values are taken raw, without
-// unescaping; nested objects and arrays are skipped.
+// are matched by name (see Fields). It is a real JSON parser (fastjson):
+// a line that is not one valid JSON object is malformed, and names and
+// string values are decoded ("\/api\/x" is /api/x, "\u00e9" is é).
+// Numbers, booleans and null are taken as written; nested objects and
+// arrays as compact JSON text. (fastjson reads numbers and escapes
+// leniently: a number 192.0.2.1 is taken as that text, an unknown escape
+// "\x" as written.)
 type jsonParser struct {
 	names nameTable
+	p     fastjson.Parser
+	text  []byte // the written form of values that are not strings
 }
 
 func newJSONParser(f Fields) *jsonParser {
@@ -12,54 +21,27 @@ func newJSONParser(f Fields) *jsonParser {
 }
 
 func (p *jsonParser) parse(line []byte, r *record) error {
+	v, err := p.p.ParseBytes(line)
+	if err != nil {
+		return errSyntax
+	}
+	o, err := v.Object()
+	if err != nil {
+		return errSyntax
+	}
 	var ranks [slotExtra + maxFields]int8
 	for i := range ranks {
 		ranks[i] = 127
 	}
-	var timeVal []byte
-	var costVal []byte
-	i := skipSpace(line, 0)
-	if i >= len(line) || line[i] != '{' {
-		return errSyntax
-	}
-	i++
-	for {
-		i = skipSpace(line, i)
-		if i >= len(line) {
-			return errSyntax
-		}
-		if line[i] == '}' {
-			break
-		}
-		if line[i] == ',' {
-			i++
-			continue
-		}
-		if line[i] != '"' {
-			return errSyntax
-		}
-		ks := i + 1
-		ke, ok := endString(line, i)
-		if !ok {
-			return errSyntax
-		}
-		name := line[ks:ke]
-		i = skipSpace(line, ke+1)
-		if i >= len(line) || line[i] != ':' {
-			return errSyntax
-		}
-		i = skipSpace(line, i+1)
-		vs, ve, next, ok := value(line, i)
-		if !ok {
-			return errSyntax
-		}
-		i = next
-		val := line[vs:ve]
+	var timeVal, costVal []byte
+	p.text = p.text[:0]
+	o.Visit(func(name []byte, v *fastjson.Value) {
 		p.names.lookup(name, func(slot, rank int) {
 			if int8(rank) >= ranks[slot] {
 				return
 			}
 			ranks[slot] = int8(rank)
+			val := p.value(v)
 			switch slot {
 			case slotTime:
 				timeVal = val
@@ -69,13 +51,13 @@ func (p *jsonParser) parse(line []byte, r *record) error {
 				r.setField(slot, val)
 			}
 		})
-	}
+	})
 	if timeVal == nil {
 		return errNoTime
 	}
 	t, ok := parseAnyTime(timeVal)
 	if !ok {
-		return errNoTime
+		return errTime
 	}
 	r.Time = t
 	if costVal != nil {
@@ -88,68 +70,39 @@ func (p *jsonParser) parse(line []byte, r *record) error {
 	return nil
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r') {
-		i++
+// value returns a string's decoded bytes, or the written form of any
+// other value. Either is valid until the next line is parsed.
+func (p *jsonParser) value(v *fastjson.Value) []byte {
+	if v.Type() == fastjson.TypeString {
+		b, _ := v.StringBytes()
+		if b == nil {
+			b = []byte{} // present, though empty
+		}
+		return b
 	}
-	return i
+	// Appending never moves what earlier values of this line point to:
+	// a reallocation leaves them on the old array.
+	start := len(p.text)
+	p.text = v.MarshalTo(p.text)
+	return p.text[start:len(p.text):len(p.text)]
 }
 
-// endString returns the index of the closing quote of the string whose
-// opening quote is at b[i].
-func endString(b []byte, i int) (int, bool) {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j, true
+// fields lists the names of the line's top-level fields, at most 32, or
+// nil when the line is not a JSON object.
+func (p *jsonParser) fields(line []byte) []string {
+	v, err := p.p.ParseBytes(line)
+	if err != nil {
+		return nil
+	}
+	o, err := v.Object()
+	if err != nil {
+		return nil
+	}
+	var names []string
+	o.Visit(func(name []byte, _ *fastjson.Value) {
+		if len(names) < 32 {
+			names = append(names, string(name))
 		}
-	}
-	return 0, false
-}
-
-// value scans the JSON value at b[i]: for a string, [vs, ve) is its
-// content without quotes; for anything else the raw token. next is the
-// index after the value.
-func value(b []byte, i int) (vs, ve, next int, ok bool) {
-	if i >= len(b) {
-		return 0, 0, 0, false
-	}
-	switch b[i] {
-	case '"':
-		e, ok := endString(b, i)
-		if !ok {
-			return 0, 0, 0, false
-		}
-		return i + 1, e, e + 1, true
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				e, ok := endString(b, j)
-				if !ok {
-					return 0, 0, 0, false
-				}
-				j = e
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i, j + 1, j + 1, true
-				}
-			}
-		}
-		return 0, 0, 0, false
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ' ' && b[j] != '\t' {
-		j++
-	}
-	if j == i {
-		return 0, 0, 0, false
-	}
-	return i, j, j, true
+	})
+	return names
 }

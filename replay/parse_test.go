@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -177,6 +178,93 @@ func TestCSV(t *testing.T) {
 	}
 }
 
+// JSON string escapes are decoded, in names and values alike: PHP writes
+// "\/api\/x" by default, and a filter on /api/ must see /api/x.
+func TestJSONStringEscapesAreDecoded(t *testing.T) {
+	in := `{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1","path":"\/api\/x"}
+{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1","p\u0061th":"\u002fapi\u002fx"}
+{"t\u0069me":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1","path":"/api/x"}
+{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.2","path":"/api/\"quoted\" \u00e9\ud83d\ude00"}
+{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1","path":"\/static\/y"}
+`
+	rep, err := Run(context.Background(), strings.NewReader(in), Config{
+		Key: mustKey(t, "path"), Filter: Filter{PathPrefixes: []string{"/api/"}},
+		Policies: policies(t, "fixed_window:limit=10,window=1m"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Input.Simulated != 4 || rep.Input.Filtered != 1 || rep.Input.Malformed != 0 {
+		t.Fatalf("simulated %d, filtered %d, malformed %d; want 4, 1, 0", rep.Input.Simulated, rep.Input.Filtered, rep.Input.Malformed)
+	}
+	got := map[string]int64{}
+	for _, b := range rep.Busiest {
+		got[b.Key] = b.Requests
+	}
+	if got["/api/x"] != 3 || got[`/api/"quoted" é😀`] != 1 {
+		t.Errorf("keys %v; want /api/x ×3 and /api/\"quoted\" é😀", got)
+	}
+}
+
+// A line that is not one valid JSON object is malformed, not half read.
+func TestJSONLinesMustBeValidJSON(t *testing.T) {
+	for _, bad := range []string{
+		`{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1"`,
+		`{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1"} trailing`,
+		`{"time":"2026-11-30T00:00:00Z" "remote_addr":"192.0.2.1"}`,
+		`{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1}`,
+		`{"time":"2026-11-30T00:00:00Z",}`,
+		`["time","2026-11-30T00:00:00Z"]`,
+	} {
+		var r record
+		r.reset(0)
+		if err := newJSONParser(Fields{}).parse([]byte(bad), &r); err != errSyntax {
+			t.Errorf("%s: %v; want %v", bad, err, errSyntax)
+		}
+	}
+}
+
+// Quoted CSV fields are decoded as encoding/csv decodes them: a doubled
+// quote is one quote, and text after a closing quote is malformed.
+func TestCSVQuotedFieldsAreDecoded(t *testing.T) {
+	in := "time,user,path\n" +
+		"2026-11-30T00:00:00Z,\"o\"\"brien\",\"/a,\"\"b\"\"\"\n" +
+		"2026-11-30T00:00:00Z,\"o\"\"brien\",\"/a,\"\"b\"\"\"\n" +
+		"2026-11-30T00:00:00Z,\"\",\"\"\n" +
+		"2026-11-30T00:00:00Z,\"carol\"x,/c\n" +
+		"2026-11-30T00:00:00Z,\"unclosed,/c\n"
+	rep, err := Run(context.Background(), strings.NewReader(in), Config{
+		Format: FormatCSV, Key: mustKey(t, "user,path"), Policies: policies(t, "fixed_window:limit=10,window=1m"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Input.Simulated != 3 || rep.Input.Malformed != 2 {
+		t.Fatalf("simulated %d, malformed %d; want 3 and 2", rep.Input.Simulated, rep.Input.Malformed)
+	}
+	if b := rep.Busiest[0]; b.Key != `o"brien|/a,"b"` || b.Requests != 2 {
+		t.Errorf("busiest %+v; want o\"brien|/a,\"b\" ×2", b)
+	}
+}
+
+// When lines have no timestamp field, the report names the fields they
+// have (JSON names, CSV header columns) and those it looked for.
+func TestMissingTimestampFieldNamesTheFieldsSeen(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"when":"2026-11-30T00:00:00Z","ip":"192.0.2.1","meta":{"time":"x"}}` + "\n": "when ip meta",
+		"when,ip\n2026-11-30T00:00:00Z,192.0.2.1\n":                                   "when ip",
+	} {
+		rep, err := Run(context.Background(), strings.NewReader(in), Config{Policies: policies(t, "fixed_window:limit=1,window=1m")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := rep.Input
+		if in.Simulated != 0 || strings.Join(in.FieldsSeen, " ") != want || len(in.TimeFields) == 0 || in.TimeFields[0] != "time" {
+			t.Errorf("%s: simulated %d, fields seen %q, looked for %q; want 0, %q, the defaults", want, in.Simulated, in.FieldsSeen, in.TimeFields, want)
+		}
+	}
+}
+
 func mustKey(t testing.TB, s string) KeySpec {
 	t.Helper()
 	k, err := ParseKeySpec(s)
@@ -272,5 +360,58 @@ func TestTimeCacheMatchesFullParse(t *testing.T) {
 		if got != want || ok != wok {
 			t.Errorf("%q: cache %d %v, full parse %d %v", s, got, ok, want, wok)
 		}
+	}
+}
+
+// benchLines returns n lines of the format, from 5,000 clients, with
+// paths of an API; JSON lines are shaped like the gateway's access log,
+// CSV lines follow a header naming their columns.
+func benchLines(format Format, n int) [][]byte {
+	clf := syntheticLines(n, 5000, 1000, 0)
+	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	out := make([][]byte, n)
+	for i := range out {
+		t := start.Add(time.Duration(i) * time.Millisecond)
+		ip := fmt.Sprintf("10.1.%d.%d", (i%5000)/256, (i%5000)%256)
+		switch format {
+		case FormatJSON:
+			out[i] = fmt.Appendf(nil, `{"time":"%s","remote_addr":"%s","method":"GET","host":"api.example.com","uri":"/v1/items/%d?page=2","status":200,"bytes":512,"duration_ms":1.250,"user_agent":"bench/1.0 (x; y)","rule":"","decision":"allowed"}`,
+				t.Format(time.RFC3339Nano), ip, i%7)
+		case FormatCSV:
+			out[i] = fmt.Appendf(nil, `%s,%s,GET,/v1/items/%d,200,"bench/1.0 (x, y)"`, t.Format(time.RFC3339Nano), ip, i%7)
+		default:
+			out[i] = clf[i]
+		}
+	}
+	return out
+}
+
+// BenchmarkParse measures each format's line parser alone.
+func BenchmarkParse(b *testing.B) {
+	for _, f := range []Format{FormatCombined, FormatJSON, FormatCSV} {
+		b.Run(f.String(), func(b *testing.B) {
+			lines := benchLines(f, 4096)
+			p := newParser(f, Fields{})
+			var r record
+			if f == FormatCSV {
+				r.reset(0)
+				if err := p.parse([]byte("time,ip,method,path,status,agent"), &r); err != errHeader {
+					b.Fatal(err)
+				}
+			}
+			size := 0
+			for _, l := range lines {
+				size += len(l)
+			}
+			b.SetBytes(int64(size / len(lines)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r.reset(0)
+				if err := p.parse(lines[i%len(lines)], &r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

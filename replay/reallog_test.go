@@ -77,7 +77,8 @@ func checkPolicy(t *testing.T, p PolicyReport, w want) {
 // suggestions found by binary search over the limit), run as
 //
 //	python3 testdata/reference.py testdata/apache_excerpt.log 20 30
-//	python3 testdata/reference.py ../../shared/data/apache_combined_10k.log [20 30]
+//	gunzip -k testdata/apache_combined_10k.log.gz
+//	python3 testdata/reference.py testdata/apache_combined_10k.log [20 30]
 //
 // and copied here by hand. They are not read back from this package.
 
@@ -134,14 +135,10 @@ func TestRealLogExcerpt(t *testing.T) {
 	}
 }
 
-// realLog is the full 10,000-line log beside the project, present on the
-// project machine; the test is skipped elsewhere.
-const realLog = "../../shared/data/apache_combined_10k.log"
+// realLog is the full 10,000-line log, gzipped (see testdata/README.md).
+const realLog = "testdata/apache_combined_10k.log.gz"
 
 func TestRealLogFull(t *testing.T) {
-	if _, err := os.Stat(realLog); err != nil {
-		t.Skipf("%s not present", realLog)
-	}
 	rep := runFile(t, realLog, Config{
 		Suggest: true,
 		Policies: policies(t,

@@ -48,7 +48,7 @@ func (r *record) reset(nf int) {
 // allocation. The reader attaches the line number when it shows one.
 var (
 	errSyntax   = errors.New("line does not match the format")
-	errNoTime   = errors.New("no timestamp")
+	errNoTime   = errors.New("no timestamp field")
 	errBadCost  = errors.New("bad cost")
 	errTooLong  = errors.New("line longer than the read buffer")
 	errNotFound = errors.New("no field for the key")

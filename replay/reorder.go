@@ -14,37 +14,48 @@ type event struct {
 }
 
 // reorderer puts events back into time order within a bounded window: an
-// event is released once an event at least window later has been read.
-// An event older than one already released is late: it is released at
-// the time of the last released event (clamped, counted), never dropped
-// and never allowed to move time backwards. Memory is the number of
-// events within one window of the newest.
+// event is released once an event at least window later has been read,
+// or, when more than maxQueued events are waiting, as soon as it is the
+// earliest of them (released early, counted). An event older than one
+// already released is late: it is released at the time of the last
+// released event (clamped, counted), never dropped and never allowed to
+// move time backwards. Memory is the number of events within one window
+// of the newest, at most maxQueued.
 //
 // Most lines arrive in order, so events no older than the newest queued
 // one go to a FIFO (already sorted, O(1)), and only the stragglers to a
 // heap; release takes the earlier of the two heads.
 type reorderer struct {
-	window   int64
-	fifo     []event // sorted by (t, seq); fifo[head:] are live
-	head     int
-	h        []event // binary min-heap of the out-of-order events
-	maxSeen  int64
-	released int64 // time of the last released event
-	started  bool
-	late     int64 // events that arrived after their time was released
-	lateMax  int64 // the largest lateness seen, ns
-	seq      int64
-	sink     *simulator // receives the released events
+	window    int64
+	maxQueued int     // the most events held; at least 1
+	fifo      []event // sorted by (t, seq); fifo[head:] are live
+	head      int
+	h         []event // binary min-heap of the out-of-order events
+	maxSeen   int64
+	released  int64 // time of the last released event
+	started   bool
+	late      int64 // events that arrived after their time was released
+	lateMax   int64 // the most a late event's time was behind the newest time read before it, ns
+	shiftMax  int64 // the most a late event was moved forward (to the release time), ns
+	early     int64 // events released before their window had passed, the queue being full
+	peak      int   // the most events queued at once
+	seq       int64
+	sink      *simulator // receives the released events
 }
 
 // push adds an event and releases every event now outside the window, in
 // order, to the simulator.
 func (r *reorderer) push(t int64, key int32, cost int64, req *engineRequest) {
+	if r.seq == 0 {
+		r.maxSeen = t
+	}
 	if r.started && t < r.released {
 		r.late++
-		r.lateMax = max(r.lateMax, diffSat(t, r.released))
+		r.lateMax = max(r.lateMax, diffSat(t, r.maxSeen))
+		r.shiftMax = max(r.shiftMax, diffSat(t, r.released))
 		t = r.released
 	}
+	r.maxSeen = max(r.maxSeen, t)
 	r.seq++
 	if r.sink.maxKeys > 0 { // only retirement needs the count, and it costs a cache miss
 		r.sink.slab[int(key)*r.sink.stride+wPending]++
@@ -58,7 +69,9 @@ func (r *reorderer) push(t int64, key int32, cost int64, req *engineRequest) {
 	if r.head == len(r.fifo) || t >= r.fifo[len(r.fifo)-1].t {
 		if r.head > 0 && r.head == len(r.fifo) {
 			r.fifo, r.head = r.fifo[:0], 0
-		} else if r.head > 4096 && r.head*2 >= len(r.fifo) {
+		} else if r.head > 4096 && (r.head*2 >= len(r.fifo) || len(r.fifo) == cap(r.fifo) && r.head*4 >= len(r.fifo)) {
+			// Reuse the released front rather than growing: the FIFO's
+			// capacity stays within about 1.5 times what it holds.
 			n := copy(r.fifo, r.fifo[r.head:])
 			r.fifo, r.head = r.fifo[:n], 0
 		}
@@ -67,16 +80,21 @@ func (r *reorderer) push(t int64, key int32, cost int64, req *engineRequest) {
 		r.h = append(r.h, e)
 		r.up(len(r.h) - 1)
 	}
-	r.maxSeen = max(r.maxSeen, t)
-	if !r.started && r.seq == 1 {
-		r.maxSeen = t
-	}
 	limit := subSat(r.maxSeen, r.window)
+	queued := len(r.fifo) - r.head + len(r.h)
+	r.peak = max(r.peak, queued)
 	for {
 		e, ok := r.peek()
-		if !ok || e.t > limit {
+		if !ok {
 			return
 		}
+		if e.t > limit {
+			if queued <= r.maxQueued {
+				return
+			}
+			r.early++
+		}
+		queued--
 		// Start loading the state of a request a few places ahead, so
 		// that its cache misses overlap this one's work.
 		if j := r.head + prefetchAhead; j < len(r.fifo) {

@@ -1,9 +1,12 @@
 package replay
 
 import (
+	"compress/gzip"
 	"context"
+	"io"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +165,123 @@ func TestKeysAndFilters(t *testing.T) {
 	if _, err := Run(context.Background(), strings.NewReader(log), Config{
 		Key: mustKey(t, "field:x"), Policies: policies(t, "fixed_window:limit=1,window=1s")}); err == nil {
 		t.Error("field: key accepted for a combined log")
+	}
+}
+
+// repeatReader yields line n times, generated as it is read: a large
+// input without a large file or buffer.
+type repeatReader struct {
+	line []byte
+	n    int // lines left
+	off  int // offset in the current line
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	k := 0
+	for k < len(p) && r.n > 0 {
+		c := copy(p[k:], r.line[r.off:])
+		k += c
+		if r.off += c; r.off == len(r.line) {
+			r.off, r.n = 0, r.n-1
+		}
+	}
+	if k == 0 {
+		return 0, io.EOF
+	}
+	return k, nil
+}
+
+// liveHeap returns the bytes of live heap objects, after a collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// A log whose lines all carry one timestamp never leaves the reordering
+// window by time: it must be bounded by lines, so that memory stays flat
+// whatever the input's length, plain or gzipped (whose expansion is then
+// harmless: it is read as a stream).
+func TestReorderWindowMemoryIsBoundedByLines(t *testing.T) {
+	const lines = 1_000_000
+	line := []byte(`192.0.2.7 - - [17/May/2015:10:05:03 +0000] "GET /api/x HTTP/1.1" 200 5 "-" "curl/8"` + "\n")
+	pr, pw := io.Pipe()
+	go func() {
+		zw, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)
+		_, err := io.Copy(zw, &repeatReader{line: line, n: lines})
+		if err == nil {
+			err = zw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	base := liveHeap()
+	var peak uint64
+	cfg := Config{Policies: policies(t, "fixed_window:limit=100,window=1m"),
+		Progress: func(int64) { peak = max(peak, liveHeap()) }}
+	rep, err := Run(context.Background(), pr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Input.Simulated != lines {
+		t.Fatalf("simulated %d of %d", rep.Input.Simulated, lines)
+	}
+	// The window holds DefaultReorderLines lines of some 40 bytes each,
+	// about 10 MB; the million would be 40 MB and more.
+	if grew := int64(peak) - int64(base); grew > 24<<20 {
+		t.Errorf("live heap grew by %d MB while reading %d lines of one timestamp", grew>>20, lines)
+	}
+	if rep.Input.ReorderFull != lines-DefaultReorderLines {
+		t.Errorf("%d requests released early; want %d", rep.Input.ReorderFull, lines-DefaultReorderLines)
+	}
+}
+
+// The bound holds exactly: never more than ReorderLines lines wait, the
+// lines it pushes out early are counted, and a straggler that arrives
+// after them is late, as it would be after a window's worth of time.
+func TestReorderWindowHoldsAtMostReorderLines(t *testing.T) {
+	cfg := Config{ReorderLines: 1000, Policies: policies(t, "fixed_window:limit=100000,window=1h")}
+	if err := cfg.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := newPipeline(&cfg, FormatCSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(0)
+	feed := func(s string) { n++; p.line(n, []byte(s)) }
+	for range 50_000 {
+		feed("2015-05-17T10:05:03Z,k")
+	}
+	feed("2015-05-17T10:05:02Z,k") // a second out of order: within the window's time, not its lines
+	p.finish()
+	if p.reo.peak > 1000+1 {
+		t.Errorf("%d lines queued at once; want at most 1001", p.reo.peak)
+	}
+	if p.sim.events != 50_001 || p.reo.early != 50_001-1000 {
+		t.Errorf("simulated %d, released early %d; want 50001 and 49001", p.sim.events, p.reo.early)
+	}
+	if p.reo.late != 1 || p.reo.lateMax != int64(time.Second) || p.reo.shiftMax != int64(time.Second) {
+		t.Errorf("late %d (out of order by %v, moved by %v); want 1, by 1s, 1s", p.reo.late,
+			time.Duration(p.reo.lateMax), time.Duration(p.reo.shiftMax))
+	}
+}
+
+// A line an hour older than the newest line read before it is an hour out
+// of order, whatever the time it is then simulated at; the report says
+// both.
+func TestLatenessIsMeasuredFromTheNewestLineRead(t *testing.T) {
+	log := "2015-05-17T10:00:00Z,a\n2015-05-17T10:00:04Z,a\n2015-05-17T11:00:00Z,a\n2015-05-17T10:00:00Z,a\n"
+	rep := runBounded(t, log)
+	in := rep.Input
+	if in.Late != 1 || in.LateMax != time.Hour || in.LateShift != 4*time.Second {
+		t.Errorf("late %d, out of order by %v, moved by %v; want 1, 1h, 4s", in.Late, in.LateMax, in.LateShift)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "up to 1h0m0s out of order") || !strings.Contains(b.String(), "up to 4s after their own time") {
+		t.Errorf("text report does not say how far out of order:\n%s", b.String())
 	}
 }

@@ -52,12 +52,30 @@ type InputStats struct {
 	// First and Last are the earliest and latest request times.
 	First time.Time `json:"first"`
 	Last  time.Time `json:"last"`
-	// Reorder is the reordering window; Late counts requests that arrived
-	// after their time had been released (simulated at the release time,
-	// at most LateMax late).
-	Reorder time.Duration `json:"reorder_ns"`
-	Late    int64         `json:"late"`
-	LateMax time.Duration `json:"late_max_ns"`
+	// Reorder is the reordering window, holding at most ReorderLines
+	// lines.
+	Reorder      time.Duration `json:"reorder_ns"`
+	ReorderLines int           `json:"reorder_lines"`
+	// ReorderFull counts requests simulated before their reordering
+	// window had passed, because the window held ReorderLines lines.
+	ReorderFull int64 `json:"reorder_full,omitempty"`
+	// Late counts requests that arrived after a later time had been
+	// simulated: each is simulated at that time instead of its own.
+	// LateMax is the most a late request's time was behind the newest
+	// time read before it (how far out of order it was); LateShift the
+	// most one was moved forward.
+	Late      int64         `json:"late"`
+	LateMax   time.Duration `json:"late_max_ns"`
+	LateShift time.Duration `json:"late_shift_max_ns"`
+	// Binary counts malformed lines holding NUL bytes, as binary input
+	// (neither text nor gzip) does.
+	Binary int64 `json:"binary,omitempty"`
+	// FieldsSeen are the fields (JSON names or CSV header columns) of the
+	// first line that had no timestamp field, and TimeFields the names a
+	// timestamp was looked for under (Config.Fields.Time); both empty when
+	// every line had one.
+	FieldsSeen []string `json:"fields_seen,omitempty"`
+	TimeFields []string `json:"time_fields,omitempty"`
 	// Examples are the first malformed lines (Config.Examples of them).
 	Examples []Malformed `json:"malformed_examples,omitempty"`
 }
@@ -463,5 +481,9 @@ func policyFlag(p limit.Policy) string {
 func periodString(d time.Duration) string {
 	// Rate.String formats its period the way ParsePeriod reads; reuse it.
 	s := limit.Rate{Count: 1, Period: d}.String()
-	return s[strings.IndexByte(s, '/')+1:]
+	s = s[strings.IndexByte(s, '/')+1:]
+	if s != "" && (s[0] < '0' || s[0] > '9') {
+		s = "1" + s // "m" reads back, but "1m" reads as a window
+	}
+	return s
 }

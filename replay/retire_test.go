@@ -1,7 +1,7 @@
 package replay
 
 import (
-	"bufio"
+	"io"
 	"os"
 	"testing"
 )
@@ -12,9 +12,6 @@ import (
 // near the bound instead of growing with every distinct key.
 func TestMaxKeysRetiresIdleKeysLosslessly(t *testing.T) {
 	path := realLog
-	if _, err := os.Stat(path); err != nil {
-		path = "testdata/apache_excerpt.log"
-	}
 	specs := []string{
 		"fixed_window:limit=20,window=30s",
 		"sliding_window:limit=20,window=30s",
@@ -38,11 +35,20 @@ func TestMaxKeysRetiresIdleKeysLosslessly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	n, most := int64(0), 0
-	for sc.Scan() {
-		n++
-		p.line(n, sc.Bytes())
+	src, err := newLineSource(f) // gunzips
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := 0
+	for {
+		line, err := src.next()
+		if err != nil {
+			if err != io.EOF {
+				t.Fatal(err)
+			}
+			break
+		}
+		p.line(src.line, line)
 		most = max(most, len(p.sim.names))
 	}
 	p.finish()

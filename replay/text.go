@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -16,7 +17,7 @@ func WriteText(w io.Writer, rep *Report) error {
 		keys = "key records"
 	}
 	fmt.Fprintf(b, "Input: %d lines (%s format), %d requests simulated, %d %s (key: %s)\n",
-		in.Lines, in.Format, in.Simulated, in.Keys, keys, in.Key)
+		in.Lines, in.Format, in.Simulated, in.Keys, keys, TerminalSafe(in.Key))
 	if !in.First.IsZero() {
 		fmt.Fprintf(b, "  from %s to %s (%s)\n", stamp(in.First), stamp(in.Last), in.Last.Sub(in.First).Round(time.Second))
 	}
@@ -26,45 +27,56 @@ func WriteText(w io.Writer, rep *Report) error {
 	if in.Filtered > 0 {
 		fmt.Fprintf(b, "  %d lines filtered out\n", in.Filtered)
 	}
+	if in.ReorderFull > 0 {
+		fmt.Fprintf(b, "  %d requests were simulated before their %v reordering window had passed: the window holds at most %d lines\n",
+			in.ReorderFull, in.Reorder, in.ReorderLines)
+	}
 	if in.Late > 0 {
-		fmt.Fprintf(b, "  %d requests arrived later than the %v reordering window (up to %v late) and were simulated at the window's edge\n",
-			in.Late, in.Reorder, in.LateMax)
+		fmt.Fprintf(b, "  %d requests arrived after a later time had been simulated (up to %v out of order; reordering window %v) and were simulated up to %v after their own time\n",
+			in.Late, in.LateMax, in.Reorder, in.LateShift)
 	}
 	if in.Malformed > 0 {
 		fmt.Fprintf(b, "  %d malformed lines skipped; the first %d:\n", in.Malformed, len(in.Examples))
 		for _, m := range in.Examples {
-			fmt.Fprintf(b, "    line %d: %s: %s\n", m.Line, m.Reason, m.Text)
+			fmt.Fprintf(b, "    line %d: %s: %s\n", m.Line, TerminalSafe(m.Reason), TerminalSafe(m.Text))
 		}
 	}
+	if in.Binary > 0 {
+		fmt.Fprintf(b, "  %d malformed lines hold NUL bytes: the input looks binary, neither a text log nor gzip\n", in.Binary)
+	}
+	if len(in.FieldsSeen) > 0 {
+		fmt.Fprintf(b, "  no timestamp field: line fields seen are %s; a timestamp is looked for in %s (name yours with -field time=NAME)\n",
+			TerminalSafe(strings.Join(in.FieldsSeen, ", ")), TerminalSafe(strings.Join(in.TimeFields, ", ")))
+	}
 	for _, p := range rep.Policies {
-		fmt.Fprintf(b, "\n== %s", p.Name)
+		fmt.Fprintf(b, "\n== %s", TerminalSafe(p.Name))
 		if p.Name != p.Policy {
-			fmt.Fprintf(b, "  [%s]", p.Policy)
+			fmt.Fprintf(b, "  [%s]", TerminalSafe(p.Policy))
 		}
 		fmt.Fprintf(b, "\n  requests %d, refused %d (%.2f%%), keys affected %d of %d\n",
 			p.Requests, p.Refused, p.RefusedPercent, p.KeysAffected, in.Keys)
 		v := p.BusiestVerdict
 		if v.Key != "" {
 			if v.Refused == 0 {
-				fmt.Fprintf(b, "  the busiest client, %s (%d requests), would never have been refused\n", v.Key, v.Requests)
+				fmt.Fprintf(b, "  the busiest client, %s (%d requests), would never have been refused\n", TerminalSafe(v.Key), v.Requests)
 			} else {
 				fmt.Fprintf(b, "  the busiest client, %s (%d requests), would have been refused %d times, first at %s\n",
-					v.Key, v.Requests, v.Refused, stamp(v.FirstRefused))
+					TerminalSafe(v.Key), v.Requests, v.Refused, stamp(v.FirstRefused))
 			}
 		}
 		if len(p.TopRefused) > 0 {
 			fmt.Fprintf(b, "  top refused keys:\n")
 			for _, k := range p.TopRefused {
-				fmt.Fprintf(b, "    %-40s refused %6d of %6d, first at %s\n", k.Key, k.Refused, k.Requests, stamp(k.FirstRefused))
+				fmt.Fprintf(b, "    %-40s refused %6d of %6d, first at %s\n", TerminalSafe(k.Key), k.Refused, k.Requests, stamp(k.FirstRefused))
 			}
 		}
 		if s := p.Seam; s != nil {
 			fmt.Fprintf(b, "  worst seam burst: %s was admitted %d within %v (limit %d, %.2fx), %s to %s\n",
-				s.Key, s.Admitted, s.Window, s.Limit, float64(s.Admitted)/float64(s.Limit), stamp(s.From), stamp(s.To))
+				TerminalSafe(s.Key), s.Admitted, s.Window, s.Limit, float64(s.Admitted)/float64(s.Limit), stamp(s.From), stamp(s.To))
 		}
 		if a := p.Accuracy; a != nil {
 			fmt.Fprintf(b, "  vs exact %s: %d of %d decisions differ (%.4f%%): %d allowed that the log refused, %d refused that it allowed\n",
-				a.ExactPolicy, a.Differ, a.Decisions, a.DifferPercent, a.FalseAllow, a.FalseRefuse)
+				TerminalSafe(a.ExactPolicy), a.Differ, a.Decisions, a.DifferPercent, a.FalseAllow, a.FalseRefuse)
 		}
 		if s := p.Suggestion; s != nil {
 			fmt.Fprintf(b, "  suggest: %s %d refuses none of the %d busiest keys (%s); %s %d none of %g%% of keys (%s); %s %d refuses nobody (now %d)\n",

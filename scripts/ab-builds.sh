@@ -21,8 +21,8 @@ case "${1:-}" in -deny | -allow) mode=${1#-}; shift ;; esac
 ROUNDS=$1 SECS=$2
 shift 2
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-EDGE=${EDGE:-$ROOT/../shared/bench/edge}
-[ -f "$EDGE/nginx-proxy.conf.in" ] || EDGE=/work/shared/bench/edge
+EDGE=${EDGE:-$ROOT/scripts/nginx}
+[ -f "$EDGE/nginx-proxy.conf.in" ] || { echo "$(basename "$0"): no nginx templates in $EDGE" >&2; exit 1; }
 RUN=$(mktemp -d /tmp/ab-builds.XXXXXX)
 PIDS=()
 cleanup() {

@@ -17,15 +17,15 @@
 #
 # Needs: go, wrk, nginx (Debian nginx-light). Everything listens on
 # 127.0.0.1:18081-18099 and is stopped on exit. The peer configurations come
-# from ../shared/bench/edge (templates), or from $EDGE.
+# from the templates in scripts/nginx, or from $EDGE.
 set -euo pipefail
 
 ROUNDS=${1:-3}
 SECS=${2:-5}
 CONNS=${CONNS:-64}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-EDGE=${EDGE:-$ROOT/../shared/bench/edge}
-[ -f "$EDGE/nginx-proxy.conf.in" ] || EDGE=/work/shared/bench/edge
+EDGE=${EDGE:-$ROOT/scripts/nginx}
+[ -f "$EDGE/nginx-proxy.conf.in" ] || { echo "$(basename "$0"): no nginx templates in $EDGE" >&2; exit 1; }
 RUN=$(mktemp -d /tmp/bench-gateway.XXXXXX)
 PIDS=()
 declare -A PIDOF # port -> process id of the server on it (nginx: the master)

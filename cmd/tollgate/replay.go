@@ -34,7 +34,10 @@ var replayCommand = &command{
 				file = args[0]
 			}
 			if err := runReplay(ctx, o, file, os.Stdin, stdout, stderr); err != nil {
-				fmt.Fprintf(stderr, "tollgate replay: %v\n", err)
+				// Package replay's errors start with its name, which the
+				// prefix already says; the message may quote the input.
+				msg := strings.TrimPrefix(err.Error(), "replay: ")
+				fmt.Fprintf(stderr, "tollgate replay: %s\n", replay.TerminalSafe(msg))
 				if errors.As(err, new(replayUsageError)) {
 					return exitUsage
 				}
@@ -62,11 +65,11 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 type replayOptions struct {
 	policies, fields, paths, methods, statuses multiFlag
 
-	format, key, jsonOut, htmlOut, progress, configFile string
-	v6, v4, suggestTop, top, busiest, examples, maxKeys int
-	reorder                                             time.Duration
-	suggest                                             bool
-	suggestPct                                          float64
+	format, key, jsonOut, htmlOut, progress, configFile               string
+	v6, v4, suggestTop, top, busiest, examples, maxKeys, reorderLines int
+	reorder                                                           time.Duration
+	suggest                                                           bool
+	suggestPct                                                        float64
 }
 
 func registerReplayFlags(fs *flag.FlagSet) *replayOptions {
@@ -82,6 +85,7 @@ func registerReplayFlags(fs *flag.FlagSet) *replayOptions {
 	fs.Var(&o.methods, "method", "only requests with this `method` (repeatable)")
 	fs.Var(&o.statuses, "status", "only requests with this `status`, digits or x such as 5xx (repeatable)")
 	fs.DurationVar(&o.reorder, "reorder", replay.DefaultReorder, "reordering `window` for out-of-order lines (0 disables)")
+	fs.IntVar(&o.reorderLines, "reorder-lines", replay.DefaultReorderLines, "the most `lines` the reordering window holds (bounds its memory; beyond it, the earliest line is simulated early)")
 	fs.BoolVar(&o.suggest, "suggest", false, "suggest per policy the smallest limit (or burst) refusing none of the busiest keys")
 	fs.IntVar(&o.suggestTop, "suggest-top", 10, "with -suggest: how many of the busiest `keys` must never be refused")
 	fs.Float64Var(&o.suggestPct, "suggest-percentile", 99, "with -suggest: the `percent` of keys that must never be refused")
@@ -100,7 +104,7 @@ func registerReplayFlags(fs *flag.FlagSet) *replayOptions {
 // the progress bar go to stderr.
 func runReplay(ctx context.Context, o *replayOptions, file string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cfg := replay.Config{
-		Reorder: o.reorder, Suggest: o.suggest, SuggestTop: o.suggestTop,
+		Reorder: o.reorder, ReorderLines: o.reorderLines, Suggest: o.suggest, SuggestTop: o.suggestTop,
 		SuggestPercentile: o.suggestPct, Top: o.top, Examples: o.examples, MaxKeys: o.maxKeys,
 		Filter: replay.Filter{PathPrefixes: o.paths, Methods: o.methods, Statuses: o.statuses},
 	}
@@ -183,9 +187,35 @@ func runReplay(ctx context.Context, o *replayOptions, file string, stdin io.Read
 		}
 	}
 	if textTo != nil {
-		return replay.WriteText(textTo, rep)
+		if err := replay.WriteText(textTo, rep); err != nil {
+			return err
+		}
 	}
-	return nil
+	return nothingSimulated(&rep.Input)
+}
+
+// nothingSimulated says why no request was simulated, or returns nil when
+// some were: a run that simulated nothing has answered nothing, and
+// exits non-zero.
+func nothingSimulated(in *replay.InputStats) error {
+	if in.Simulated > 0 {
+		return nil
+	}
+	content := in.Lines - in.Blank - in.Header
+	switch {
+	case content == 0:
+		return errors.New("nothing was simulated: the input has no log lines")
+	case in.Binary > 0 && in.Binary == in.Malformed && in.Malformed == content:
+		return fmt.Errorf("nothing was simulated: the input is not a text log (NUL bytes in %d lines); give a log, plain or gzipped", in.Binary)
+	case len(in.FieldsSeen) > 0:
+		return fmt.Errorf("nothing was simulated: no timestamp field among %s; name it with -field time=NAME (looked for %s)",
+			strings.Join(in.FieldsSeen, ", "), strings.Join(in.TimeFields, ", "))
+	case in.Malformed == content:
+		return fmt.Errorf("nothing was simulated: all %d lines are malformed for the %s format (see the first ones in the report; -format sets the format)", in.Malformed, in.Format)
+	case in.Filtered > 0:
+		return fmt.Errorf("nothing was simulated: the filters left none of %d requests", in.Filtered)
+	}
+	return fmt.Errorf("nothing was simulated: %d lines, %d malformed", in.Lines, in.Malformed)
 }
 
 // replayInput is a replay's input: it can be read again from the start
@@ -204,14 +234,14 @@ func openReplayInput(name string, stdin io.Reader, twice bool) (*replayInput, fu
 	if name != "" && name != "-" {
 		st, err := os.Stat(name)
 		if err != nil {
-			return nil, nothing, fmt.Errorf("replay: %w", err)
+			return nil, nothing, err
 		}
 		if st.Mode().IsRegular() {
 			return &replayInput{path: name, size: st.Size()}, nothing, nil
 		}
 		f, err := os.Open(name) // a pipe or device: read it as a stream
 		if err != nil {
-			return nil, nothing, fmt.Errorf("replay: %w", err)
+			return nil, nothing, err
 		}
 		stdin = f
 		nothing = func() { f.Close() }
@@ -221,13 +251,13 @@ func openReplayInput(name string, stdin io.Reader, twice bool) (*replayInput, fu
 	}
 	tmp, err := os.CreateTemp("", "tollgate-replay-*.log")
 	if err != nil {
-		return nil, nothing, fmt.Errorf("replay: spooling standard input: %w", err)
+		return nil, nothing, fmt.Errorf("spooling standard input: %w", err)
 	}
 	cleanup := func() { tmp.Close(); os.Remove(tmp.Name()); nothing() }
 	n, err := io.Copy(tmp, stdin)
 	if err != nil {
 		cleanup()
-		return nil, func() {}, fmt.Errorf("replay: spooling standard input: %w", err)
+		return nil, func() {}, fmt.Errorf("spooling standard input: %w", err)
 	}
 	return &replayInput{path: tmp.Name(), size: n}, cleanup, nil
 }
@@ -238,12 +268,12 @@ func replayOnce(ctx context.Context, in *replayInput, cfg replay.Config, showBar
 	if in.path != "" {
 		f, err := os.Open(in.path)
 		if err != nil {
-			return nil, fmt.Errorf("replay: %w", err)
+			return nil, err
 		}
 		defer f.Close()
 		r = f
 	} else if in.reads > 0 {
-		return nil, errors.New("replay: the input stream was already read")
+		return nil, errors.New("the input stream was already read")
 	}
 	in.reads++
 	if showBar {
@@ -270,14 +300,14 @@ func replayOnce(ctx context.Context, in *replayInput, cfg replay.Config, showBar
 func writeFile(name string, fn func(io.Writer) error) error {
 	f, err := os.Create(name)
 	if err != nil {
-		return fmt.Errorf("replay: %w", err)
+		return err
 	}
 	if err := fn(f); err != nil {
 		f.Close()
-		return fmt.Errorf("replay: writing %s: %w", name, err)
+		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("replay: writing %s: %w", name, err)
+		return fmt.Errorf("writing %s: %w", name, err)
 	}
 	return nil
 }

@@ -148,6 +148,46 @@ func TestReplayUsageErrors(t *testing.T) {
 	if code := run([]string{"replay", "-policy", "token_bucket:rate=1/s", "/nonexistent/log"}, &stdout, &stderr); code != exitFail {
 		t.Errorf("missing file: exit %d, want %d", code, exitFail)
 	}
+	if want := "tollgate replay: stat /nonexistent/log: no such file or directory\n"; stderr.String() != want {
+		t.Errorf("missing file: stderr %q; want %q", stderr.String(), want)
+	}
+}
+
+// A run that simulated nothing exits non-zero and says why, naming the
+// fields it saw when none was a timestamp; what it quotes from the input
+// reaches the terminal escaped.
+func TestReplayFailsWhenNothingWasSimulated(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, content string
+		want          []string
+	}{
+		{"empty.log", "\n\n", []string{"the input has no log lines"}},
+		{"garbage.log", "not a log line\nnor this one\n", []string{"all 2 lines are malformed for the combined format"}},
+		{"binary.log", "\x7fELF\x02\x01\x01\x00\x00\x00\x00\n\x00\x00\x03\x00>\x00\n", []string{"not a text log (NUL bytes in 2 lines)"}},
+		{"fields.jsonl", `{"when":"2026-11-30T00:00:00Z","ip":"192.0.2.1","\u001b[2J":1}` + "\n",
+			[]string{`no timestamp field among when, ip, \x1b[2J; name it with -field time=NAME (looked for time, ts,`}},
+		{"filtered.log", `192.0.2.1 - - [17/May/2015:10:05:03 +0000] "GET /static/x HTTP/1.1" 200 5` + "\n",
+			[]string{"the filters left none of 1 requests"}},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, []byte(c.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"replay", "-policy", "token_bucket:rate=1/s", "-path-prefix", "/api/", path}, &stdout, &stderr)
+		if code != exitFail {
+			t.Errorf("%s: exit %d, want %d", c.name, code, exitFail)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("%s: stderr %q lacks %q", c.name, stderr.String(), w)
+			}
+		}
+		if strings.ContainsRune(stdout.String()+stderr.String(), 0x1b) {
+			t.Errorf("%s: an escape character reached the terminal:\n%q\n%q", c.name, stdout.String(), stderr.String())
+		}
+	}
 }
 
 // On a terminal the progress bar is drawn on stderr; through a pipe there
