@@ -108,10 +108,10 @@ rules:
 	if resp.Header.Get("Ratelimit") == "" || resp.Header.Get("X-Ratelimit-Remaining") != "0" {
 		t.Errorf("refusal lacks rate-limit headers: %v", resp.Header)
 	}
-	if got := p.metric(`tollgate_decisions_total{outcome="refused",rule="per-ip"}`); got != "1" {
+	if got := p.metric(`tollgate_decisions_total{outcome="refused",policy="per-ip",rule="per-ip"}`); got != "1" {
 		t.Errorf("refused metric = %q, want 1", got)
 	}
-	if got := p.metric(`tollgate_decisions_total{outcome="allowed",rule="per-ip"}`); got != "3" {
+	if got := p.metric(`tollgate_decisions_total{outcome="allowed",policy="per-ip",rule="per-ip"}`); got != "3" {
 		t.Errorf("allowed metric = %q, want 3", got)
 	}
 	if got := p.metric(`tollgate_upstream_responses_total{class="2xx",route="/"}`); got != "3" {
