@@ -247,7 +247,7 @@ func (g *Gateway) Start() error {
 		}
 	})
 	g.watching = true
-	go g.watch()
+	go g.watch(newWatcher(cfg))
 	g.ready.Store(true)
 	return nil
 }
@@ -360,7 +360,11 @@ func storeShape(s config.Store) any {
 // ReloadFile loads path and reloads it. A file that does not load is
 // logged and counted, and the old configuration keeps serving.
 func (g *Gateway) ReloadFile(path string) error {
-	cfg, err := config.Load(path)
+	return g.reloadLoaded(config.Load(path))
+}
+
+// reloadLoaded reloads cfg, loaded (or not: err) from a file.
+func (g *Gateway) reloadLoaded(cfg *config.Config, err error) error {
 	if err != nil {
 		g.countReload(err)
 		return err
