@@ -50,6 +50,7 @@ type Gateway struct {
 	adminLn  net.Listener
 	access   *accessLog
 	ready    atomic.Bool
+	inFlight atomic.Int64 // requests being served (connState)
 	tunnels  tunnels
 	serveErr chan error
 	serving  sync.WaitGroup // the listeners' Serve goroutines
@@ -226,6 +227,7 @@ func (g *Gateway) Start() error {
 		// every request (the gateway reads the monotonic clock itself).
 		LazyRequestTime: true,
 		CloseOnShutdown: true,
+		ConnState:       g.connState,
 		Logger:          fasthttpLogger{g.log},
 	}
 	if cfg.Admin.Addr != "off" {
@@ -388,14 +390,23 @@ func (g *Gateway) countReload(err error) {
 }
 
 // Shutdown stops accepting connections, waits for in-flight requests until
-// ctx ends, then releases everything. It returns ctx's error if requests
-// were still running when it ended.
+// ctx ends, then releases everything. When ctx ends with requests still
+// being served it returns a *CutError saying how many (wrapping ctx's
+// error); other errors are the listener's.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.ready.Store(false)
 	var err error
 	if g.server != nil {
 		err = g.server.ShutdownWithContext(ctx)
 		g.shutDown = true
+		if err != nil && ctx.Err() != nil {
+			// fasthttp waits for every open connection; those not in
+			// an exchange were idle, not cut.
+			err = nil
+			if n := g.inFlight.Load(); n > 0 {
+				err = &CutError{Requests: n, Err: ctx.Err()}
+			}
+		}
 	}
 	if g.admin != nil {
 		actx, cancel := context.WithTimeout(context.Background(), time.Second)
