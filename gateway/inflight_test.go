@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // Shutdown says how many requests its deadline cut: the exchanges still
@@ -68,5 +70,17 @@ func TestShutdownWithOnlyIdleConnectionsCutsNothing(t *testing.T) {
 	}
 	if n := g.inFlight.Load(); n != 0 {
 		t.Fatalf("%d requests counted in flight after shutdown", n)
+	}
+}
+
+// BenchmarkConnState is the in-flight count's cost per request: the
+// Active and Idle reports of one exchange.
+func BenchmarkConnState(b *testing.B) {
+	g := &Gateway{}
+	c := &yieldConn{}
+	b.ReportAllocs()
+	for b.Loop() {
+		g.connState(c, fasthttp.StateActive)
+		g.connState(c, fasthttp.StateIdle)
 	}
 }
