@@ -26,13 +26,12 @@ import (
 // from (newWatcher, called as the gateway starts).
 func (g *Gateway) watch(w *watcher) {
 	defer close(g.done)
-	cfg := g.snap.Load().cfg
-	path := cfg.File
+	path := w.path
 	if path == "" {
 		<-g.stop
 		return
 	}
-	t := time.NewTimer(cfg.Reload.Interval)
+	t := time.NewTimer(g.snap.Load().cfg.Reload.Interval)
 	defer t.Stop()
 	for {
 		select {
@@ -60,13 +59,16 @@ func (g *Gateway) watch(w *watcher) {
 // watcher is the state of the watched files between looks. Only the
 // watch goroutine uses it.
 type watcher struct {
+	path  string // the configuration file; "" for none
 	files map[string]*watchedFile
 }
 
-// newWatcher watches the files cfg was built from, as they are now.
+// newWatcher watches the files cfg was built from, as they are now: its
+// file (for good: a configuration given to Reload does not change it)
+// and its members files.
 func newWatcher(cfg *config.Config) *watcher {
-	w := &watcher{}
-	if cfg.File != "" {
+	w := &watcher{path: cfg.File}
+	if w.path != "" {
 		w.track(cfg)
 	}
 	return w
@@ -109,10 +111,10 @@ func (s fileStamp) equal(o fileStamp) bool {
 	return s.ok == o.ok && s.size == o.size && s.mtime.Equal(o.mtime) && s.sum == o.sum
 }
 
-// watchedPaths are the files cfg was built from: its own file and the
-// members files of its rules' tiers (already resolved by config.Load).
-func watchedPaths(cfg *config.Config) []string {
-	paths := []string{cfg.File}
+// watched are the files to watch while cfg runs: the configuration file
+// first, then the members files of cfg's tiers (resolved by config.Load).
+func (w *watcher) watched(cfg *config.Config) []string {
+	paths := []string{w.path}
 	for _, r := range cfg.Rules {
 		if r.Tiers != nil && r.Tiers.MembersFile != "" {
 			paths = append(paths, r.Tiers.MembersFile)
@@ -129,7 +131,7 @@ func watchedPaths(cfg *config.Config) []string {
 func (w *watcher) track(cfg *config.Config) {
 	old := w.files
 	w.files = make(map[string]*watchedFile, len(old))
-	for _, p := range watchedPaths(cfg) {
+	for _, p := range w.watched(cfg) {
 		f := &watchedFile{}
 		if o := old[p]; o != nil {
 			f.loaded = o.seen
@@ -152,7 +154,7 @@ func (w *watcher) track(cfg *config.Config) {
 // nothing is reloaded.
 func (w *watcher) look(cfg *config.Config, now time.Time) (data []byte, changed []string) {
 	settling := false
-	for i, p := range watchedPaths(cfg) {
+	for i, p := range w.watched(cfg) {
 		st, b := stamp(p)
 		if i == 0 {
 			if !st.ok {
