@@ -192,13 +192,25 @@ type AccessLog struct {
 	Format string `yaml:"format"`
 }
 
-// Reload controls watching the configuration file.
+// Reload controls watching the configuration file and the members files
+// its rules name (tiers.members_file).
+//
+// A file is reloaded only once it has stopped changing: its size,
+// modification time and contents the same at every look for Settle. A
+// writer that pauses for longer than Settle in the middle of a file can
+// still be caught half way, so write the new version beside the old one
+// and rename it over it (an atomic replace, as `mv new.yaml tollgate.yaml`
+// or most configuration management tools do): the watcher then sees the
+// old file or the new one, never a mix. SIGHUP reloads at once.
 type Reload struct {
 	Pos Pos `yaml:"-"`
-	// Watch polls the file for changes and reloads it. Default true.
+	// Watch polls the files for changes and reloads them. Default true.
 	Watch *bool `yaml:"watch"`
 	// Interval is the polling period. Default 2s; at least 10ms, whether
 	// or not Watch is on (the file is polled either way, and a tiny
 	// period would spin a core).
 	Interval time.Duration `yaml:"interval"`
+	// Settle is how long a changed file must stay unchanged before it is
+	// reloaded. Default 1s; at least 10ms.
+	Settle time.Duration `yaml:"settle"`
 }

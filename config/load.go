@@ -153,6 +153,9 @@ func (c *Config) Defaults() {
 	if c.Reload.Interval == 0 {
 		c.Reload.Interval = 2 * time.Second
 	}
+	if c.Reload.Settle == 0 {
+		c.Reload.Settle = time.Second
+	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 15 * time.Second
 	}

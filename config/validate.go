@@ -56,6 +56,7 @@ func (c *Config) validate(ps *problems) {
 	// The watcher polls every interval whether or not watch is on (a
 	// reload may turn it on), so a tiny interval spins a core either way.
 	checkMin(ps, c.Reload.Pos.Of("interval"), "reload.interval", c.Reload.Interval, minReloadInterval)
+	checkMin(ps, c.Reload.Pos.Of("settle"), "reload.settle", c.Reload.Settle, minReloadInterval)
 	if c.Upstream.MaxConns < 0 {
 		ps.add(c.Upstream.Pos.Of("max_conns"), "upstream.max_conns %d must not be negative", c.Upstream.MaxConns)
 	}

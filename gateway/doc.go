@@ -9,8 +9,20 @@
 // validates a new configuration and swaps it in atomically: routes,
 // upstream clients and the rule engine are one immutable snapshot behind an
 // atomic.Pointer, and the store is kept, so the counters of unchanged rules
-// survive. [Gateway.Shutdown] stops accepting and lets in-flight requests
-// finish.
+// survive. The gateway also watches its configuration file and the
+// members files its tiers name (reload.watch), reloading a file once it
+// has kept the same size, modification time and contents for
+// reload.settle (1s by default), so that a file caught half written is
+// not served; a writer that pauses longer than that can still be caught,
+// so replace a watched file by renaming a complete one over it.
+// [Gateway.Shutdown] stops accepting and lets in-flight requests finish;
+// when its context ends first, it reports how many it cut.
+//
+// /metrics counts each decision in tollgate_decisions_total by rule,
+// policy and outcome: a refused request counts once, as refused, against
+// the rule and policy that refused it, and as not_charged against the
+// other rules it matched (allowed for a rule of a consistency tier
+// charged before the refusing one).
 //
 // The proxy sets X-Forwarded-For to the client's address (appended to the
 // incoming list only when the peer is one of client_ip.trusted_proxies, so

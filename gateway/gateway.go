@@ -50,6 +50,7 @@ type Gateway struct {
 	adminLn  net.Listener
 	access   *accessLog
 	ready    atomic.Bool
+	inFlight atomic.Int64 // requests being served (connState)
 	tunnels  tunnels
 	serveErr chan error
 	serving  sync.WaitGroup // the listeners' Serve goroutines
@@ -228,6 +229,7 @@ func (g *Gateway) Start() error {
 		CloseOnShutdown: true,
 		ErrorHandler:    readError,
 		ExpectHandler:   g.expectContinue,
+		ConnState:       g.connState,
 		Logger:          fasthttpLogger{g.log},
 	}
 	if cfg.Admin.Addr != "off" {
@@ -249,7 +251,7 @@ func (g *Gateway) Start() error {
 		}
 	})
 	g.watching = true
-	go g.watch()
+	go g.watch(newWatcher(cfg))
 	g.ready.Store(true)
 	return nil
 }
@@ -362,7 +364,11 @@ func storeShape(s config.Store) any {
 // ReloadFile loads path and reloads it. A file that does not load is
 // logged and counted, and the old configuration keeps serving.
 func (g *Gateway) ReloadFile(path string) error {
-	cfg, err := config.Load(path)
+	return g.reloadLoaded(config.Load(path))
+}
+
+// reloadLoaded reloads cfg, loaded (or not: err) from a file.
+func (g *Gateway) reloadLoaded(cfg *config.Config, err error) error {
 	if err != nil {
 		g.countReload(err)
 		return err
@@ -386,14 +392,23 @@ func (g *Gateway) countReload(err error) {
 }
 
 // Shutdown stops accepting connections, waits for in-flight requests until
-// ctx ends, then releases everything. It returns ctx's error if requests
-// were still running when it ended.
+// ctx ends, then releases everything. When ctx ends with requests still
+// being served it returns a *CutError saying how many (wrapping ctx's
+// error); other errors are the listener's.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.ready.Store(false)
 	var err error
 	if g.server != nil {
 		err = g.server.ShutdownWithContext(ctx)
 		g.shutDown = true
+		if err != nil && ctx.Err() != nil {
+			// fasthttp waits for every open connection; those not in
+			// an exchange were idle, not cut.
+			err = nil
+			if n := g.inFlight.Load(); n > 0 {
+				err = &CutError{Requests: n, Err: ctx.Err()}
+			}
+		}
 	}
 	if g.admin != nil {
 		actx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -105,7 +105,7 @@ func TestAdminEndpoints(t *testing.T) {
 		"/healthz": "ok",
 		"/readyz":  "ready",
 		"/config":  "upstream: demo",
-		"/metrics": `tollgate_decisions_total{outcome="allowed",rule="r"} 1`,
+		"/metrics": `tollgate_decisions_total{outcome="allowed",policy="r",rule="r"} 1`,
 	} {
 		if code, body, _ := get(t, admin+path, ""); code != 200 || !strings.Contains(body, want) {
 			t.Errorf("%s: %d, body lacks %q:\n%s", path, code, want, body)
@@ -257,7 +257,7 @@ rules:
 		}
 	}
 	_, body, _ := get(t, "http://"+g.AdminAddr().String()+"/metrics", "")
-	if !strings.Contains(body, `tollgate_decisions_total{outcome="delayed",rule="shape"} 2`) {
+	if !strings.Contains(body, `tollgate_decisions_total{outcome="delayed",policy="shape",rule="shape"} 2`) {
 		t.Errorf("want 2 delayed decisions:\n%s", body)
 	}
 }

@@ -8,12 +8,12 @@ import (
 )
 
 // metrics are the gateway's Prometheus collectors, on a registry of its
-// own. Label values are bounded by the configuration: rule and route
-// names, outcomes and status classes, never client keys.
+// own. Label values are bounded by the configuration: rule, policy and
+// route names, outcomes and status classes, never client keys.
 type metrics struct {
 	reg *prometheus.Registry
 
-	decisions      *prometheus.CounterVec   // rule, outcome
+	decisions      *prometheus.CounterVec   // rule, policy, outcome
 	decisionTime   prometheus.Histogram     // seconds per Decide
 	storeErrors    *prometheus.CounterVec   // rule
 	upstreamTime   *prometheus.HistogramVec // route
@@ -29,8 +29,9 @@ func newMetrics(liveKeys func() float64) *metrics {
 		reg: prometheus.NewRegistry(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_decisions_total",
-			Help: "Rate-limit decisions by rule and outcome (allowed, delayed, refused, shadow_allowed, shadow_refused, error).",
-		}, []string{"rule", "outcome"}),
+			Help: "Rate-limit decisions by rule, policy and outcome (allowed, delayed, refused, shadow_allowed, shadow_refused, error, not_charged). " +
+				"A refusal counts once, against the rule and policy that refused; the other rules the request matched count not_charged.",
+		}, []string{"rule", "policy", "outcome"}),
 		decisionTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tollgate_decision_duration_seconds",
 			Help:    "Time taken by the rule engine to decide one request, store included.",
@@ -82,36 +83,67 @@ func newMetrics(liveKeys func() float64) *metrics {
 // ruleCounters are one rule's decision counters, resolved once per
 // snapshot so that counting on the request path is an array index.
 type ruleCounters struct {
-	byOutcome   [rules.Errored + 1]prometheus.Counter
+	byPolicy    []outcomeCounters // by rules.Event.PolicyIndex
 	storeErrors prometheus.Counter
 }
 
+// outcomeCounters are one policy's decision counters by outcome; nil for
+// an outcome its rule never has (a shadow rule is never refused).
+type outcomeCounters [rules.NotCharged + 1]prometheus.Counter
+
 // observer counts the engine's events; it is the rules.Observer of one
-// snapshot. Its counters are resolved when the snapshot is built and
-// found by the event's rule index: no label or map lookup per request.
+// snapshot. Its counters are resolved when the snapshot is built (bind)
+// and found by the event's rule and policy indexes: no label or map
+// lookup per request.
 type observer struct {
+	m     *metrics
 	rules []ruleCounters // by position in rules.Config.Rules
 }
 
-func (m *metrics) newObserver(cfg *rules.Config) *observer {
-	o := &observer{rules: make([]ruleCounters, len(cfg.Rules))}
+// newObserver returns an observer to set as a snapshot's
+// rules.Config.Observer; bind it to the engine once built.
+func (m *metrics) newObserver() *observer { return &observer{m: m} }
+
+// enforcedOutcomes and shadowOutcomes are the outcomes an enforced or a
+// shadow rule's events can have.
+var (
+	enforcedOutcomes = []rules.Outcome{rules.Allowed, rules.Delayed, rules.Refused, rules.NotCharged, rules.Errored}
+	shadowOutcomes   = []rules.Outcome{rules.ShadowAllowed, rules.ShadowRefused, rules.NotCharged, rules.Errored}
+)
+
+// bind resolves the counters of every rule of cfg and of each of its
+// policies, as e (built from cfg) names them. It must happen before e
+// decides anything: the snapshot is published after.
+func (o *observer) bind(cfg *rules.Config, e *rules.Engine) {
+	o.rules = make([]ruleCounters, len(cfg.Rules))
 	for i, r := range cfg.Rules {
 		rc := &o.rules[i]
-		rc.storeErrors = m.storeErrors.WithLabelValues(r.Name)
-		for out := rules.Allowed; out <= rules.Errored; out++ {
-			rc.byOutcome[out] = m.decisions.WithLabelValues(r.Name, out.String())
+		rc.storeErrors = o.m.storeErrors.WithLabelValues(r.Name)
+		outs := enforcedOutcomes
+		if r.Shadow {
+			outs = shadowOutcomes
+		}
+		names := e.PolicyNames(i)
+		rc.byPolicy = make([]outcomeCounters, len(names))
+		for j, p := range names {
+			for _, out := range outs {
+				rc.byPolicy[j][out] = o.m.decisions.WithLabelValues(r.Name, p, out.String())
+			}
 		}
 	}
-	return o
 }
 
 // Observe implements rules.Observer.
 func (o *observer) Observe(ev rules.Event) {
-	if ev.RuleIndex < 0 || ev.RuleIndex >= len(o.rules) || ev.Outcome < rules.Allowed || ev.Outcome > rules.Errored {
+	if uint(ev.RuleIndex) >= uint(len(o.rules)) || ev.Outcome > rules.NotCharged {
 		return
 	}
 	rc := &o.rules[ev.RuleIndex]
-	rc.byOutcome[ev.Outcome].Inc()
+	if uint(ev.PolicyIndex) < uint(len(rc.byPolicy)) {
+		if c := rc.byPolicy[ev.PolicyIndex][ev.Outcome]; c != nil {
+			c.Inc()
+		}
+	}
 	if ev.Outcome == rules.Errored {
 		rc.storeErrors.Inc()
 	}

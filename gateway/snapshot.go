@@ -57,13 +57,15 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 	s := &snapshot{cfg: cfg, logAccess: cfg.AccessLog.Path != ""}
 	if len(cfg.Rules) > 0 {
 		rc := cfg.Config // a copy: the observer and logger are per snapshot
-		rc.Observer = g.m.newObserver(&rc)
+		obs := g.m.newObserver()
+		rc.Observer = obs
 		rc.Logger = g.log
 		rc.Stores = g.tiers.store
 		e, err := rules.New(rc, g.store)
 		if err != nil {
 			return nil, fmt.Errorf("rules: %w", err)
 		}
+		obs.bind(&rc, e)
 		s.engine = e
 	}
 	for _, rc := range cfg.Routes {

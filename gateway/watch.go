@@ -1,26 +1,37 @@
 package gateway
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"os"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/config"
 )
 
-// watch polls the configuration file and reloads it when its contents
-// change, until Close. SIGHUP is the caller's (see ReloadFile); this
-// covers editors and configuration management that only write the file.
-func (g *Gateway) watch() {
+// watch polls the configuration file and the members files its rules
+// name, and reloads once one has changed and then stopped changing, until
+// Close. SIGHUP is the caller's (see ReloadFile); this covers editors and
+// configuration management that only write the files.
+//
+// A file written in place is truncated and then written, perhaps in
+// several pieces with pauses between: loaded in between, it would serve
+// traffic with half its rules. So a change waits until the file has kept
+// the same size, modification time and contents for reload.settle, and
+// the configuration file is parsed from the very bytes that settled. A
+// writer that pauses longer than that is still seen half way: the
+// documented way to change a watched file is to rename a complete one
+// over it.
+//
+// w holds the versions of the files the running configuration was built
+// from (newWatcher, called as the gateway starts).
+func (g *Gateway) watch(w *watcher) {
 	defer close(g.done)
-	cfg := g.snap.Load().cfg
-	path := cfg.File
+	path := w.path
 	if path == "" {
 		<-g.stop
 		return
 	}
-	sum := fileSum(path)
-	interval := cfg.Reload.Interval
-	t := time.NewTimer(interval)
+	t := time.NewTimer(g.snap.Load().cfg.Reload.Interval)
 	defer t.Stop()
 	for {
 		select {
@@ -29,24 +40,158 @@ func (g *Gateway) watch() {
 		case <-t.C:
 		}
 		cfg := g.snap.Load().cfg
+		next := cfg.Reload.Interval
 		if *cfg.Reload.Watch {
-			if s := fileSum(path); s != nil && !bytes.Equal(s, sum) {
-				sum = s
-				g.log.Info("config file changed; reloading", "file", path)
-				g.ReloadFile(path)
+			data, changed := w.look(cfg, time.Now())
+			if changed != nil {
+				g.log.Info("config changed; reloading", "files", changed)
+				g.reloadLoaded(config.Parse(path, data))
+				w.track(g.snap.Load().cfg)
+			}
+			if w.pending() {
+				next = min(next, cfg.Reload.Settle)
 			}
 		}
-		t.Reset(g.snap.Load().cfg.Reload.Interval)
+		t.Reset(next)
 	}
 }
 
-// fileSum is the SHA-256 of a file, or nil if it cannot be read (a file
-// being replaced is retried on the next tick).
-func fileSum(path string) []byte {
+// watcher is the state of the watched files between looks. Only the
+// watch goroutine uses it.
+type watcher struct {
+	path  string // the configuration file; "" for none
+	files map[string]*watchedFile
+}
+
+// newWatcher watches the files cfg was built from, as they are now: its
+// file (for good: a configuration given to Reload does not change it)
+// and its members files.
+func newWatcher(cfg *config.Config) *watcher {
+	w := &watcher{path: cfg.File}
+	if w.path != "" {
+		w.track(cfg)
+	}
+	return w
+}
+
+// watchedFile is one watched file's state.
+type watchedFile struct {
+	loaded  fileStamp // the version the running configuration was built from
+	seen    fileStamp // the version the last look found
+	changed fileStamp // a version other than loaded, waiting to settle
+	since   time.Time // when changed was first seen
+}
+
+// fileStamp identifies a version of a file. The zero fileStamp is a file
+// that could not be read.
+type fileStamp struct {
+	ok    bool
+	size  int64
+	mtime time.Time
+	sum   [sha256.Size]byte
+}
+
+// stamp reads the file at path. A file that cannot be read (being
+// replaced, or gone) has the zero stamp.
+func stamp(path string) (fileStamp, []byte) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, nil
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil
+		return fileStamp{}, nil
 	}
-	s := sha256.Sum256(data)
-	return s[:]
+	return fileStamp{ok: true, size: fi.Size(), mtime: fi.ModTime(), sum: sha256.Sum256(data)}, data
+}
+
+// equal reports whether two stamps are the same version. Modification
+// times are compared as instants.
+func (s fileStamp) equal(o fileStamp) bool {
+	return s.ok == o.ok && s.size == o.size && s.mtime.Equal(o.mtime) && s.sum == o.sum
+}
+
+// watched are the files to watch while cfg runs: the configuration file
+// first, then the members files of cfg's tiers (resolved by config.Load).
+func (w *watcher) watched(cfg *config.Config) []string {
+	paths := []string{w.path}
+	for _, r := range cfg.Rules {
+		if r.Tiers != nil && r.Tiers.MembersFile != "" {
+			paths = append(paths, r.Tiers.MembersFile)
+		}
+	}
+	return paths
+}
+
+// track makes cfg's files the watched ones: call it with the
+// configuration just built from them. A file the last look read counts
+// as loaded in the version that look found (the one the reload read,
+// unless it changed since: then the next looks see that change); a file
+// new to the watch list is read now.
+func (w *watcher) track(cfg *config.Config) {
+	old := w.files
+	w.files = make(map[string]*watchedFile, len(old))
+	for _, p := range w.watched(cfg) {
+		f := &watchedFile{}
+		if o := old[p]; o != nil {
+			f.loaded = o.seen
+		} else {
+			f.loaded, _ = stamp(p)
+		}
+		f.seen = f.loaded
+		w.files[p] = f
+	}
+}
+
+// look reads every watched file at now and reports whether the
+// configuration is to be reloaded: some file has changed, and every
+// changed file has kept the same version for cfg.Reload.Settle. When it
+// is, changed lists those files and data is the configuration file's
+// contents as this look read them
+// (the settled version, when that file changed). A file that cannot be
+// read is no change (it is being replaced, or its absence would only
+// fail the reload), but while the configuration file cannot be read
+// nothing is reloaded.
+func (w *watcher) look(cfg *config.Config, now time.Time) (data []byte, changed []string) {
+	settling := false
+	for i, p := range w.watched(cfg) {
+		st, b := stamp(p)
+		if i == 0 {
+			if !st.ok {
+				return nil, nil
+			}
+			data = b
+		}
+		f := w.files[p]
+		if f == nil { // listed since the last track: as loaded
+			w.files[p] = &watchedFile{loaded: st, seen: st}
+			continue
+		}
+		f.seen = st
+		switch {
+		case !st.ok || st.equal(f.loaded):
+			f.changed = fileStamp{}
+			continue
+		case !st.equal(f.changed):
+			f.changed, f.since = st, now
+			settling = true
+		case now.Sub(f.since) < cfg.Reload.Settle:
+			settling = true
+		}
+		changed = append(changed, p)
+	}
+	if settling {
+		return nil, nil
+	}
+	return data, changed
+}
+
+// pending reports whether a change is waiting to settle.
+func (w *watcher) pending() bool {
+	for _, f := range w.files {
+		if f.changed.ok {
+			return true
+		}
+	}
+	return false
 }

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"crypto/tls"
 	"net"
 	"runtime"
 
@@ -52,7 +51,8 @@ func (l yieldListener) Accept() (net.Conn, error) {
 // partial buffer of a body whose upstream pauses.
 type yieldConn struct {
 	*net.TCPConn
-	yield bool
+	yield  bool
+	active bool // in the middle of an exchange (connState)
 }
 
 // Read yields first when asked to, then reads.
@@ -68,11 +68,7 @@ func (c *yieldConn) Read(b []byte) (int, error) {
 // reads the next request. Connections the listener did not wrap (a
 // test's in-memory ones) are left alone.
 func yieldBeforeNextRead(ctx *fasthttp.RequestCtx) {
-	c := ctx.Conn()
-	if t, ok := c.(*tls.Conn); ok {
-		c = t.NetConn()
-	}
-	if y, ok := c.(*yieldConn); ok {
+	if y := asYieldConn(ctx.Conn()); y != nil {
 		y.yield = true
 	}
 }

@@ -199,14 +199,20 @@ func TestConsistencyIndexNamesTheDecisiveRule(t *testing.T) {
 	if v := res.AppendViolatedPolicies(nil); !slices.Equal(v, []string{"t2"}) {
 		t.Fatalf("violated %v", v)
 	}
-	var decisive []string
+	var decisive, outcomes []string
 	for _, ev := range obs.list {
 		if ev.Decisive {
 			decisive = append(decisive, ev.Rule+"/"+ev.Policy)
 		}
+		outcomes = append(outcomes, ev.Rule+":"+ev.Outcome.String())
 	}
 	if !slices.Equal(decisive, []string{"tight/t2"}) {
 		t.Fatalf("decisive events %v", decisive)
+	}
+	// wide (local) and plain (the engine's store) were charged before
+	// strict refused: they admitted the request and keep its charge.
+	if want := []string{"wide:allowed", "tight:refused", "plain:allowed"}; !slices.Equal(outcomes, want) {
+		t.Fatalf("event outcomes %v, want %v", outcomes, want)
 	}
 	if h := headers(&res); !strings.Contains(h[HeaderRateLimit], `"t2"`) {
 		t.Fatalf("RateLimit %q does not name t2", h[HeaderRateLimit])

@@ -69,6 +69,7 @@ type compiledTiers struct {
 	identity []keyPart // nil: the rule's key value
 	members  map[string]*compiledPlan
 	fallback *compiledPlan
+	all      []*compiledPolicy // every plan's, plans in name order
 }
 
 type compiledPlan struct {
@@ -211,6 +212,9 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 	default:
 		cr.policies = compilePolicies(r.Name, r.Name, "", r.Policies, cr.tier, where+".policies", ps)
 	}
+	for i, p := range cr.allPolicies() {
+		p.index = i
+	}
 
 	switch {
 	case r.Cost.Default < 0:
@@ -291,6 +295,7 @@ func (e *Engine) compileTiers(rule string, t *Tiers, rt tier, where string, ps *
 		}
 		list := compilePolicies(rule, rule+"-"+name, name, t.Plans[name], rt, at, ps)
 		plans[name] = &compiledPlan{name: name, policies: list}
+		ct.all = append(ct.all, list...)
 	}
 	if t.Default == "" {
 		ps.add(where+".default", "no default plan for unknown identities")
@@ -502,21 +507,26 @@ func (e *Engine) collect(d *decision, res *Result, b *batch, r *compiledRule) {
 	}
 }
 
-// observe reports the rules of res.applied[from:to] to the observer.
+// observe reports the rules of res.applied[from:to], a group decided
+// out, to the observer: one event per rule, with the rule's own outcome
+// (ruleOutcome).
 func (e *Engine) observe(res *Result, from, to int, out Outcome, dec limit.Decision, err error) {
 	if e.observer == nil {
 		return
 	}
 	for i := from; i < to; {
 		a := res.at(i)
-		ev := Event{Rule: a.rule.name, RuleIndex: a.rule.index, Policy: a.policy.name, Plan: a.plan, Outcome: out, Decision: dec, Err: err}
+		ev := Event{Rule: a.rule.name, RuleIndex: a.rule.index, Policy: a.policy.name, PolicyIndex: a.policy.index,
+			Plan: a.plan, Outcome: out, Decision: dec, Err: err}
 		j := i
 		for ; j < to && res.at(j).rule == a.rule; j++ {
 			if j-from == dec.Index {
 				ev.Decisive = true
 				ev.Policy = res.at(j).policy.name
+				ev.PolicyIndex = res.at(j).policy.index
 			}
 		}
+		ev.Outcome = e.ruleOutcome(res, from, a.rule, out, dec, ev.Decisive)
 		e.observer.Observe(ev)
 		i = j
 	}

@@ -22,6 +22,10 @@ const (
 	// Errored: the store failed; the request was allowed or refused as
 	// Config.OnStoreError says.
 	Errored
+	// NotCharged: another rule refused the request (or, for a shadow
+	// rule, would have) and this one was not charged for it. Only an
+	// Event carries it, never a Result. It is the last outcome.
+	NotCharged
 )
 
 var outcomeNames = [...]string{
@@ -31,6 +35,7 @@ var outcomeNames = [...]string{
 	ShadowAllowed: "shadow_allowed",
 	ShadowRefused: "shadow_refused",
 	Errored:       "error",
+	NotCharged:    "not_charged",
 }
 
 // String returns the outcome's metric label, e.g. "shadow_refused".
@@ -49,13 +54,24 @@ type Event struct {
 	// RuleIndex is the rule's position in Config.Rules, so that an
 	// observer can keep per-rule state in a slice instead of a map.
 	RuleIndex int
-	// Policy is the name of the policy of this rule that applied (for a
-	// rule with several policies, the first; for a tier, the plan's).
+	// Policy is the name of the policy of this rule that applied: the
+	// one that decided when this rule is Decisive (on a refusal, the
+	// policy that refused), else the rule's first (for a tier, the
+	// plan's first).
 	Policy string
+	// PolicyIndex is Policy's position in Engine.PolicyNames(RuleIndex),
+	// for per-policy state in a slice.
+	PolicyIndex int
 	// Plan is the tier's plan name, empty for rules without tiers.
 	Plan string
-	// Outcome is the request's outcome under this rule's group (the
-	// enforced rules together, or the shadow rules together).
+	// Outcome is what became of the request under this rule. When its
+	// group (the enforced rules together, or the shadow rules together)
+	// refused, only the Decisive rule has Refused (ShadowRefused): the
+	// others have NotCharged, or Allowed (ShadowAllowed) when their store
+	// was charged before the refusing one (see Consistency tiers in the
+	// package documentation), so that a refusal is counted once, against
+	// the rule and policy that refused. Otherwise it is the group's:
+	// Allowed, Delayed, ShadowAllowed or Errored.
 	Outcome Outcome
 	// Decision is the merged decision of the rule's group.
 	Decision limit.Decision
@@ -78,3 +94,53 @@ type ObserverFunc func(ev Event)
 
 // Observe calls f(ev).
 func (f ObserverFunc) Observe(ev Event) { f(ev) }
+
+// ruleOutcome is what became of the request under rule r, whose group
+// (res.at(from) onwards) decided out: a refusal is the decisive rule's;
+// the other rules were not charged, unless their store was charged
+// before the refusing one.
+func (e *Engine) ruleOutcome(res *Result, from int, r *compiledRule, out Outcome, dec limit.Decision, decisive bool) Outcome {
+	if decisive || out != Refused && out != ShadowRefused {
+		return out
+	}
+	if e.groups != nil && r.group < res.at(from+dec.Index).rule.group {
+		// Groups are charged in order and the first refusal stops the
+		// rest: an earlier group admitted the request and stays charged.
+		if out == ShadowRefused {
+			return ShadowAllowed
+		}
+		return Allowed
+	}
+	return NotCharged
+}
+
+// PolicyNames returns the names Event.Policy takes for the rule at
+// position rule in Config.Rules, indexed by Event.PolicyIndex: the rule's
+// policies in order, or for a rule with tiers every plan's, plans in name
+// order (names may repeat across plans). It returns nil for a position
+// out of range. The slice is new; an observer may size per-policy state
+// with it before the engine decides anything.
+func (e *Engine) PolicyNames(rule int) []string {
+	for _, list := range [][]*compiledRule{e.enforced, e.shadow} {
+		for _, cr := range list {
+			if cr.index != rule {
+				continue
+			}
+			ps := cr.allPolicies()
+			names := make([]string, len(ps))
+			for i, p := range ps {
+				names[i] = p.name
+			}
+			return names
+		}
+	}
+	return nil
+}
+
+// allPolicies is every policy of the rule, in PolicyNames order.
+func (r *compiledRule) allPolicies() []*compiledPolicy {
+	if r.tiers != nil {
+		return r.tiers.all
+	}
+	return r.policies
+}

@@ -14,6 +14,9 @@ import (
 type compiledPolicy struct {
 	name   string
 	policy limit.Policy
+	// index is its position among its rule's policies as PolicyNames
+	// lists them (Event.PolicyIndex).
+	index int
 	// keyPrefix is "rule\x1fpolicy\x1fstate\x1f", the namespace of its
 	// store keys (see stateKind).
 	keyPrefix string

@@ -6,7 +6,8 @@
 //
 // Each subcommand is one file defining a *command and one entry in the
 // commands list below. Exit codes: 0 success, 1 failure (an invalid
-// configuration, a listener that cannot open), 2 a usage error.
+// configuration, a listener that cannot open, a shutdown that had to cut
+// requests short), 2 a usage error.
 package main
 
 import (

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -129,7 +130,15 @@ func serve(ctx context.Context, file string, adjust func(*config.Config), log *s
 				}
 			}()
 			if err := g.Shutdown(sctx); err != nil {
-				log.Warn("shutdown: requests still running were cut", "err", err)
+				// A request cut short is a failure its client sees:
+				// say how many, and exit non-zero.
+				var cut *gateway.CutError
+				if errors.As(err, &cut) {
+					log.Error("shutdown: requests still running were cut", "requests", cut.Requests, "err", cut.Err)
+				} else {
+					log.Error("shutdown failed", "err", err)
+				}
+				return exitFail
 			}
 			log.Info("stopped")
 			return exitOK

@@ -108,10 +108,10 @@ rules:
 	if resp.Header.Get("Ratelimit") == "" || resp.Header.Get("X-Ratelimit-Remaining") != "0" {
 		t.Errorf("refusal lacks rate-limit headers: %v", resp.Header)
 	}
-	if got := p.metric(`tollgate_decisions_total{outcome="refused",rule="per-ip"}`); got != "1" {
+	if got := p.metric(`tollgate_decisions_total{outcome="refused",policy="per-ip",rule="per-ip"}`); got != "1" {
 		t.Errorf("refused metric = %q, want 1", got)
 	}
-	if got := p.metric(`tollgate_decisions_total{outcome="allowed",rule="per-ip"}`); got != "3" {
+	if got := p.metric(`tollgate_decisions_total{outcome="allowed",policy="per-ip",rule="per-ip"}`); got != "3" {
 		t.Errorf("allowed metric = %q, want 3", got)
 	}
 	if got := p.metric(`tollgate_upstream_responses_total{class="2xx",route="/"}`); got != "3" {
@@ -224,6 +224,40 @@ func TestE2EShutdownWithInFlight(t *testing.T) {
 	}
 	if code := p.wait(10 * time.Second); code != 0 {
 		t.Fatalf("exit code %d, want 0", code)
+	}
+}
+
+// A shutdown whose timeout ends before a slow request finishes cuts it:
+// the process says how many it cut and exits non-zero.
+func TestE2EShutdownCuttingARequestFails(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		<-release
+	}))
+	defer srv.Close()
+	defer close(release)
+	p := startServe(t, baseCfg+"routes: [{path: /, upstream: \""+srv.URL+"\"}]\nshutdown_timeout: 300ms\n")
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(p.url("/slow"))
+		if err == nil {
+			_, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-entered
+	p.signal(syscall.SIGTERM)
+	if code := p.wait(20 * time.Second); code != 1 {
+		t.Fatalf("exit code %d, want 1: a request was cut", code)
+	}
+	if err := <-done; err == nil {
+		t.Errorf("the slow request completed; it should have been cut")
+	}
+	if log := p.logText(); !strings.Contains(log, "requests still running were cut") || !strings.Contains(log, "requests=1") {
+		t.Errorf("the log does not say that 1 request was cut:\n%s", log)
 	}
 }
 
