@@ -59,7 +59,7 @@ func (p TokenBucket) Decide(st State, now, cost int64) (State, Decision) {
 	d := Decision{Limit: b}
 	if cost == 0 {
 		d.Allowed = true
-		d.Remaining = (tau - (tat - now)) / t
+		d.Remaining = max(0, (tau-(tat-now))/t)
 		d.ResetAfter = until(tat, now)
 		d.IdleAt = idleAt(tat, now)
 		return st, d

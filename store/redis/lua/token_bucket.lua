@@ -3,7 +3,7 @@ local function token_bucket(st, now, cost, force, t, b)
   local tau = t * b
   local tat = math.max(st[1], now)
   if cost == 0 then
-    return nil, {1, tdiv(tau - (tat - now), t), untl(tat, now), 0, 0, idle_at(tat, now)}
+    return nil, {1, math.max(0, tdiv(tau - (tat - now), t)), untl(tat, now), 0, 0, idle_at(tat, now)}
   end
   if not force then
     local refused, retry = false, -1
