@@ -224,8 +224,8 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 	}
 	d := decode(vals, a)
 	d.Policy = p
-	if s.cache != nil && !d.Allowed {
-		s.cache.put(key, p, cost, now, d)
+	if s.cache != nil {
+		s.cache.record(key, p, cost, now, d)
 	}
 	return d, nil
 }
@@ -309,12 +309,9 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 	var now int64
 	if s.cache != nil {
 		now = s.now()
-		for i, r := range reqs {
-			if d, ok := s.cache.get(r.Key, r.Policy, r.Cost, enc[i].capacity, now); ok {
-				s.stats.cacheHits.Add(1)
-				d.Policy, d.Index = r.Policy, i
-				return d, nil
-			}
+		if d, ok := s.cache.getAll(reqs, enc, now); ok {
+			s.stats.cacheHits.Add(1)
+			return d, nil
 		}
 	}
 	if !s.breaker.closed() {
@@ -349,8 +346,8 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 	for i, r := range reqs {
 		d := decode(vals[6*i:], enc[i])
 		d.Policy, d.Index = r.Policy, i
-		if s.cache != nil && !d.Allowed {
-			s.cache.put(r.Key, r.Policy, r.Cost, now, d)
+		if s.cache != nil {
+			s.cache.recordBatch(reqs, i, now, d)
 		}
 		if i == 0 {
 			out = d

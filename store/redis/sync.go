@@ -44,8 +44,8 @@ var ErrSlidingLog = errors.New("redis: the sliding log has no fixed-size state t
 // a sliding log) or that Redis refuses (a key holding another type) fails
 // without keeping the others from being applied. Sync returns nil when
 // every charge succeeded, and otherwise an error joining the failed
-// charges' errors. Sync bypasses the breaker, the over-limit cache and the
-// failure modes.
+// charges' errors. Sync bypasses the breaker and the failure modes, and
+// makes the over-limit cache forget the keys it charges.
 func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 	groups := map[limit.Algorithm][]int{}
 	execs := map[limit.Algorithm][]rueidis.LuaExec{}
@@ -63,6 +63,9 @@ func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 		}
 		if c.Err != nil {
 			continue
+		}
+		if s.cache != nil && c.Cost > 0 {
+			s.cache.forget(c.Key, c.Policy) // the charge changes the key
 		}
 		groups[a.alg] = append(groups[a.alg], i)
 		execs[a.alg] = append(execs[a.alg], rueidis.LuaExec{
