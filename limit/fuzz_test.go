@@ -54,7 +54,7 @@ func FuzzDecide(f *testing.F) {
 						t.Fatalf("%v: refusal charged the log", p)
 					}
 				}
-				if d.Remaining < 0 || d.RetryAfter < 0 || d.ResetAfter < 0 || d.Delay < 0 {
+				if d.Remaining < 0 || d.RetryAfter < 0 || d.ResetAfter < 0 || d.Delay < 0 || d.NextUnitAfter < 0 {
 					t.Fatalf("%v at %d cost %d: negative field in %+v", p, now, cost, d)
 				}
 				if d.Allowed && d.RetryAfter != 0 {
@@ -62,6 +62,21 @@ func FuzzDecide(f *testing.F) {
 				}
 				if !d.Allowed && d.RetryAfter == 0 {
 					t.Fatalf("%v at %d cost %d: refused with no retry-after: %+v", p, now, cost, d)
+				}
+				// With nothing left, NextUnitAfter is what a unit request
+				// would be told now; with something left, it is zero.
+				var unit limit.Decision
+				switch p := p.(type) {
+				case limit.Stateful:
+					_, unit = p.Decide(st, now, 1)
+				case limit.Logged:
+					unit = p.DecideLog(&log, now, 1)
+					if unit.Allowed {
+						log.Rollback()
+					}
+				}
+				if (d.Remaining == 0) != !unit.Allowed || d.NextUnitAfter != unit.RetryAfter {
+					t.Fatalf("%v at %d cost %d: %+v, but a unit request now gets %+v", p, now, cost, d, unit)
 				}
 			}
 		}

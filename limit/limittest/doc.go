@@ -1,5 +1,6 @@
 // Package limittest holds tollgate's conformance vectors: step tables of
-// (time, cost → allowed, remaining, retry-after, reset-after, delay) for
+// (time, cost → allowed, remaining, retry-after, reset-after, next unit,
+// delay) for
 // every algorithm, including the worked examples of the design documents
 // (a token bucket of capacity 10 refilling 2/s; the sliding counter's
 // 30 + 50·0.6 = 60 under 100; the fixed window's 2× seam burst; nginx

@@ -82,6 +82,7 @@ func (c *overLimit) get(key string, p limit.Policy, cost, capacity, now int64) (
 	elapsed := time.Duration(now - e.at)
 	d.RetryAfter = time.Duration(e.until - now)
 	d.ResetAfter = max(d.ResetAfter-elapsed, 0)
+	d.NextUnitAfter = max(d.NextUnitAfter-elapsed, 0)
 	return d, true
 }
 

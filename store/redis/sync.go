@@ -78,14 +78,14 @@ func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 		for j, r := range res {
 			c := &charges[groups[alg][j]]
 			v, err := r.AsIntSlice()
-			if err == nil && len(v) < 10 {
-				err = fmt.Errorf("script returned %d values, want 10", len(v))
+			if err == nil && len(v) < width+4 {
+				err = fmt.Errorf("script returned %d values, want %d", len(v), width+4)
 			}
 			if err != nil {
 				c.Err = err
 				continue
 			}
-			c.State = fromWire(alg, v[6], v[7], v[8])
+			c.State = fromWire(alg, v[width], v[width+1], v[width+2])
 		}
 	}
 	var errs []error

@@ -30,11 +30,19 @@ local function rem(x)
   if r < 0 then q = q - 1 elseif r >= t then q = q + 1 end
   return q
 end
+-- nxt is the wait for one unit (until TAT - tau + t) when none is left.
+local function nxt(x, r)
+  if r > 0 then return 0 end
+  local w = x - tau + t - now
+  if w < 0 then return 0 end
+  return w
+end
 local idle = 0
 if tat > now then idle = tat end
 if cost == 0 then
-  if force then return {1, rem(tat), tat - now, 0, 0, idle, stored, 0, stored, now} end
-  return {1, rem(tat), tat - now, 0, 0, idle, now}
+  local r = rem(tat)
+  if force then return {1, r, tat - now, 0, 0, idle, nxt(tat, r), stored, 0, stored, now} end
+  return {1, r, tat - now, 0, 0, idle, nxt(tat, r), now}
 end
 if not force then
   local retry = -1
@@ -43,7 +51,8 @@ if not force then
     if now >= allow_at then retry = 0 else retry = allow_at - now end
   end
   if retry ~= 0 then
-    return {0, rem(tat), tat - now, retry, 0, idle, now}
+    local r = rem(tat)
+    return {0, r, tat - now, retry, 0, idle, nxt(tat, r), now}
   end
 end
 local ntat = tat + t * cost
@@ -53,5 +62,5 @@ if ms < floor then ms = floor end
 if ms < 1 then ms = 1 end
 redis.call('SET', KEYS[1], string.format('%d', ntat), 'PX', string.format('%d', ms))
 local r = rem(ntat)
-if force then return {1, r, ntat - now, 0, 0, ntat, ntat, 0, ntat, now} end
-return {1, r, ntat - now, 0, 0, ntat, now}
+if force then return {1, r, ntat - now, 0, 0, ntat, nxt(ntat, r), ntat, 0, ntat, now} end
+return {1, r, ntat - now, 0, 0, ntat, nxt(ntat, r), now}
