@@ -1,6 +1,7 @@
 package limit_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -79,6 +80,52 @@ func FuzzDecide(f *testing.F) {
 					t.Fatalf("%v at %d cost %d: %+v, but a unit request now gets %+v", p, now, cost, d, unit)
 				}
 			}
+		}
+	})
+}
+
+// FuzzParseRate feeds arbitrary text to the parsers that read
+// configuration (ParseRate, ParsePeriod, ParseAlgorithm): an error wrapping
+// the package's sentinel, never a panic; and whatever parses is valid and
+// reads back the same from its String.
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{
+		"100/s", "5000/h", "7/90s", "5/250ms", "10r/s", " 3 / 1m30s ", "1/7d", "60/minute",
+		"1/µs", "1/1.5h", "+5/+2d", "1/106751d", "9223372036854775807/2562047h", "token_bucket",
+		"", "/", "0/s", "-1/s", "1/-0d", "1/0.0000000001s", "1e3/s", "10/xyz", "2000000000/ns",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if r, err := limit.ParseRate(s); err != nil {
+			if !errors.Is(err, limit.ErrInvalidRate) {
+				t.Fatalf("ParseRate(%q): %v does not wrap ErrInvalidRate", s, err)
+			}
+		} else {
+			if err := r.Validate(); err != nil {
+				t.Fatalf("ParseRate(%q) = %v, invalid: %v", s, r, err)
+			}
+			if back, err := limit.ParseRate(r.String()); err != nil || back != r {
+				t.Fatalf("ParseRate(%q) = %v; its String %q reads back as %v, %v", s, r, r.String(), back, err)
+			}
+		}
+		if d, err := limit.ParsePeriod(s); err == nil {
+			if d <= 0 {
+				t.Fatalf("ParsePeriod(%q) = %v, not positive", s, d)
+			}
+			// One per period: Rate.String writes the period as
+			// ParsePeriod reads it.
+			r := limit.Per(1, d)
+			if back, err := limit.ParseRate(r.String()); err != nil || back != r {
+				t.Fatalf("ParsePeriod(%q) = %v; %q reads back as %v, %v", s, d, r.String(), back, err)
+			}
+		}
+		if a, err := limit.ParseAlgorithm(s); err != nil {
+			if !errors.Is(err, limit.ErrUnknownAlgorithm) {
+				t.Fatalf("ParseAlgorithm(%q): %v does not wrap ErrUnknownAlgorithm", s, err)
+			}
+		} else if a.String() != s {
+			t.Fatalf("ParseAlgorithm(%q) = %v", s, a)
 		}
 	})
 }
