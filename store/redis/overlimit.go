@@ -137,6 +137,7 @@ func (c *overLimit) record(key string, p limit.Policy, cost, now int64, d limit.
 			}
 		}
 	}
+	d.Policy, d.Index = nil, 0 // the caller's to set
 	sh.m[olKey{p, key}] = olEntry{until: now + int64(d.RetryAfter), at: now, cost: cost, d: d}
 	sh.mu.Unlock()
 }

@@ -265,3 +265,23 @@ func TestOverLimitCacheForgetsARefusalOnceSyncCharges(t *testing.T) {
 		t.Fatalf("after a sync charged 3: %+v, want 400ms to wait", d)
 	}
 }
+
+// TestOverLimitCacheIndexIsTheCallers: a refusal cached from the second
+// request of a batch, answering Apply on that key alone, has Index 0.
+func TestOverLimitCacheIndexIsTheCallers(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := open(t, srv.Addr, Config{Clock: func() int64 { return now }})
+	ctx := context.Background()
+	fw := limit.FixedWindow{Limit: 5, Window: time.Second}
+	tb := limit.TokenBucket{Rate: limit.Per(1, time.Second), Burst: 1}
+	s.Apply(ctx, "b", tb, 1)
+	d, _ := s.ApplyAll(ctx, []limit.Request{{Key: "a", Policy: fw, Cost: 1}, {Key: "b", Policy: tb, Cost: 1}})
+	if d.Allowed || d.Index != 1 {
+		t.Fatalf("batch: %+v", d)
+	}
+	hits := s.Stats().CacheHits
+	if d, _ := s.Apply(ctx, "b", tb, 1); d.Allowed || d.Index != 0 || d.Policy != limit.Policy(tb) || s.Stats().CacheHits != hits+1 {
+		t.Fatalf("Apply answered from the cache: %+v (hits %d, was %d)", d, s.Stats().CacheHits, hits)
+	}
+}
