@@ -15,12 +15,14 @@ import (
 // FuzzStoresAgree is the differential test of the three implementations of
 // the algorithms: the input is read as one to three policies (any
 // algorithm, any parameters the Redis store accepts) and up to 64 steps
-// (a clock step, forwards or back, then Apply on one policy's key or
-// ApplyAll on all of them, with arbitrary costs), and every decision of
+// (a clock step, forwards or back, then Apply on one policy's key,
+// ApplyAll on all of them, or a Sync charging one key beyond its
+// capacity, with arbitrary costs), and every decision of
 // package limit (pure), of the memory store, and of the Redis store's Lua
 // scripts with the over-limit cache off and on must agree on every field.
 // It needs redis-server (see internal/redistest).
 //
+// The memory store is not compared after a Sync, which it has not seen.
 // The memory store and the over-limit cache are compared until the clock
 // first steps back. The memory store drops a state found idle (package
 // limit allows a store that), except a hot token-bucket key's, so a clock
@@ -76,7 +78,8 @@ func FuzzStoresAgree(f *testing.F) {
 		}
 		now := limittest.Base
 		ctx := context.Background()
-		back := false // the clock has stepped back
+		back := false   // the clock has stepped back
+		forced := false // Sync has charged a key
 		for step := 0; step < 64 && !in.done(); step++ {
 			next := max(now+in.step(), 0)
 			back = back || next < now
@@ -87,7 +90,16 @@ func FuzzStoresAgree(f *testing.F) {
 				reqs []limit.Request
 				what string
 			)
-			if op := in.byte(); op%4 == 0 && len(pols) > 1 {
+			op := in.byte()
+			if op%8 == 7 {
+				i := int(in.byte()) % len(pols)
+				if sp, ok := pols[i].(limit.Stateful); ok {
+					syncAgrees(t, step, []*Store{plain, cached}, refs[i], keys[i], sp, in.cost(sp), now)
+					forced = true
+					continue
+				}
+			}
+			if op%4 == 0 && len(pols) > 1 {
 				reqs = make([]limit.Request, len(pols))
 				for i, p := range pols {
 					reqs[i] = limit.Request{Key: keys[i], Policy: p, Cost: in.cost(p)}
@@ -101,7 +113,7 @@ func FuzzStoresAgree(f *testing.F) {
 				what = fmt.Sprintf("Apply %v cost %d", pols[i], reqs[0].Cost)
 			}
 			for _, st := range stores {
-				if back && st.name != "redis" {
+				if back && st.name != "redis" || forced && st.name == "memory" {
 					continue
 				}
 				var got limit.Decision
@@ -128,6 +140,41 @@ func FuzzStoresAgree(f *testing.F) {
 			}
 		}
 	})
+}
+
+// syncAgrees charges cost to key through Sync on each store, as the
+// eventual tier does (unconditionally), and checks the state each reads
+// back against the charge made by package limit: a policy of the same
+// rate or window with a capacity no charge reaches admits anything, and
+// computes the state every Sync must leave. ref takes that state.
+func syncAgrees(t *testing.T, step int, stores []*Store, ref *reference, key string, p limit.Stateful, cost, now int64) {
+	t.Helper()
+	const huge = 1 << 40
+	var unbounded limit.Stateful
+	switch p := p.(type) {
+	case limit.TokenBucket:
+		unbounded = limit.TokenBucket{Rate: p.Rate, Burst: huge}
+	case limit.LeakyBucket:
+		unbounded = limit.LeakyBucket{Rate: p.Rate, Burst: huge, Mode: limit.Police}
+	case limit.FixedWindow:
+		unbounded = limit.FixedWindow{Limit: huge, Window: p.Window}
+	case limit.SlidingWindow:
+		unbounded = limit.SlidingWindow{Limit: huge, Window: p.Window}
+	default:
+		t.Fatalf("no unbounded form of %v", p)
+	}
+	want, _ := unbounded.Decide(ref.st, now, cost)
+	for _, s := range stores {
+		charges := []Charge{{Key: key, Policy: p, Cost: cost}}
+		if err := s.Sync(context.Background(), charges); err != nil {
+			t.Fatalf("step %d: Sync %v cost %d: %v", step, p, cost, err)
+		}
+		if got := charges[0].State; got != want && !(got.IsIdle(now) && want.IsIdle(now)) {
+			t.Fatalf("step %d at +%v: Sync %v cost %d on %+v: state %+v, want %+v",
+				step, time.Duration(now-limittest.Base), p, cost, ref.st, got, want)
+		}
+	}
+	ref.st = want
 }
 
 // applyAllPure is Store.ApplyAll on the pure algorithms: every request
