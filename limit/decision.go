@@ -23,6 +23,12 @@ type Decision struct {
 	// ResetAfter is the time until the key is back to its full allowance
 	// if nothing else arrives. Zero for an idle key.
 	ResetAfter time.Duration
+	// NextUnitAfter is, when Remaining is zero, the time until one unit of
+	// cost is admitted again if nothing else arrives: the RetryAfter a
+	// request of cost 1 would be given now. Zero when Remaining is
+	// positive. A client pacing itself waits this long after the last
+	// unit, not ResetAfter (a token bucket's whole refill).
+	NextUnitAfter time.Duration
 	// RetryAfter is zero when allowed. When refused it is the time until
 	// this same request would be allowed if nothing else arrives, or Never
 	// when its cost exceeds the capacity.
@@ -45,7 +51,8 @@ type Decision struct {
 // Merge combines the decisions of several policies applied to one request
 // into the one to report: allowed only if both are; the most restrictive
 // one (a refusal over an allowance, then the longer RetryAfter, then the
-// smaller Remaining, then the longer ResetAfter); and the longer Delay of
+// smaller Remaining, then the longer NextUnitAfter, then the longer
+// ResetAfter); and the longer Delay of
 // the two. Merge of a zero Decision and d is not d: start from the first.
 func Merge(a, b Decision) Decision {
 	out := a
@@ -66,6 +73,9 @@ func moreRestrictive(b, a Decision) bool {
 	}
 	if b.Remaining != a.Remaining {
 		return b.Remaining < a.Remaining
+	}
+	if b.NextUnitAfter != a.NextUnitAfter {
+		return b.NextUnitAfter > a.NextUnitAfter
 	}
 	return b.ResetAfter > a.ResetAfter
 }

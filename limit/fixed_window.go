@@ -90,6 +90,9 @@ func (p FixedWindow) Decide(st State, now, cost int64) (State, Decision) {
 		} else {
 			d.RetryAfter = max(d.ResetAfter, 1)
 		}
+		if d.Remaining == 0 {
+			d.NextUnitAfter = max(d.ResetAfter, 1)
+		}
 		return st, d
 	}
 	d.Allowed = true
@@ -98,6 +101,9 @@ func (p FixedWindow) Decide(st State, now, cost int64) (State, Decision) {
 	if count == 0 {
 		d.ResetAfter = 0
 		return st, d
+	}
+	if d.Remaining == 0 {
+		d.NextUnitAfter = max(d.ResetAfter, 1)
 	}
 	d.IdleAt = end
 	return State{A: idx, B: count, Idle: end}, d

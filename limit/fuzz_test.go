@@ -1,6 +1,7 @@
 package limit_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -54,7 +55,7 @@ func FuzzDecide(f *testing.F) {
 						t.Fatalf("%v: refusal charged the log", p)
 					}
 				}
-				if d.Remaining < 0 || d.RetryAfter < 0 || d.ResetAfter < 0 || d.Delay < 0 {
+				if d.Remaining < 0 || d.RetryAfter < 0 || d.ResetAfter < 0 || d.Delay < 0 || d.NextUnitAfter < 0 {
 					t.Fatalf("%v at %d cost %d: negative field in %+v", p, now, cost, d)
 				}
 				if d.Allowed && d.RetryAfter != 0 {
@@ -63,7 +64,68 @@ func FuzzDecide(f *testing.F) {
 				if !d.Allowed && d.RetryAfter == 0 {
 					t.Fatalf("%v at %d cost %d: refused with no retry-after: %+v", p, now, cost, d)
 				}
+				// With nothing left, NextUnitAfter is what a unit request
+				// would be told now; with something left, it is zero.
+				var unit limit.Decision
+				switch p := p.(type) {
+				case limit.Stateful:
+					_, unit = p.Decide(st, now, 1)
+				case limit.Logged:
+					unit = p.DecideLog(&log, now, 1)
+					if unit.Allowed {
+						log.Rollback()
+					}
+				}
+				if (d.Remaining == 0) != !unit.Allowed || d.NextUnitAfter != unit.RetryAfter {
+					t.Fatalf("%v at %d cost %d: %+v, but a unit request now gets %+v", p, now, cost, d, unit)
+				}
 			}
+		}
+	})
+}
+
+// FuzzParseRate feeds arbitrary text to the parsers that read
+// configuration (ParseRate, ParsePeriod, ParseAlgorithm): an error wrapping
+// the package's sentinel, never a panic; and whatever parses is valid and
+// reads back the same from its String.
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{
+		"100/s", "5000/h", "7/90s", "5/250ms", "10r/s", " 3 / 1m30s ", "1/7d", "60/minute",
+		"1/µs", "1/1.5h", "+5/+2d", "1/106751d", "9223372036854775807/2562047h", "token_bucket",
+		"", "/", "0/s", "-1/s", "1/-0d", "1/0.0000000001s", "1e3/s", "10/xyz", "2000000000/ns",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if r, err := limit.ParseRate(s); err != nil {
+			if !errors.Is(err, limit.ErrInvalidRate) {
+				t.Fatalf("ParseRate(%q): %v does not wrap ErrInvalidRate", s, err)
+			}
+		} else {
+			if err := r.Validate(); err != nil {
+				t.Fatalf("ParseRate(%q) = %v, invalid: %v", s, r, err)
+			}
+			if back, err := limit.ParseRate(r.String()); err != nil || back != r {
+				t.Fatalf("ParseRate(%q) = %v; its String %q reads back as %v, %v", s, r, r.String(), back, err)
+			}
+		}
+		if d, err := limit.ParsePeriod(s); err == nil {
+			if d <= 0 {
+				t.Fatalf("ParsePeriod(%q) = %v, not positive", s, d)
+			}
+			// One per period: Rate.String writes the period as
+			// ParsePeriod reads it.
+			r := limit.Per(1, d)
+			if back, err := limit.ParseRate(r.String()); err != nil || back != r {
+				t.Fatalf("ParsePeriod(%q) = %v; %q reads back as %v, %v", s, d, r.String(), back, err)
+			}
+		}
+		if a, err := limit.ParseAlgorithm(s); err != nil {
+			if !errors.Is(err, limit.ErrUnknownAlgorithm) {
+				t.Fatalf("ParseAlgorithm(%q): %v does not wrap ErrUnknownAlgorithm", s, err)
+			}
+		} else if a.String() != s {
+			t.Fatalf("ParseAlgorithm(%q) = %v", s, a)
 		}
 	})
 }

@@ -101,7 +101,7 @@ func (p LeakyBucket) Decide(st State, now, cost int64) (State, Decision) {
 	excess := max(addSat(level, mulSat(cost, t)), 0)
 	d := Decision{Limit: addSat(p.Burst, 1)}
 	if excess > capacity {
-		d.Remaining = p.remaining(level, capacity, t)
+		p.remaining(&d, level, capacity, t)
 		if level > -t {
 			d.IdleAt = addSat(now, level+t)
 			d.ResetAfter = time.Duration(level + t)
@@ -115,14 +115,14 @@ func (p LeakyBucket) Decide(st State, now, cost int64) (State, Decision) {
 	}
 	d.Allowed = true
 	if cost == 0 {
-		d.Remaining = p.remaining(level, capacity, t)
+		p.remaining(&d, level, capacity, t)
 		if level > -t {
 			d.IdleAt = addSat(now, level+t)
 			d.ResetAfter = time.Duration(level + t)
 		}
 		return st, d
 	}
-	d.Remaining = p.remaining(excess, capacity, t)
+	p.remaining(&d, excess, capacity, t)
 	d.IdleAt = addSat(now, excess+t)
 	d.ResetAfter = time.Duration(excess + t)
 	if p.Mode == Shape {
@@ -133,8 +133,13 @@ func (p LeakyBucket) Decide(st State, now, cost int64) (State, Decision) {
 	return State{A: excess, B: now, Idle: d.IdleAt}, d
 }
 
-// remaining is how many more unit requests fit now above the level
-// (which is −t for a drained key, so that one admits Burst+1).
-func (p LeakyBucket) remaining(level, capacity, t int64) int64 {
-	return max(0, (capacity-level)/t)
+// remaining fills Remaining, how many more unit requests fit now above
+// the level (which is −t for a drained key, so that one admits Burst+1),
+// and, when none does, NextUnitAfter: the time the level takes to drain to
+// capacity−t.
+func (p LeakyBucket) remaining(d *Decision, level, capacity, t int64) {
+	d.Remaining = max(0, (capacity-level)/t)
+	if d.Remaining == 0 {
+		d.NextUnitAfter = time.Duration(level - (capacity - t))
+	}
 }

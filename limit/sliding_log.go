@@ -59,17 +59,12 @@ func (p SlidingLog) DecideLog(l *Log, now, cost int64) Decision {
 	} else if cost > p.Limit {
 		d.RetryAfter = Never
 	} else {
-		// Wait for the oldest entries to leave until cost fits.
-		need := l.sum + cost - p.Limit
-		for i := l.off; i < len(l.ents); i++ {
-			need -= l.ents[i].cost
-			if need <= 0 {
-				d.RetryAfter = time.Duration(max(l.ents[i].at+w-now, 1))
-				break
-			}
-		}
+		d.RetryAfter = l.waitFor(l.sum+cost-p.Limit, now, w)
 	}
 	d.Remaining = max(0, p.Limit-l.sum)
+	if d.Remaining == 0 {
+		d.NextUnitAfter = l.waitFor(l.sum+1-p.Limit, now, w)
+	}
 	l.idle = 0
 	if l.Len() > 0 {
 		l.idle = addSat(l.newest(), w)
@@ -77,6 +72,18 @@ func (p SlidingLog) DecideLog(l *Log, now, cost int64) Decision {
 		d.ResetAfter = until(d.IdleAt, now)
 	}
 	return d
+}
+
+// waitFor is the time until need units of cost have left the window
+// (need > 0): the oldest entries leave first, each w after it arrived.
+func (l *Log) waitFor(need, now, w int64) time.Duration {
+	for i := l.off; i < len(l.ents); i++ {
+		need -= l.ents[i].cost
+		if need <= 0 {
+			return time.Duration(max(addSat(l.ents[i].at, w)-now, 1))
+		}
+	}
+	return 0
 }
 
 // Log is a sliding log's per-key state: the admitted requests still inside

@@ -83,12 +83,16 @@ func (p SlidingWindow) Decide(st State, now, cost int64) (State, Decision) {
 	return st, d
 }
 
-// report fills Remaining, ResetAfter and IdleAt for the counts cur and prev.
+// report fills Remaining, NextUnitAfter, ResetAfter and IdleAt for the
+// counts cur and prev.
 func (p SlidingWindow) report(d *Decision, cur, prev, start, elapsed, now int64) {
 	w := int64(p.Window)
 	// Unit requests still admitted: ceil(limit − estimate)
 	// = limit − cur − floor(prev·(w−e)/w).
 	d.Remaining = max(0, p.Limit-cur-mulDivFloor(prev, w-elapsed, w))
+	if d.Remaining == 0 {
+		d.NextUnitAfter = p.retryAfter(cur, prev, elapsed, 1)
+	}
 	switch {
 	case cur > 0:
 		d.IdleAt = addSat(start, 2*w)

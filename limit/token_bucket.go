@@ -59,18 +59,14 @@ func (p TokenBucket) Decide(st State, now, cost int64) (State, Decision) {
 	d := Decision{Limit: b}
 	if cost == 0 {
 		d.Allowed = true
-		d.Remaining = (tau - (tat - now)) / t
-		d.ResetAfter = until(tat, now)
-		d.IdleAt = idleAt(tat, now)
+		p.report(&d, tat, now, t, tau)
 		return st, d
 	}
 	inc := mulSat(t, cost)
 	newTat := addSat(tat, inc)
 	allowAt := newTat - tau
 	if now < allowAt {
-		d.Remaining = max(0, (tau-(tat-now))/t)
-		d.ResetAfter = until(tat, now)
-		d.IdleAt = idleAt(tat, now)
+		p.report(&d, tat, now, t, tau)
 		if cost > b {
 			d.RetryAfter = Never
 		} else {
@@ -79,10 +75,21 @@ func (p TokenBucket) Decide(st State, now, cost int64) (State, Decision) {
 		return st, d
 	}
 	d.Allowed = true
-	d.Remaining = (tau - (newTat - now)) / t
-	d.ResetAfter = time.Duration(newTat - now)
-	d.IdleAt = newTat
+	p.report(&d, newTat, now, t, tau)
 	return State{A: newTat, Idle: newTat}, d
+}
+
+// report fills Remaining, NextUnitAfter, ResetAfter and IdleAt for a
+// bucket whose TAT is tat (at least now). A TAT beyond now+τ (a bucket
+// charged past its burst by a sync) has nothing left.
+func (p TokenBucket) report(d *Decision, tat, now, t, tau int64) {
+	d.Remaining = max(0, (tau-(tat-now))/t)
+	if d.Remaining == 0 {
+		// One unit is back when TAT−τ+t is reached.
+		d.NextUnitAfter = until(addSat(tat, t-tau), now)
+	}
+	d.ResetAfter = until(tat, now)
+	d.IdleAt = idleAt(tat, now)
 }
 
 // idleAt is the decision's IdleAt for a state idle at t: zero if already.

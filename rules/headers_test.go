@@ -111,15 +111,17 @@ func TestAllStylesAndRefusal(t *testing.T) {
 	decide(t, e, get("/", "192.0.2.1"))
 	res := decide(t, e, get("/", "192.0.2.1"))
 	h := headers(&res)
+	// Nothing left: the reset is when the next token is back (5s), not
+	// when the bucket is full again (10s).
 	want := map[string]string{
 		HeaderRateLimitPolicy:     `"tb";q=2;w=10`,
-		HeaderRateLimit:           `"tb";r=0;t=10`,
+		HeaderRateLimit:           `"tb";r=0;t=5`,
 		HeaderRateLimitLimit:      "2",
 		HeaderRateLimitRemaining:  "0",
-		HeaderRateLimitReset:      "10",
+		HeaderRateLimitReset:      "5",
 		HeaderXRateLimitLimit:     "2",
 		HeaderXRateLimitRemaining: "0",
-		HeaderXRateLimitReset:     strconv.FormatInt(c.wall().Add(10*time.Second).Unix()+1, 10),
+		HeaderXRateLimitReset:     strconv.FormatInt(c.wall().Add(5*time.Second).Unix()+1, 10),
 	}
 	for k, v := range want {
 		if h[k] != v {
@@ -267,5 +269,57 @@ func TestLegacyEpochResetIsTheWindowEnd(t *testing.T) {
 	want := strconv.FormatInt(start.Add(time.Minute).Unix(), 10)
 	if got := headers(&res)[HeaderXRateLimitReset]; got != want {
 		t.Errorf("X-RateLimit-Reset = %s, want %s (the window's end)", got, want)
+	}
+}
+
+// TestNothingLeftResetIsTheNextUnit: the last admitted request of a token
+// bucket of 10/s, burst 20 says r=0 and t=1 (the next token is 100ms
+// away), not t=2 (the whole refill), in every header style; so do the
+// other algorithms, each with its own wait for one unit.
+func TestNothingLeftResetIsTheNextUnit(t *testing.T) {
+	for _, c := range []struct {
+		policy Policy
+		n      int           // requests to spend the allowance
+		gap    time.Duration // before the last of them
+		next   time.Duration // then the wait for one unit
+	}{
+		{Policy{Algorithm: "token_bucket", Rate: "10/s", Burst: 20}, 20, 0, 100 * time.Millisecond},   // full in 2s
+		{Policy{Algorithm: "leaky_bucket", Rate: "1/s", Burst: 4, Mode: "police"}, 5, 0, time.Second}, // drained in 5s
+		{Policy{Algorithm: "sliding_log", Limit: 3, Window: "10s"}, 3, 2 * time.Second, 8 * time.Second},
+		{Policy{Algorithm: "sliding_window", Limit: 3, Window: "10s"}, 3, 0, 10*time.Second + 1}, // idle in 20s
+		{Policy{Algorithm: "fixed_window", Limit: 3, Window: "10s"}, 3, 0, 10 * time.Second},
+	} {
+		t.Run(c.policy.Algorithm, func(t *testing.T) {
+			c.policy.Name = "p"
+			e, clk := newEngine(t, Config{
+				Headers: Headers{Styles: []string{StyleDraft10, StyleDraft6, StyleLegacy}},
+				Rules:   []Rule{{Name: "r", Policies: []Policy{c.policy}}},
+			})
+			var res Result
+			for i := range c.n {
+				if i == c.n-1 {
+					clk.add(c.gap)
+				}
+				if res = decide(t, e, get("/", "192.0.2.1")); res.Outcome != Allowed {
+					t.Fatalf("request %d: %v", i+1, res.Outcome)
+				}
+			}
+			sec := int64(time.Second)
+			secs := strconv.FormatInt((int64(c.next)+sec-1)/sec, 10)
+			h := headers(&res)
+			want := map[string]string{
+				HeaderRateLimit:           `"p";r=0;t=` + secs,
+				HeaderRateLimitRemaining:  "0",
+				HeaderRateLimitReset:      secs,
+				HeaderXRateLimitRemaining: "0",
+				HeaderXRateLimitReset:     strconv.FormatInt((clk.now()+int64(c.next)+sec-1)/sec, 10),
+			}
+			for k, v := range want {
+				if h[k] != v {
+					t.Errorf("%s: %q, want %q", k, h[k], v)
+				}
+			}
+			checkSF(t, h)
+		})
 	}
 }

@@ -153,15 +153,20 @@ func (r *Result) AppendViolatedPolicies(dst []string) []string {
 
 // resetSeconds is the t of the RateLimit field and the reset of the older
 // fields: on a refusal, when this request could pass (never earlier than
-// Retry-After points, as draft-10 asks); otherwise when the full allowance
-// is back. Whole seconds, rounded up.
+// Retry-After points, as draft-10 asks); when nothing is left, when one
+// unit is back (a pacing client waits that long, not for a token bucket's
+// whole refill); otherwise when the full allowance is back. Whole
+// seconds, rounded up.
 func resetSeconds(d limit.Decision) int64 { return ceilSeconds(resetAfter(d)) }
 
 // resetAfter is the wait resetSeconds rounds: until the refused request
-// may pass, or until the allowance is whole again.
+// may pass, until one unit is back, or until the allowance is whole again.
 func resetAfter(d limit.Decision) time.Duration {
-	if !d.Allowed && d.RetryAfter != limit.Never {
+	switch {
+	case !d.Allowed && d.RetryAfter != limit.Never:
 		return d.RetryAfter
+	case d.Remaining == 0 && d.NextUnitAfter > 0:
+		return d.NextUnitAfter
 	}
 	return d.ResetAfter
 }

@@ -102,9 +102,10 @@ func check(t *testing.T, n int, step Step, d limit.Decision, res time.Duration, 
 	got := Want{
 		Allowed: d.Allowed, Limit: d.Limit, Remaining: d.Remaining,
 		RetryAfter: round(d.RetryAfter, res), ResetAfter: round(d.ResetAfter, res),
-		Delay: round(d.Delay, res),
+		NextUnitAfter: round(d.NextUnitAfter, res), Delay: round(d.Delay, res),
 	}
 	w.RetryAfter, w.ResetAfter, w.Delay = round(w.RetryAfter, res), round(w.ResetAfter, res), round(w.Delay, res)
+	w.NextUnitAfter = round(w.NextUnitAfter, res)
 	if multi {
 		got.Index = d.Index
 	} else {

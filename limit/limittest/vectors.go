@@ -36,7 +36,9 @@ type Want struct {
 	Remaining  int64
 	RetryAfter time.Duration
 	ResetAfter time.Duration
-	Delay      time.Duration
+	// NextUnitAfter is set with spent: zero unless Remaining is.
+	NextUnitAfter time.Duration
+	Delay         time.Duration
 	// Index is, for a multi-policy step, the most restrictive policy.
 	Index int
 }
@@ -56,6 +58,9 @@ func refuse(limit, remaining int64, retry, reset time.Duration) Want {
 
 func delayed(w Want, d time.Duration) Want { w.Delay = d; return w }
 
+// spent is w, which has nothing left, with one unit back after next.
+func spent(w Want, next time.Duration) Want { w.NextUnitAfter = next; return w }
+
 func indexed(w Want, i int) Want { w.Index = i; return w }
 
 // Cases returns the conformance vectors. Every expected value was worked
@@ -71,12 +76,14 @@ func Cases() []Case {
 			Policies: []limit.Policy{limit.TokenBucket{Rate: limit.Per(2, s), Burst: 10}},
 			Steps: []Step{
 				{At: 0, Cost: 1, Want: allow(10, 9, 500*ms)},
-				{At: 0, Cost: 9, Want: allow(10, 0, 5*s)},
-				{At: 0, Cost: 1, Want: refuse(10, 0, 500*ms, 5*s)},
-				{At: 500 * ms, Cost: 1, Want: allow(10, 0, 5*s)},
+				// Nothing left: the next token is one interval away, the whole
+				// bucket τ away.
+				{At: 0, Cost: 9, Want: spent(allow(10, 0, 5*s), 500*ms)},
+				{At: 0, Cost: 1, Want: spent(refuse(10, 0, 500*ms, 5*s), 500*ms)},
+				{At: 500 * ms, Cost: 1, Want: spent(allow(10, 0, 5*s), 500*ms)},
 				// TAT 5.5s; cost 2 would need TAT−τ = 1.5s: wait 0.5s; 1 token now.
 				{At: 1 * s, Cost: 2, Want: refuse(10, 1, 500*ms, 4500*ms)},
-				{At: 1 * s, Cost: 1, Want: allow(10, 0, 5*s)},
+				{At: 1 * s, Cost: 1, Want: spent(allow(10, 0, 5*s), 500*ms)},
 				// TAT 6s: at 3s, (5s − 3s)/0.5s = 4 tokens; a peek charges nothing.
 				{At: 3 * s, Cost: 0, Want: allow(10, 4, 3*s)},
 				{At: 3 * s, Cost: 0, Want: allow(10, 4, 3*s)},
@@ -88,9 +95,9 @@ func Cases() []Case {
 			Name:     "token_bucket/5_per_250ms",
 			Policies: []limit.Policy{limit.TokenBucket{Rate: limit.Per(5, 250*ms)}},
 			Steps: []Step{
-				{At: 0, Cost: 5, Want: allow(5, 0, 250*ms)},
-				{At: 0, Cost: 1, Want: refuse(5, 0, 50*ms, 250*ms)},
-				{At: 50 * ms, Cost: 1, Want: allow(5, 0, 250*ms)},
+				{At: 0, Cost: 5, Want: spent(allow(5, 0, 250*ms), 50*ms)},
+				{At: 0, Cost: 1, Want: spent(refuse(5, 0, 50*ms, 250*ms), 50*ms)},
+				{At: 50 * ms, Cost: 1, Want: spent(allow(5, 0, 250*ms), 50*ms)},
 			},
 		},
 		{
@@ -99,7 +106,7 @@ func Cases() []Case {
 			Policies: []limit.Policy{limit.TokenBucket{Rate: limit.Per(1, s), Burst: 2}},
 			Steps: []Step{
 				{At: 10 * s, Cost: 1, Want: allow(2, 1, 1*s)},
-				{At: 5 * s, Cost: 1, Want: refuse(2, 0, 5*s, 6*s)},
+				{At: 5 * s, Cost: 1, Want: spent(refuse(2, 0, 5*s, 6*s), 5*s)},
 			},
 		},
 		{
@@ -107,11 +114,11 @@ func Cases() []Case {
 			Name:     "fixed_window/seam_burst",
 			Policies: []limit.Policy{limit.FixedWindow{Limit: 10, Window: time.Minute}},
 			Steps: []Step{
-				{At: 59 * s, Cost: 10, Want: allow(10, 0, 1*s)},
-				{At: 59500 * ms, Cost: 1, Want: refuse(10, 0, 500*ms, 500*ms)},
-				{At: 60 * s, Cost: 10, Want: allow(10, 0, 60*s)},
-				{At: 60 * s, Cost: 11, Want: refuse(10, 0, limit.Never, 60*s)},
-				{At: 119999 * ms, Cost: 0, Want: allow(10, 0, 1*ms)},
+				{At: 59 * s, Cost: 10, Want: spent(allow(10, 0, 1*s), 1*s)},
+				{At: 59500 * ms, Cost: 1, Want: spent(refuse(10, 0, 500*ms, 500*ms), 500*ms)},
+				{At: 60 * s, Cost: 10, Want: spent(allow(10, 0, 60*s), 60*s)},
+				{At: 60 * s, Cost: 11, Want: spent(refuse(10, 0, limit.Never, 60*s), 60*s)},
+				{At: 119999 * ms, Cost: 0, Want: spent(allow(10, 0, 1*ms), 1*ms)},
 				{At: 120 * s, Cost: 0, Want: allow(10, 10, 0)},
 			},
 		},
@@ -120,9 +127,9 @@ func Cases() []Case {
 			Name:     "fixed_window/7_per_90s",
 			Policies: []limit.Policy{limit.FixedWindow{Limit: 7, Window: 90 * s}},
 			Steps: []Step{
-				{At: 89 * s, Cost: 7, Want: allow(7, 0, 1*s)},
-				{At: 90 * s, Cost: 7, Want: allow(7, 0, 90*s)},
-				{At: 100 * s, Cost: 1, Want: refuse(7, 0, 80*s, 80*s)},
+				{At: 89 * s, Cost: 7, Want: spent(allow(7, 0, 1*s), 1*s)},
+				{At: 90 * s, Cost: 7, Want: spent(allow(7, 0, 90*s), 90*s)},
+				{At: 100 * s, Cost: 1, Want: spent(refuse(7, 0, 80*s, 80*s), 80*s)},
 			},
 		},
 		{
@@ -131,7 +138,7 @@ func Cases() []Case {
 			Policies: []limit.Policy{limit.FixedWindow{Limit: 2, Window: time.Minute}},
 			Steps: []Step{
 				{At: 70 * s, Cost: 1, Want: allow(2, 1, 50*s)},
-				{At: 50 * s, Cost: 1, Want: allow(2, 0, 70*s)},
+				{At: 50 * s, Cost: 1, Want: spent(allow(2, 0, 70*s), 70*s)},
 			},
 		},
 		{
@@ -154,13 +161,16 @@ func Cases() []Case {
 			Name:     "sliding_window/retry_into_next_window",
 			Policies: []limit.Policy{limit.SlidingWindow{Limit: 10, Window: 10 * s}},
 			Steps: []Step{
-				{At: 0, Cost: 10, Want: allow(10, 0, 20*s)},
+				// Nothing left until prev's weight 10·(10s−e)/10s < 10, just after 10s.
+				{At: 0, Cost: 10, Want: spent(allow(10, 0, 20*s), 10*s+1)},
 				// Full until prev's weight 10·(10s−e)/10s < 10: just after 10s.
-				{At: 5 * s, Cost: 1, Want: refuse(10, 0, 5*s+1, 15*s)},
+				{At: 5 * s, Cost: 1, Want: spent(refuse(10, 0, 5*s+1, 15*s), 5*s+1)},
 				// Window 1, 5s in: 10·0.5 + 0 = 5; after: 10 − 1 − 5 = 4.
 				{At: 15 * s, Cost: 1, Want: allow(10, 4, 15*s)},
 				{At: 15 * s, Cost: 5, Want: refuse(10, 4, 1, 15*s)},
-				{At: 16 * s, Cost: 5, Want: allow(10, 0, 14*s)},
+				// 6 + 10·(4s/10s) = 10: full, but the estimate falls from the next
+				// instant on.
+				{At: 16 * s, Cost: 5, Want: spent(allow(10, 0, 14*s), 1)},
 			},
 		},
 		{
@@ -169,14 +179,15 @@ func Cases() []Case {
 			Steps: []Step{
 				{At: 0, Cost: 1, Want: allow(3, 2, 10*s)},
 				{At: 1 * s, Cost: 1, Want: allow(3, 1, 10*s)},
-				{At: 2 * s, Cost: 1, Want: allow(3, 0, 10*s)},
+				// Full: the request at 0 leaves the window at 10s.
+				{At: 2 * s, Cost: 1, Want: spent(allow(3, 0, 10*s), 8*s)},
 				// The request at 0 leaves the window at 10s.
-				{At: 5 * s, Cost: 1, Want: refuse(3, 0, 5*s, 7*s)},
-				{At: 10 * s, Cost: 1, Want: allow(3, 0, 10*s)},
+				{At: 5 * s, Cost: 1, Want: spent(refuse(3, 0, 5*s, 7*s), 5*s)},
+				{At: 10 * s, Cost: 1, Want: spent(allow(3, 0, 10*s), 1*s)},
 				// Cost 2 needs the entries of 1s and 2s gone: at 12s.
-				{At: 10 * s, Cost: 2, Want: refuse(3, 0, 2*s, 10*s)},
-				{At: 10 * s, Cost: 4, Want: refuse(3, 0, limit.Never, 10*s)},
-				{At: 12 * s, Cost: 2, Want: allow(3, 0, 10*s)},
+				{At: 10 * s, Cost: 2, Want: spent(refuse(3, 0, 2*s, 10*s), 1*s)},
+				{At: 10 * s, Cost: 4, Want: spent(refuse(3, 0, limit.Never, 10*s), 1*s)},
+				{At: 12 * s, Cost: 2, Want: spent(allow(3, 0, 10*s), 8*s)},
 				{At: 30 * s, Cost: 0, Want: allow(3, 3, 0)},
 			},
 		},
@@ -190,10 +201,11 @@ func Cases() []Case {
 				{At: 0, Cost: 1, Want: delayed(allow(6, 3, 300*ms), 200*ms)},
 				{At: 0, Cost: 1, Want: delayed(allow(6, 2, 400*ms), 300*ms)},
 				{At: 0, Cost: 1, Want: delayed(allow(6, 1, 500*ms), 400*ms)},
-				{At: 0, Cost: 1, Want: delayed(allow(6, 0, 600*ms), 500*ms)},
-				{At: 0, Cost: 1, Want: refuse(6, 0, 100*ms, 600*ms)},
+				// Full: one interval until the excess drains by one.
+				{At: 0, Cost: 1, Want: spent(delayed(allow(6, 0, 600*ms), 500*ms), 100*ms)},
+				{At: 0, Cost: 1, Want: spent(refuse(6, 0, 100*ms, 600*ms), 100*ms)},
 				// One interval later the excess has drained by one.
-				{At: 100 * ms, Cost: 1, Want: delayed(allow(6, 0, 600*ms), 500*ms)},
+				{At: 100 * ms, Cost: 1, Want: spent(delayed(allow(6, 0, 600*ms), 500*ms), 100*ms)},
 			},
 		},
 		{
@@ -205,8 +217,8 @@ func Cases() []Case {
 				{At: 0, Cost: 1, Want: allow(6, 3, 300*ms)},
 				{At: 0, Cost: 1, Want: allow(6, 2, 400*ms)},
 				{At: 0, Cost: 1, Want: allow(6, 1, 500*ms)},
-				{At: 0, Cost: 1, Want: allow(6, 0, 600*ms)},
-				{At: 0, Cost: 1, Want: refuse(6, 0, 100*ms, 600*ms)},
+				{At: 0, Cost: 1, Want: spent(allow(6, 0, 600*ms), 100*ms)},
+				{At: 0, Cost: 1, Want: spent(refuse(6, 0, 100*ms, 600*ms), 100*ms)},
 			},
 		},
 		{
@@ -218,8 +230,8 @@ func Cases() []Case {
 				{At: 0, Cost: 1, Want: allow(6, 3, 300*ms)},
 				{At: 0, Cost: 1, Want: allow(6, 2, 400*ms)},
 				{At: 0, Cost: 1, Want: delayed(allow(6, 1, 500*ms), 100*ms)},
-				{At: 0, Cost: 1, Want: delayed(allow(6, 0, 600*ms), 200*ms)},
-				{At: 0, Cost: 1, Want: refuse(6, 0, 100*ms, 600*ms)},
+				{At: 0, Cost: 1, Want: spent(delayed(allow(6, 0, 600*ms), 200*ms), 100*ms)},
+				{At: 0, Cost: 1, Want: spent(refuse(6, 0, 100*ms, 600*ms), 100*ms)},
 			},
 		},
 		{
@@ -228,9 +240,9 @@ func Cases() []Case {
 			Policies: []limit.Policy{limit.LeakyBucket{Rate: limit.Per(1, s), Burst: 2, Mode: limit.Police}},
 			Steps: []Step{
 				{At: 0, Cost: 4, Want: refuse(3, 3, limit.Never, 0)},
-				{At: 0, Cost: 3, Want: allow(3, 0, 3*s)},
-				{At: 1 * s, Cost: 1, Want: allow(3, 0, 3*s)},
-				{At: 1 * s, Cost: 1, Want: refuse(3, 0, 1*s, 3*s)},
+				{At: 0, Cost: 3, Want: spent(allow(3, 0, 3*s), 1*s)},
+				{At: 1 * s, Cost: 1, Want: spent(allow(3, 0, 3*s), 1*s)},
+				{At: 1 * s, Cost: 1, Want: spent(refuse(3, 0, 1*s, 3*s), 1*s)},
 			},
 		},
 		{
@@ -243,14 +255,15 @@ func Cases() []Case {
 			},
 			Steps: []Step{
 				// Window: 0 left; bucket: TAT 180s, 2 left. The window is tighter.
-				{At: 0, Cost: 3, Want: indexed(allow(3, 0, 60*s), 0)},
+				{At: 0, Cost: 3, Want: indexed(spent(allow(3, 0, 60*s), 60*s), 0)},
 				// The window refuses; the bucket would have allowed.
-				{At: 0, Cost: 1, Want: indexed(refuse(3, 0, 60*s, 60*s), 0)},
+				{At: 0, Cost: 1, Want: indexed(spent(refuse(3, 0, 60*s, 60*s), 60*s), 0)},
 				// The bucket was not charged: still 2 left, TAT 180s.
 				{At: 0, Cost: 0, Only: 2, Want: allow(5, 2, 180*s)},
-				// Both allow and both have 0 left: the longer reset (the
-				// bucket's TAT 360s, 300s away) is the one reported.
-				{At: 60 * s, Cost: 3, Want: indexed(allow(5, 0, 300*s), 1)},
+				// Both allow and both have 0 left, each with one unit back
+				// in 60s: the longer reset (the bucket's TAT 360s, 300s
+				// away) is the one reported.
+				{At: 60 * s, Cost: 3, Want: indexed(spent(allow(5, 0, 300*s), 60*s), 1)},
 				// The bucket refuses cost 2 (TAT 480s would need τ from 180s);
 				// the window would have allowed.
 				{At: 120 * s, Cost: 2, Want: indexed(refuse(5, 1, 60*s, 240*s), 1)},

@@ -53,11 +53,15 @@
 // # Over-limit cache
 //
 // A key refused until instant T is answered locally, without a round trip,
-// until T. The cache is keyed by the policy as well as the key, so a changed
-// policy never sees a refusal made under the old one; an entry answers only
-// requests costing at least the refused one, and reports the Remaining of
-// the refusal. An ApplyAll with a cached refusal among its requests is
-// refused with that one. Hits are counted in Stats.CacheHits.
+// until T, with the figures Redis would give. The cache is keyed by the
+// policy as well as the key, so a changed policy never sees a refusal made
+// under the old one. An entry answers only requests of the refused cost,
+// and is forgotten as soon as the key admits anything (through this store
+// or its Sync); a refusal is cached only when its Remaining is one below
+// its cost (every refusal of cost 1), since only then does Remaining stay
+// the same until T. An ApplyAll is answered locally when every one of its
+// requests has a cached refusal, with their Merge. Hits are counted in
+// Stats.CacheHits.
 //
 // # Consistency tiers
 //

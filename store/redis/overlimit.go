@@ -11,9 +11,16 @@ import (
 // overLimit remembers refusals: a key refused until instant T (local
 // clock) is refused again locally until T. Entries are keyed by the policy
 // as well as the key, so a changed policy (a config reload) never sees a
-// refusal made under the old one (envoyproxy/ratelimit issue #1077). A
-// refusal for cost c says nothing about a smaller cost, so an entry only
-// answers requests costing at least c.
+// refusal made under the old one (envoyproxy/ratelimit issue #1077).
+//
+// An entry answers only what Redis would answer, figure for figure: a
+// request of the same cost (a larger one waits longer, a smaller one may
+// pass), only while the key has admitted nothing since (any admission
+// forgets the entry), and only for a refusal whose Remaining is one below
+// its cost, the one case in which Remaining stays the same until T (it
+// never falls while nothing is admitted, and reaching the cost is what
+// admits the request). The durations are those of the refusal less the
+// time since.
 type overLimit struct {
 	shards   [64]olShard
 	perShard int
@@ -68,19 +75,51 @@ func (c *overLimit) get(key string, p limit.Policy, cost, capacity, now int64) (
 		ok = false
 	}
 	sh.mu.Unlock()
-	if !ok || cost < e.cost {
+	if !ok || cost != e.cost || now < e.at {
 		return limit.Decision{}, false
 	}
 	d := e.d
+	elapsed := time.Duration(now - e.at)
 	d.RetryAfter = time.Duration(e.until - now)
-	d.ResetAfter = max(d.ResetAfter-time.Duration(now-e.at), d.RetryAfter)
+	d.ResetAfter = max(d.ResetAfter-elapsed, 0)
+	d.NextUnitAfter = max(d.NextUnitAfter-elapsed, 0)
 	return d, true
 }
 
-// put remembers a refusal d of cost decided at now; refusals that can never
-// pass (RetryAfter Never) are not cached, since they depend on the cost only.
-func (c *overLimit) put(key string, p limit.Policy, cost, now int64, d limit.Decision) {
-	if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter == limit.Never {
+// getAll answers a batch from the cache when every request has a cached
+// refusal: their Merge is then the batch's decision. With any request
+// unknown, the most restrictive figures are unknown too, and Redis
+// decides.
+func (c *overLimit) getAll(reqs []limit.Request, enc []args, now int64) (limit.Decision, bool) {
+	var out limit.Decision
+	for i, r := range reqs {
+		d, ok := c.get(r.Key, r.Policy, r.Cost, enc[i].capacity, now)
+		if !ok {
+			return limit.Decision{}, false
+		}
+		d.Policy, d.Index = r.Policy, i
+		if i == 0 {
+			out = d
+		} else {
+			out = limit.Merge(out, d)
+		}
+	}
+	return out, true
+}
+
+// record takes note of d, decided by Redis for a request of cost at now:
+// an admission of a positive cost forgets the key's entry (its state has
+// changed), and a refusal whose figures hold until its retry instant is
+// remembered. A refusal that can never pass (RetryAfter Never) is not
+// cached, since it depends on the cost only.
+func (c *overLimit) record(key string, p limit.Policy, cost, now int64, d limit.Decision) {
+	if d.Allowed {
+		if cost > 0 {
+			c.forget(key, p)
+		}
+		return
+	}
+	if d.RetryAfter <= 0 || d.RetryAfter == limit.Never || d.Remaining != cost-1 {
 		return
 	}
 	sh := c.shard(key)
@@ -98,7 +137,31 @@ func (c *overLimit) put(key string, p limit.Policy, cost, now int64, d limit.Dec
 			}
 		}
 	}
+	d.Policy, d.Index = nil, 0 // the caller's to set
 	sh.m[olKey{p, key}] = olEntry{until: now + int64(d.RetryAfter), at: now, cost: cost, d: d}
+	sh.mu.Unlock()
+}
+
+// recordBatch is record for request i of a batch decided as one. A key
+// that appears twice in the batch is forgotten rather than remembered: its
+// later request was decided on the earlier one's charge, which a refused
+// batch takes back.
+func (c *overLimit) recordBatch(reqs []limit.Request, i int, now int64, d limit.Decision) {
+	r := reqs[i]
+	for j := range reqs {
+		if j != i && reqs[j].Key == r.Key {
+			c.forget(r.Key, r.Policy)
+			return
+		}
+	}
+	c.record(r.Key, r.Policy, r.Cost, now, d)
+}
+
+// forget drops the entry of key under p.
+func (c *overLimit) forget(key string, p limit.Policy) {
+	sh := c.shard(key)
+	sh.mu.Lock()
+	delete(sh.m, olKey{p, key})
 	sh.mu.Unlock()
 }
 

@@ -137,3 +137,151 @@ func TestRedisSlow(t *testing.T) {
 		t.Fatalf("no timeout counted: %+v", st)
 	}
 }
+
+// cacheStep is one request of a cache test, at Base+at, with the decision
+// package limit gives for it.
+type cacheStep struct {
+	at   time.Duration
+	cost int64
+}
+
+// checkAgainstGo applies the steps to key under p through s and through
+// the pure algorithm, and compares every field of every decision.
+func checkAgainstGo(t *testing.T, s *Store, now *int64, key string, p limit.Policy, steps []cacheStep) {
+	t.Helper()
+	ref := &reference{p: p}
+	for i, st := range steps {
+		*now = limittest.Base + int64(st.at)
+		got, err := s.Apply(context.Background(), key, p, st.cost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := ref.decide(*now, st.cost); !same(got, want) {
+			t.Errorf("step %d (at %v, cost %d):\n got  %+v\n want %+v", i, st.at, st.cost, got, want)
+		}
+	}
+}
+
+// TestOverLimitCacheForgetsARefusalOnceTheKeyAdmits is redis-cell's
+// CL.THROTTLE k 3 10 1 (a token bucket of 10/s, burst 4): a refusal of
+// cost 3 is cached, then a request of cost 2 is admitted; the next cost 3
+// must be told the figures of the key as it is now (nothing left, 250ms to
+// wait), not those of the refusal before the admission.
+func TestOverLimitCacheForgetsARefusalOnceTheKeyAdmits(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := open(t, srv.Addr, Config{Clock: func() int64 { return now }})
+	ms := time.Millisecond
+	checkAgainstGo(t, s, &now, "k", limit.TokenBucket{Rate: limit.Per(10, time.Second), Burst: 4}, []cacheStep{
+		{0, 4}, {200 * ms, 3}, {200 * ms, 2}, {250 * ms, 3}, {260 * ms, 3},
+	})
+}
+
+// TestOverLimitCacheNeverAnswersALargerCost: a refusal of cost 1 (50ms to
+// wait) says nothing of what a cost of 2 must wait (100ms).
+func TestOverLimitCacheNeverAnswersALargerCost(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := open(t, srv.Addr, Config{Clock: func() int64 { return now }})
+	ms := time.Millisecond
+	checkAgainstGo(t, s, &now, "k", limit.TokenBucket{Rate: limit.Per(5, 250*ms), Burst: 4}, []cacheStep{
+		{0, 4}, {0, 1}, {0, 2}, {10 * ms, 2}, {10 * ms, 1}, {20 * ms, 3},
+	})
+	// The windows too: a cost-2 refusal with one left, then cost 3.
+	checkAgainstGo(t, s, &now, "w", limit.SlidingWindow{Limit: 4, Window: time.Second}, []cacheStep{
+		{0, 3}, {100 * ms, 2}, {200 * ms, 3}, {1100 * ms, 3}, {1200 * ms, 2},
+	})
+}
+
+// TestOverLimitCacheReportsFiguresOfNow: a cached refusal reports what
+// Redis would say at the instant of the request, not at the refusal: a
+// bucket refusing cost 3 with nothing left gains tokens while it stays
+// refused.
+func TestOverLimitCacheReportsFiguresOfNow(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := open(t, srv.Addr, Config{Clock: func() int64 { return now }})
+	ms := time.Millisecond
+	checkAgainstGo(t, s, &now, "k", limit.TokenBucket{Rate: limit.Per(10, time.Second), Burst: 4}, []cacheStep{
+		{0, 4}, {0, 3}, {50 * ms, 3}, {150 * ms, 3}, {250 * ms, 3}, {299 * ms, 3}, {300 * ms, 3},
+	})
+	checkAgainstGo(t, s, &now, "l", limit.LeakyBucket{Rate: limit.Per(10, time.Second), Burst: 3, Mode: limit.Police}, []cacheStep{
+		{0, 4}, {0, 3}, {50 * ms, 3}, {150 * ms, 3}, {250 * ms, 3}, {300 * ms, 3},
+	})
+}
+
+// TestOverLimitCacheApplyAllReportsTheMostRestrictive: a refusal cached for
+// one request of a batch does not answer the batch when another request
+// would refuse for longer: the batch reports the most restrictive policy.
+func TestOverLimitCacheApplyAllReportsTheMostRestrictive(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := open(t, srv.Addr, Config{Clock: func() int64 { return now }})
+	ctx := context.Background()
+	fw := limit.FixedWindow{Limit: 1, Window: time.Second}
+	tb := limit.TokenBucket{Rate: limit.Per(1, 10*time.Second), Burst: 1}
+	s.Apply(ctx, "a", fw, 1)
+	if d, _ := s.Apply(ctx, "a", fw, 1); d.Allowed || d.RetryAfter != time.Second {
+		t.Fatalf("a: %+v", d)
+	}
+	s.Apply(ctx, "b", tb, 1)
+	d, err := s.ApplyAll(ctx, []limit.Request{{Key: "a", Policy: fw, Cost: 1}, {Key: "b", Policy: tb, Cost: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || d.Index != 1 || d.RetryAfter != 10*time.Second {
+		t.Fatalf("batch: %+v; want refused by b (index 1) for 10s", d)
+	}
+	// Both refusals are cached now: the batch is answered locally, the
+	// same way.
+	hits := s.Stats().CacheHits
+	now += int64(time.Millisecond)
+	d, err = s.ApplyAll(ctx, []limit.Request{{Key: "a", Policy: fw, Cost: 1}, {Key: "b", Policy: tb, Cost: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || d.Index != 1 || d.RetryAfter != 10*time.Second-time.Millisecond || s.Stats().CacheHits != hits+1 {
+		t.Fatalf("batch again: %+v, %d hits (was %d)", d, s.Stats().CacheHits, hits)
+	}
+}
+
+// TestOverLimitCacheForgetsARefusalOnceSyncCharges: a charge pushed by
+// Sync (admissions made elsewhere) changes the key as an admission does: a
+// refusal cached before it no longer tells the wait.
+func TestOverLimitCacheForgetsARefusalOnceSyncCharges(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := open(t, srv.Addr, Config{Clock: func() int64 { return now }})
+	ctx := context.Background()
+	p := limit.TokenBucket{Rate: limit.Per(10, time.Second), Burst: 2}
+	s.Apply(ctx, "k", p, 2)
+	if d, _ := s.Apply(ctx, "k", p, 1); d.Allowed || d.RetryAfter != 100*time.Millisecond {
+		t.Fatalf("refusal: %+v", d)
+	}
+	if err := s.Sync(ctx, []Charge{{Key: "k", Policy: p, Cost: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := s.Apply(ctx, "k", p, 1); d.Allowed || d.RetryAfter != 400*time.Millisecond {
+		t.Fatalf("after a sync charged 3: %+v, want 400ms to wait", d)
+	}
+}
+
+// TestOverLimitCacheIndexIsTheCallers: a refusal cached from the second
+// request of a batch, answering Apply on that key alone, has Index 0.
+func TestOverLimitCacheIndexIsTheCallers(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := open(t, srv.Addr, Config{Clock: func() int64 { return now }})
+	ctx := context.Background()
+	fw := limit.FixedWindow{Limit: 5, Window: time.Second}
+	tb := limit.TokenBucket{Rate: limit.Per(1, time.Second), Burst: 1}
+	s.Apply(ctx, "b", tb, 1)
+	d, _ := s.ApplyAll(ctx, []limit.Request{{Key: "a", Policy: fw, Cost: 1}, {Key: "b", Policy: tb, Cost: 1}})
+	if d.Allowed || d.Index != 1 {
+		t.Fatalf("batch: %+v", d)
+	}
+	hits := s.Stats().CacheHits
+	if d, _ := s.Apply(ctx, "b", tb, 1); d.Allowed || d.Index != 0 || d.Policy != limit.Policy(tb) || s.Stats().CacheHits != hits+1 {
+		t.Fatalf("Apply answered from the cache: %+v (hits %d, was %d)", d, s.Stats().CacheHits, hits)
+	}
+}

@@ -19,6 +19,12 @@ func luaFile(name string) string {
 	return string(b)
 }
 
+// width is the number of values of one decision in a script's reply:
+// allowed, remaining, reset, retry (-1: never), delay, idle, next unit.
+// A one-request script follows it with now (µs), or, when forced (Sync),
+// with the state's three words and now.
+const width = 7
+
 // scripts holds the five one-request scripts, indexed by limit.Algorithm,
 // and the all-or-nothing script for ApplyAll.
 type scripts struct {

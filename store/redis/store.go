@@ -215,17 +215,17 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 		return s.fail(ctx, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})
 	}
 	s.breaker.done(true)
-	if len(vals) < 7 {
-		return limit.Decision{}, fmt.Errorf("redis: script returned %d values, want 7", len(vals))
+	if len(vals) < width+1 {
+		return limit.Decision{}, fmt.Errorf("redis: script returned %d values, want %d", len(vals), width+1)
 	}
 	s.stats.decisions.Add(1)
 	if s.onNow != nil {
-		s.onNow(vals[6])
+		s.onNow(vals[width])
 	}
 	d := decode(vals, a)
 	d.Policy = p
-	if s.cache != nil && !d.Allowed {
-		s.cache.put(key, p, cost, now, d)
+	if s.cache != nil {
+		s.cache.record(key, p, cost, now, d)
 	}
 	return d, nil
 }
@@ -265,16 +265,17 @@ func (s *Store) failed(err error) {
 }
 
 // decode reads a script's decision {allowed, remaining, reset, retry,
-// delay, idle} in µs.
+// delay, idle, next} in µs.
 func decode(v []int64, a args) limit.Decision {
 	d := limit.Decision{
-		Allowed:    v[0] == 1,
-		Limit:      a.capacity,
-		Remaining:  v[1],
-		ResetAfter: time.Duration(v[2]) * time.Microsecond,
-		RetryAfter: time.Duration(v[3]) * time.Microsecond,
-		Delay:      time.Duration(v[4]) * time.Microsecond,
-		IdleAt:     v[5] * 1000,
+		Allowed:       v[0] == 1,
+		Limit:         a.capacity,
+		Remaining:     v[1],
+		ResetAfter:    time.Duration(v[2]) * time.Microsecond,
+		RetryAfter:    time.Duration(v[3]) * time.Microsecond,
+		Delay:         time.Duration(v[4]) * time.Microsecond,
+		IdleAt:        v[5] * 1000,
+		NextUnitAfter: time.Duration(v[6]) * time.Microsecond,
 	}
 	if v[3] < 0 {
 		d.RetryAfter = limit.Never
@@ -309,12 +310,9 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 	var now int64
 	if s.cache != nil {
 		now = s.now()
-		for i, r := range reqs {
-			if d, ok := s.cache.get(r.Key, r.Policy, r.Cost, enc[i].capacity, now); ok {
-				s.stats.cacheHits.Add(1)
-				d.Policy, d.Index = r.Policy, i
-				return d, nil
-			}
+		if d, ok := s.cache.getAll(reqs, enc, now); ok {
+			s.stats.cacheHits.Add(1)
+			return d, nil
 		}
 	}
 	if !s.breaker.closed() {
@@ -341,16 +339,16 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 		return s.fail(ctx, mode, reqs)
 	}
 	s.breaker.done(true)
-	if len(vals) < 6*len(reqs) {
-		return limit.Decision{}, fmt.Errorf("redis: script returned %d values, want %d", len(vals), 6*len(reqs)+1)
+	if len(vals) < width*len(reqs) {
+		return limit.Decision{}, fmt.Errorf("redis: script returned %d values, want %d", len(vals), width*len(reqs)+1)
 	}
 	s.stats.decisions.Add(1)
 	var out limit.Decision
 	for i, r := range reqs {
-		d := decode(vals[6*i:], enc[i])
+		d := decode(vals[width*i:], enc[i])
 		d.Policy, d.Index = r.Policy, i
-		if s.cache != nil && !d.Allowed {
-			s.cache.put(r.Key, r.Policy, r.Cost, now, d)
+		if s.cache != nil {
+			s.cache.recordBatch(reqs, i, now, d)
 		}
 		if i == 0 {
 			out = d

@@ -89,6 +89,7 @@ func same(a, b limit.Decision) bool {
 	a.Policy, b.Policy = nil, nil
 	for _, d := range []*limit.Decision{&a, &b} {
 		d.RetryAfter, d.ResetAfter, d.Delay = roundUp(d.RetryAfter), roundUp(d.ResetAfter), roundUp(d.Delay)
+		d.NextUnitAfter = roundUp(d.NextUnitAfter)
 		d.IdleAt = int64(roundUp(time.Duration(d.IdleAt)))
 	}
 	return a == b

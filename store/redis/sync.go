@@ -48,8 +48,8 @@ var ErrSlidingLog = errors.New("redis: the sliding log has no fixed-size state t
 // a sliding log) or that Redis refuses (a key holding another type) fails
 // without keeping the others from being applied. Sync returns nil when
 // every charge succeeded, and otherwise an error joining the failed
-// charges' errors. Sync bypasses the breaker, the over-limit cache and the
-// failure modes.
+// charges' errors. Sync bypasses the breaker and the failure modes, and
+// makes the over-limit cache forget the keys it charges.
 func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 	groups := map[limit.Algorithm][]int{}
 	execs := map[limit.Algorithm][]rueidis.LuaExec{}
@@ -68,6 +68,9 @@ func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 		if c.Err != nil {
 			continue
 		}
+		if s.cache != nil && c.Cost > 0 {
+			s.cache.forget(c.Key, c.Policy) // the charge changes the key
+		}
 		groups[a.alg] = append(groups[a.alg], i)
 		execs[a.alg] = append(execs[a.alg], rueidis.LuaExec{
 			Keys: []string{s.redisKey(c.Key)},
@@ -79,14 +82,14 @@ func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 		for j, r := range res {
 			c := &charges[groups[alg][j]]
 			v, err := r.AsIntSlice()
-			if err == nil && len(v) < 10 {
-				err = fmt.Errorf("script returned %d values, want 10", len(v))
+			if err == nil && len(v) < width+4 {
+				err = fmt.Errorf("script returned %d values, want %d", len(v), width+4)
 			}
 			if err != nil {
 				c.Err = err
 				continue
 			}
-			c.State, c.Now = fromWire(alg, v[6], v[7], v[8]), v[9]*1000
+			c.State, c.Now = fromWire(alg, v[width], v[width+1], v[width+2]), v[width+3]*1000
 		}
 	}
 	var errs []error

@@ -2,7 +2,7 @@
 -- (-1: server TIME), ttl floor (ms), then per request six values: algorithm
 -- (1 fixed_window, 2 sliding_log, 3 sliding_window, 4 token_bucket,
 -- 5 leaky_bucket, as limit.Algorithm), cost, p1..p4. Returns the
--- decisions, six values each, then now.
+-- decisions, seven values each, then now.
 local algs = {fixed_window, nil, sliding_window, token_bucket, leaky_bucket}
 local tnow = clock(ARGV[1])
 local floor = tonumber(ARGV[2])
@@ -32,7 +32,7 @@ for i = 1, #KEYS do
     end
   end
   if d[1] == 0 then all = false end
-  for k = 1, 6 do out[#out + 1] = d[k] end
+  for k = 1, 7 do out[#out + 1] = d[k] end
 end
 if all then
   for _, key in ipairs(order) do save(key, pending[key], tnow, floor) end

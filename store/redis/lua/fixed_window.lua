@@ -17,11 +17,15 @@ local function fixed_window(st, now, cost, force, limit, w)
     if count == 0 then reset, idle = 0, 0 end
     local retry = -1
     if cost <= limit then retry = math.max(reset, 1) end
-    return nil, {0, math.max(0, limit - count), reset, retry, 0, idle}
+    local rem, nx = math.max(0, limit - count), 0
+    if rem == 0 then nx = math.max(reset, 1) end
+    return nil, {0, rem, reset, retry, 0, idle, nx}
   end
   count = count + cost
   if count == 0 then
-    return nil, {1, limit - count, 0, 0, 0, 0}
+    return nil, {1, limit - count, 0, 0, 0, 0, 0}
   end
-  return {idx, count, e}, {1, math.max(0, limit - count), reset, 0, 0, e}
+  local rem, nx = math.max(0, limit - count), 0
+  if rem == 0 then nx = math.max(reset, 1) end
+  return {idx, count, e}, {1, rem, reset, 0, 0, e, nx}
 end

@@ -16,8 +16,8 @@ else
   if nst then save(KEYS[1], nst, tnow, floor) end
   if force then
     if not nst then nst = st end
-    return {d[1], d[2], d[3], d[4], d[5], d[6], nst[1], nst[2], nst[3], tnow}
+    return {d[1], d[2], d[3], d[4], d[5], d[6], d[7], nst[1], nst[2], nst[3], tnow}
   end
 end
-d[7] = tnow
+d[8] = tnow
 return d

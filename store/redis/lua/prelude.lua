@@ -73,4 +73,5 @@ local function save(key, st, now, floor)
   redis.call('SET', key, v, 'PX', fmt(ttl_ms(st[3], now, floor)))
 end
 
--- A decision is {allowed, remaining, reset, retry (-1 = never), delay, idle}.
+-- A decision is {allowed, remaining, reset, retry (-1 = never), delay, idle,
+-- next}: next is the wait for one unit when remaining is 0, else 0.

@@ -1,6 +1,25 @@
 -- sliding_log: p1 = limit, p2 = window. The key is a list
 -- [sum, at1, cost1, at2, cost2, ...], oldest first, holding the admitted
 -- requests still inside the window and the sum of their costs.
+
+-- sl_wait is the time until need (> 0) units of cost have left the window
+-- of the log at key: the oldest entries leave first, each w after it came.
+local function sl_wait(key, need, now, w)
+  local k = 0
+  while need > 0 do
+    local chunk = redis.call('LRANGE', key, 2 * k + 1, 2 * k + 128)
+    local i = 1
+    while i < #chunk do
+      need = need - tonumber(chunk[i + 1])
+      if need <= 0 then return math.max(tonumber(chunk[i]) + w - now, 1) end
+      i = i + 2
+    end
+    k = k + 64
+    if #chunk < 128 then break end
+  end
+  return 0
+end
+
 -- sliding_log returns the decision and, when it charged, an undo record.
 local function sliding_log(key, now, cost, limit, w, tnow, floor)
   local n = redis.call('LLEN', key)
@@ -33,7 +52,7 @@ local function sliding_log(key, now, cost, limit, w, tnow, floor)
       end
     end
   end
-  local d = {0, 0, 0, 0, 0, 0}
+  local d = {0, 0, 0, 0, 0, 0, 0}
   local undo = nil
   if cost <= limit - sum then
     d[1] = 1
@@ -51,24 +70,10 @@ local function sliding_log(key, now, cost, limit, w, tnow, floor)
   elseif cost > limit then
     d[4] = -1
   else
-    local need = sum + cost - limit
-    local k = 0
-    while need > 0 do
-      local chunk = redis.call('LRANGE', key, 2 * k + 1, 2 * k + 128)
-      local i = 1
-      while i < #chunk do
-        need = need - tonumber(chunk[i + 1])
-        if need <= 0 then
-          d[4] = math.max(tonumber(chunk[i]) + w - now, 1)
-          break
-        end
-        i = i + 2
-      end
-      k = k + 64
-      if #chunk < 128 then break end
-    end
+    d[4] = sl_wait(key, sum + cost - limit, now, w)
   end
   d[2] = math.max(0, limit - sum)
+  if d[2] == 0 then d[7] = sl_wait(key, sum + 1 - limit, now, w) end
   if n > 0 then
     d[6] = newest + w
     d[3] = untl(d[6], now)

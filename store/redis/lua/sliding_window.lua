@@ -44,13 +44,6 @@ local function mul_div_ceil(a, b, c)
   return q
 end
 
-local function sw_report(limit, w, cur, prev, start, elapsed, now)
-  local rem = math.max(0, limit - cur - mul_div_floor(prev, w - elapsed, w))
-  local idle = 0
-  if cur > 0 then idle = start + 2 * w elseif prev > 0 then idle = start + w end
-  return rem, untl(idle, now), idle
-end
-
 local function sw_retry(limit, w, cur, prev, elapsed, cost)
   if cost > limit then return -1 end
   local room = limit - cur - cost + 1
@@ -63,6 +56,17 @@ local function sw_retry(limit, w, cur, prev, elapsed, cost)
   if cur < room then return to_next end
   local e2 = w - mul_div_ceil(room, w, cur) + 1
   return to_next + math.min(math.max(e2, 0), w)
+end
+
+-- sw_report returns remaining, reset, idle and, when nothing is left, the
+-- wait for one unit (a unit request's retry).
+local function sw_report(limit, w, cur, prev, start, elapsed, now)
+  local rem = math.max(0, limit - cur - mul_div_floor(prev, w - elapsed, w))
+  local idle = 0
+  if cur > 0 then idle = start + 2 * w elseif prev > 0 then idle = start + w end
+  local nx = 0
+  if rem == 0 then nx = sw_retry(limit, w, cur, prev, elapsed, 1) end
+  return rem, untl(idle, now), idle, nx
 end
 
 local function sliding_window(st, now, cost, force, limit, w)
@@ -86,13 +90,13 @@ local function sliding_window(st, now, cost, force, limit, w)
   local room = limit - cur - cost + 1
   if force or (room > 0 and mul_less(prev, w - elapsed, room, w)) then
     if cost == 0 then
-      local rem, reset, idle = sw_report(limit, w, cur, prev, start, elapsed, now)
-      return nil, {1, rem, reset, 0, 0, idle}
+      local rem, reset, idle, nx = sw_report(limit, w, cur, prev, start, elapsed, now)
+      return nil, {1, rem, reset, 0, 0, idle, nx}
     end
     cur = cur + cost
-    local rem, reset, idle = sw_report(limit, w, cur, prev, start, elapsed, now)
-    return {cur, prev, start + 2 * w}, {1, rem, reset, 0, 0, idle}
+    local rem, reset, idle, nx = sw_report(limit, w, cur, prev, start, elapsed, now)
+    return {cur, prev, start + 2 * w}, {1, rem, reset, 0, 0, idle, nx}
   end
-  local rem, reset, idle = sw_report(limit, w, cur, prev, start, elapsed, now)
-  return nil, {0, rem, reset, sw_retry(limit, w, cur, prev, elapsed, cost), 0, idle}
+  local rem, reset, idle, nx = sw_report(limit, w, cur, prev, start, elapsed, now)
+  return nil, {0, rem, reset, sw_retry(limit, w, cur, prev, elapsed, cost), 0, idle, nx}
 end

@@ -20,22 +20,29 @@ end
 local tau = t * b
 local tat = stored
 if tat < now then tat = now end
--- rem is Go's (tau - (x - now)) / t, truncated toward zero, exactly.
+-- rem is max(0, (tau - (x - now)) / t) as in Go, exactly: a state charged
+-- beyond the burst (by Sync) has nothing left, never a negative count.
 local function rem(x)
   local n = tau - (x - now)
-  local m = n
-  if m < 0 then m = -m end
-  local q = math.floor(m / t)
-  local r = m - q * t
+  if n < t then return 0 end
+  local q = math.floor(n / t)
+  local r = n - q * t
   if r < 0 then q = q - 1 elseif r >= t then q = q + 1 end
-  if n < 0 then return -q end
   return q
+end
+-- nxt is the wait for one unit (until TAT - tau + t) when none is left.
+local function nxt(x, r)
+  if r > 0 then return 0 end
+  local w = x - tau + t - now
+  if w < 0 then return 0 end
+  return w
 end
 local idle = 0
 if tat > now then idle = tat end
 if cost == 0 then
-  if force then return {1, rem(tat), tat - now, 0, 0, idle, stored, 0, stored, now} end
-  return {1, rem(tat), tat - now, 0, 0, idle, now}
+  local r = rem(tat)
+  if force then return {1, r, tat - now, 0, 0, idle, nxt(tat, r), stored, 0, stored, now} end
+  return {1, r, tat - now, 0, 0, idle, nxt(tat, r), now}
 end
 if not force then
   local retry = -1
@@ -45,8 +52,7 @@ if not force then
   end
   if retry ~= 0 then
     local r = rem(tat)
-    if r < 0 then r = 0 end
-    return {0, r, tat - now, retry, 0, idle, now}
+    return {0, r, tat - now, retry, 0, idle, nxt(tat, r), now}
   end
 end
 local ntat = tat + t * cost
@@ -56,6 +62,5 @@ if ms < floor then ms = floor end
 if ms < 1 then ms = 1 end
 redis.call('SET', KEYS[1], string.format('%d', ntat), 'PX', string.format('%d', ms))
 local r = rem(ntat)
-if r < 0 then r = 0 end
-if force then return {1, r, ntat - now, 0, 0, ntat, ntat, 0, ntat, now} end
-return {1, r, ntat - now, 0, 0, ntat, now}
+if force then return {1, r, ntat - now, 0, 0, ntat, nxt(ntat, r), ntat, 0, ntat, now} end
+return {1, r, ntat - now, 0, 0, ntat, nxt(ntat, r), now}
