@@ -243,14 +243,4 @@ func freeAddr(t *testing.T) string {
 	return a
 }
 
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	}
-	return -1
-}
-
 var _ = syscall.SIGHUP
