@@ -37,10 +37,8 @@ func Parse(name string, data []byte) (*Config, error) {
 		// expanding too far): there is nothing to validate.
 		return nil, ps.err()
 	}
-	// What decoded is validated even when some values did not, so that
-	// every problem is reported at once; the validation problems that
-	// only repeat a decoding one ("required" for a value of the wrong
-	// type) are dropped.
+	// No routes: Defaults sends everything to the demo origin, which a
+	// file's author rarely means.
 	if len(c.Routes) == 0 && !d.failed["routes"] {
 		at := Pos{File: name} // not written: no line to point at
 		if p, ok := c.Pos.keys["routes"]; ok {
@@ -48,6 +46,10 @@ func Parse(name string, data []byte) (*Config, error) {
 		}
 		c.warnings = append(c.warnings, &Error{Pos: at, Msg: noRoutes})
 	}
+	// What decoded is validated even when some values did not, so that
+	// every problem is reported at once; the validation problems that
+	// only repeat a decoding one ("required" for a value of the wrong
+	// type) are dropped.
 	c.Defaults()
 	vs := &problems{}
 	c.validate(vs)

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -45,6 +46,10 @@ func syntaxError(file string, data []byte, err error) (Pos, string) {
 	if m := anchorRE.FindStringSubmatch(msg); m != nil {
 		line, col := aliasPos(data, m[1])
 		return Pos{File: file, Line: line, Col: col}, msg
+	}
+	if off := badByte(data, msg); off >= 0 {
+		line := 1 + bytes.Count(data[:off], []byte("\n"))
+		return Pos{File: file, Line: line, Col: off - bytes.LastIndexByte(data[:off], '\n')}, msg
 	}
 	line := 1 // no line: the error is on the first
 	if m := syntaxLineRE.FindStringSubmatch(msg); m != nil {
@@ -88,6 +93,33 @@ var syntaxHints = map[string]string{
 	"did not find expected key":                      "check this line's indentation: the keys of one mapping line up",
 	"did not find expected '-' indicator":            "check this line's indentation: the items of one list line up",
 	"mapping values are not allowed in this context": "quote a value holding \": \", or check the indentation",
+}
+
+// badByte returns the offset of the first byte of UTF-8 data that the
+// YAML reader's error msg is about (a control character, a malformed
+// UTF-8 sequence), or -1 when msg is not such an error or data is not
+// UTF-8 (a BOM-marked UTF-16 file).
+func badByte(data []byte, msg string) int {
+	control := msg == "control characters are not allowed"
+	if !control && !strings.Contains(msg, "UTF-8") && msg != "invalid Unicode character" {
+		return -1
+	}
+	if bytes.HasPrefix(data, []byte("\xfe\xff")) || bytes.HasPrefix(data, []byte("\xff\xfe")) {
+		return -1
+	}
+	for i := 0; i < len(data); {
+		r, n := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			return i
+		case r < 0x20 && r != '\t' && r != '\n' && r != '\r',
+			r == 0x7f, r >= 0x80 && r < 0xa0 && r != 0x85,
+			r >= 0xd800 && r <= 0xdfff, r == 0xfffe, r == 0xffff:
+			return i
+		}
+		i += n
+	}
+	return -1
 }
 
 // faultLine returns the first line from which the first lines of data

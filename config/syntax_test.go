@@ -29,6 +29,8 @@ func TestSyntaxErrorsAtTheLineAtFault(t *testing.T) {
 		{"indented key", "listen:\n  addr: ':1'\n  read_timeout: 5s\n  idle_timeout: 5s\nadmin:\n  addr: ':2'\n    x: 1\n", 7, 1,
 			"did not find expected key"},
 		{"first line", "a: b: c\n", 1, 1, "mapping values are not allowed in this context"},
+		{"control character", "listen:\n  addr: \":80\x00\"\n", 2, 13, "control characters are not allowed"},
+		{"bad UTF-8", "# ok: \u00e9\nrules: []\nrefusal: {body: \"\xff\"}\n", 3, 18, "invalid leading UTF-8 octet"},
 		{"unknown anchor", "listen:\n  addr: ':1'\nroutes:\n  - {path: /, upstream: *u}\n", 4, 25, "unknown anchor 'u' referenced"},
 	}
 	for _, c := range cases {
