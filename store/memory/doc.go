@@ -43,9 +43,11 @@
 //     back to its slot, which happens before any eviction in its shard);
 //  4. when every key sampled (up to 64 from a random place in the shard) is
 //     being limited, the new key is not stored and its request is not
-//     decided: Apply and ApplyAll return ErrFull and charge nothing, as
-//     nginx's limit_req answers 503 when it cannot allocate a node. The
-//     caller's failure mode decides (the rules engine's OnStoreError).
+//     decided: Apply and ApplyAll return ErrFull and charge nothing (nginx's
+//     limit_req, which evicts its least recently used key even when that
+//     key is being limited, refuses the request, 503 by default, only when
+//     it cannot allocate a node even then). The caller's failure mode
+//     decides (the rules engine's OnStoreError).
 //
 // Recency is counted in new keys, not in time: each key's slot carries a
 // one-byte mark (limited or not, and the shard's epoch at its latest
