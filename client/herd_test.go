@@ -141,7 +141,14 @@ func TestHerd(t *testing.T) {
 	// requests, and on a loaded machine blind clients, slowed down, send
 	// fewer retries in the same time (245 against 155 was seen, 55 and 145
 	// of them refused).
-	if h, b := results["headers"].Refused, results["blind full jitter"].Refused; h*2 > b {
+	h, b := results["headers"].Refused, results["blind full jitter"].Refused
+	if b < 50 {
+		// The herd never pressed on the limit: on a machine loaded enough
+		// (2 refusals in 100 clients was seen at a load average of 30) the
+		// clients are too slow to compete, and there is nothing to compare.
+		t.Skipf("blind clients were refused only %d times: the machine is too loaded to run the herd", b)
+	}
+	if h*2 > b {
 		t.Errorf("clients reading the headers were refused %d times, blind full jitter %d: want fewer than half", h, b)
 	}
 }
