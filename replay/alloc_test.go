@@ -89,15 +89,16 @@ func BenchmarkLine(b *testing.B) {
 	}
 }
 
-// The JSON and CSV parsers allocate nothing per line either, decoding
-// escapes and doubled quotes included.
-func TestJSONAndCSVParsersDoNotAllocate(t *testing.T) {
+// Every format's parser allocates nothing per line, decoding escapes and
+// doubled quotes included.
+func TestLineParsersDoNotAllocate(t *testing.T) {
 	for _, c := range []struct {
 		f    Format
 		line string
 	}{
 		{FormatJSON, `{"time":"2026-11-30T00:00:00.5Z","remote_addr":"192.0.2.7","method":"GET","uri":"\/api\/x?\u0070=1","status":200,"meta":{"a":[1,2]},"cost":2}`},
 		{FormatCSV, `2026-11-30T00:00:00.5Z,192.0.2.7,"GET","/a,""b""",200`},
+		{FormatCombined, `192.0.2.7 - - [17/May/2015:10:05:03 +0000] "GET /api/\x22q\x22\\ HTTP/1.1" 200 5`},
 	} {
 		p := newParser(c.f, Fields{})
 		var r record

@@ -69,7 +69,7 @@ func TestParseCLF(t *testing.T) {
 	// Common format (no referer or agent) and an escaped quote in the request.
 	r.reset(0)
 	line = `10.0.0.1 - - [17/May/2015:10:05:03 +0000] "GET /a\"b HTTP/1.0" 200 -`
-	if err := new(clfParser).parse([]byte(line), &r); err != nil || string(r.Status) != "200" || string(r.Path) != `/a\"b` {
+	if err := new(clfParser).parse([]byte(line), &r); err != nil || string(r.Status) != "200" || string(r.Path) != `/a"b` {
 		t.Errorf("common: %v %+v", err, r)
 	}
 	// The gateway's own combined log appends rule= and decision=.
@@ -88,6 +88,30 @@ func TestParseCLF(t *testing.T) {
 		if err := new(clfParser).parse([]byte(bad), &r); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// The request's escapes are decoded as Apache (\" \\ \xHH) and nginx
+// (\xHH) write them, so that paths and filters see the request's bytes.
+func TestCLFRequestEscapesAreDecoded(t *testing.T) {
+	for line, want := range map[string]string{
+		`192.0.2.1 - - [17/May/2015:10:05:03 +0000] "GET /api/\x22q\x22 HTTP/1.1" 200 5`:   `/api/"q"`,
+		`192.0.2.1 - - [17/May/2015:10:05:03 +0000] "GET /api/a\\b\"c HTTP/1.1" 200 5`:     `/api/a\b"c`,
+		`192.0.2.1 - - [17/May/2015:10:05:03 +0000] "GET /api/caf\xc3\xa9 HTTP/1.1" 200 5`: "/api/café",
+		`192.0.2.1 - - [17/May/2015:10:05:03 +0000] "GET /api/\q\xZZ\ HTTP/1.1" 200 5`:     `/api/\q\xZZ\`,
+	} {
+		var r record
+		r.reset(0)
+		if err := new(clfParser).parse([]byte(line), &r); err != nil || string(r.Path) != want || string(r.Method) != "GET" {
+			t.Errorf("%s: %v, path %q; want %q", line, err, r.Path, want)
+		}
+	}
+	log := `192.0.2.1 - - [17/May/2015:10:05:03 +0000] "GET \x2fapi/x HTTP/1.1" 200 5` + "\n"
+	rep, err := Run(context.Background(), strings.NewReader(log), Config{
+		Filter: Filter{PathPrefixes: []string{"/api/"}}, Policies: policies(t, "fixed_window:limit=1,window=1m"),
+	})
+	if err != nil || rep.Input.Simulated != 1 {
+		t.Errorf("%v; simulated %d, want the escaped /api/ path to pass the filter", err, rep.Input.Simulated)
 	}
 }
 

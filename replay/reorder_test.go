@@ -207,6 +207,7 @@ func TestReorderWindowMemoryIsBoundedByLines(t *testing.T) {
 	const lines = 1_000_000
 	line := []byte(`192.0.2.7 - - [17/May/2015:10:05:03 +0000] "GET /api/x HTTP/1.1" 200 5 "-" "curl/8"` + "\n")
 	pr, pw := io.Pipe()
+	defer pr.Close() // unblocks the writer if Run stops early
 	go func() {
 		zw, _ := gzip.NewWriterLevel(pw, gzip.BestSpeed)
 		_, err := io.Copy(zw, &repeatReader{line: line, n: lines})

@@ -28,7 +28,7 @@ func WriteText(w io.Writer, rep *Report) error {
 		fmt.Fprintf(b, "  %d lines filtered out\n", in.Filtered)
 	}
 	if in.ReorderFull > 0 {
-		fmt.Fprintf(b, "  %d requests were simulated before their %v reordering window had passed: the window holds at most %d lines\n",
+		fmt.Fprintf(b, "  %d requests were simulated before their %v reordering window had passed: the window holds at most %d lines (-reorder-lines)\n",
 			in.ReorderFull, in.Reorder, in.ReorderLines)
 	}
 	if in.Late > 0 {

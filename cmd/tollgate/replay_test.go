@@ -153,6 +153,22 @@ func TestReplayUsageErrors(t *testing.T) {
 	}
 }
 
+// -reorder-lines bounds the reordering window: the real log, up to a
+// minute out of order, then has lines simulated early and late.
+func TestReplayReorderLinesBoundsTheWindow(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"replay", "-policy", "token_bucket:rate=1/s,burst=20", "-reorder-lines", "2", excerpt}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"reordering window had passed: the window holds at most 2 lines (-reorder-lines)",
+		"requests arrived after a later time had been simulated"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
 // A run that simulated nothing exits non-zero and says why, naming the
 // fields it saw when none was a timestamp; what it quotes from the input
 // reaches the terminal escaped.
