@@ -30,7 +30,6 @@ type engineRun struct {
 	// refusedBy counts refusals by the decisive rule's name.
 	refusedBy map[string]int64
 	errors    int64
-	req       engineRequest
 }
 
 func newEngineRun(spec *Rules) (*engineRun, error) {

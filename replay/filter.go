@@ -34,10 +34,6 @@ func (f Filter) Validate() error {
 	return nil
 }
 
-func (f *Filter) empty() bool {
-	return len(f.PathPrefixes) == 0 && len(f.Methods) == 0 && len(f.Statuses) == 0
-}
-
 // match reports whether r passes the filter.
 func (f *Filter) match(r *record) bool {
 	if len(f.PathPrefixes) > 0 {

@@ -47,11 +47,10 @@ func (r *record) reset(nf int) {
 // Parse errors: sentinel values, so that a malformed line costs no
 // allocation. The reader attaches the line number when it shows one.
 var (
-	errSyntax   = errors.New("line does not match the format")
-	errNoTime   = errors.New("no timestamp field")
-	errBadCost  = errors.New("bad cost")
-	errTooLong  = errors.New("line longer than the read buffer")
-	errNotFound = errors.New("no field for the key")
+	errSyntax  = errors.New("line does not match the format")
+	errNoTime  = errors.New("no timestamp field")
+	errBadCost = errors.New("bad cost")
+	errTooLong = errors.New("line longer than the read buffer")
 )
 
 // maxCost is the largest cost a line may give a request; a larger one is

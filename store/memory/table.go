@@ -29,9 +29,6 @@ const (
 	keyMask = 1<<keyBits - 1
 )
 
-// key returns the slot's key, without its mark.
-func (s *slot) key() uint64 { return s.h & keyMask }
-
 // mark returns the slot's eviction mark.
 func (s *slot) mark() mark { return mark(s.h >> keyBits) }
 
