@@ -388,7 +388,11 @@ func (g *Gateway) countReload(err error) {
 	}
 	g.m.reloads.WithLabelValues("success").Inc()
 	g.m.reloadOK.Set(1)
-	g.log.Info("config reloaded", "rules", len(g.snap.Load().cfg.Rules))
+	cfg := g.snap.Load().cfg
+	g.log.Info("config reloaded", "rules", len(cfg.Rules))
+	for _, w := range cfg.Warnings() {
+		g.log.Warn(w.Error())
+	}
 }
 
 // Shutdown stops accepting connections, waits for in-flight requests until

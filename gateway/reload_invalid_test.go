@@ -1,10 +1,14 @@
 package gateway
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/config"
 )
 
 // A reloaded file whose Redis URL does not parse is a failed reload with
@@ -25,5 +29,48 @@ func TestReloadUnparseableRedisURLKeepsServing(t *testing.T) {
 	}
 	if v := testCounter(g, "failure"); v != 1 {
 		t.Errorf("failure count %v, want 1", v)
+	}
+}
+
+// lockedBuffer is a log destination safe for the gateway's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A reloaded file without routes serves, as at start, but its warning
+// (every request goes to the built-in demo origin) is logged, not lost.
+func TestReloadWithoutRoutesWarns(t *testing.T) {
+	cfg, err := config.Parse("test.yaml", []byte("listen: {addr: \"127.0.0.1:0\"}\nadmin: {addr: off}\nreload: {watch: false}\nroutes: [{path: /, upstream: demo}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	g, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	path := filepath.Join(t.TempDir(), "live.yaml")
+	if err := os.WriteFile(path, []byte("listen: {addr: \"127.0.0.1:0\"}\nadmin: {addr: off}\nreload: {watch: false}\nrules: [{name: r, policies: [{rate: 1/h}]}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.ReloadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if out := logs.String(); !strings.Contains(out, "level=WARN") || !strings.Contains(out, "no routes") {
+		t.Errorf("reload logged no warning about the missing routes:\n%s", out)
 	}
 }
