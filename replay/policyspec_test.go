@@ -2,8 +2,11 @@ package replay
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
@@ -58,4 +61,62 @@ func TestParsePolicy(t *testing.T) {
 			t.Errorf("%v → %q → %v, %v", p, policyFlag(p), back.Policy, err)
 		}
 	}
+}
+
+// TestPoliciesAgreeWithTheGateway: a policy string that tollgate replay
+// accepts is a policy the gateway's file accepts, and one it refuses the
+// file refuses, since both go through the rule engine's one converter.
+// Each spec is written as a YAML policy, key for key, and given to
+// config.Parse.
+func TestPoliciesAgreeWithTheGateway(t *testing.T) {
+	for _, spec := range []string{
+		"token_bucket:rate=10/s,burst=20",
+		"token_bucket:rate=5/m",
+		"sliding_window:limit=100,window=1m",
+		"sliding_log:limit=3,window=90s",
+		"fixed_window:rate=7/90s",
+		"leaky_bucket:rate=2/s,burst=4,mode=police",
+		"leaky_bucket:rate=2/s,burst=4,mode=nodelay",
+		"leaky_bucket:rate=2/s,burst=4,delay=1",
+		"fixed_window:limit=1,window=1s,name=x",
+		// Accepted by the simulator's own parser before there was one
+		// converter, refused by the gateway:
+		"leaky_bucket:rate=1/s,burst=5,mode=police,delay=3",
+		"fixed_window:rate=10/s,limit=20",
+		"sliding_window:rate=10/s,window=1m",
+		"token_bucket:rate=1/s,mode=shape",
+		"token_bucket:rate=1/s,delay=1",
+		"fixed_window:limit=10,window=1m,burst=3",
+		"token_bucket:rate=1/s,limit=4",
+		// Refused by both:
+		"token_bucket:rate=0/s",
+		"token_bucket:burst=-1,rate=1/s",
+		"sliding_log:limit=20000,window=1m",
+		"leaky_bucket:rate=1/s,burst=1,delay=2",
+		"fixed_window:limit=10",
+		"bucket:rate=1/s",
+		"leaky_bucket:rate=1/s,mode=fast",
+		"token_bucket:rate=1/s,name=bad name",
+	} {
+		_, replayErr := ParsePolicy(spec)
+		_, gatewayErr := config.Parse("agree.yaml", []byte("rules:\n  - name: r\n    policies: ["+specYAML(t, spec)+"]\n"))
+		if (replayErr == nil) != (gatewayErr == nil) {
+			t.Errorf("%q: replay says %v, the gateway says %v", spec, replayErr, gatewayErr)
+		}
+	}
+}
+
+// specYAML writes a one-line policy as a YAML flow mapping, by text.
+func specYAML(t *testing.T, spec string) string {
+	t.Helper()
+	alg, params, _ := strings.Cut(spec, ":")
+	fields := []string{"algorithm: " + alg}
+	for _, kv := range strings.Split(params, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		fields = append(fields, k+": "+strconv.Quote(v))
+		if k == "limit" || k == "burst" || k == "delay" {
+			fields[len(fields)-1] = k + ": " + v
+		}
+	}
+	return "{" + strings.Join(fields, ", ") + "}"
 }

@@ -31,6 +31,39 @@ type compiledPolicy struct {
 	problemViolated string
 }
 
+// PolicyError is a Policy that does not convert to a limit.Policy, with
+// the field at fault.
+type PolicyError struct {
+	// Field is the YAML key at fault ("rate", "window", ...), or "" when
+	// the policy as a whole is.
+	Field string
+	// Err says what is wrong; it wraps limit's sentinel errors where one
+	// applies (limit.ErrInvalidRate, limit.ErrInvalidPolicy, ...).
+	Err error
+}
+
+func (e *PolicyError) Error() string {
+	if e.Field == "" {
+		return e.Err.Error()
+	}
+	return e.Field + ": " + e.Err.Error()
+}
+
+func (e *PolicyError) Unwrap() error { return e.Err }
+
+// ToLimit converts p into the limit.Policy the stores apply. It is the one
+// converter of tollgate's policy vocabulary: the gateway's file, the rule
+// engine built in code and tollgate replay's -policy flag (through
+// ParsePolicySpec) all come here, so a policy one accepts the others
+// accept. An error is a *PolicyError naming the field at fault.
+func (p Policy) ToLimit() (limit.Policy, error) {
+	lp, field, err := p.toLimit()
+	if err != nil {
+		return nil, &PolicyError{Field: field, Err: err}
+	}
+	return lp, nil
+}
+
 // toLimit converts p to a limit.Policy, or reports what is wrong and in
 // which field ("" for the policy as a whole).
 func (p Policy) toLimit() (limit.Policy, string, error) {
