@@ -70,8 +70,15 @@ func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 			Args: []string{s.clockArg(), s.floorMS, strconv.FormatInt(c.Cost, 10), "1", a.strs[0], a.strs[1], a.strs[2], a.strs[3]},
 		})
 	}
+	client, cerr := s.client()
 	for alg, ex := range execs {
-		res := s.scripts.one[alg].ExecMulti(ctx, s.client, ex...)
+		if cerr != nil {
+			for _, i := range groups[alg] {
+				charges[i].Err = cerr
+			}
+			continue
+		}
+		res := s.scripts.one[alg].ExecMulti(ctx, client, ex...)
 		for j, r := range res {
 			c := &charges[groups[alg][j]]
 			v, err := r.AsIntSlice()
