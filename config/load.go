@@ -120,9 +120,6 @@ func (c *Config) Defaults() {
 		if r.Timeout == 0 {
 			r.Timeout = 50 * time.Millisecond
 		}
-		if r.OnError == "" {
-			r.OnError = "local"
-		}
 	}
 	if c.AccessLog.Path != "" && c.AccessLog.Format == "" {
 		c.AccessLog.Format = "json"
