@@ -448,3 +448,30 @@ rules: [{name: per-ip, policies: [{rate: 1000/s, burst: 1000}]}]
 		t.Errorf("no log line for the breaker closing:\n%s", logs.String())
 	}
 }
+
+// TestErrorReplyIsRefusedWhenFailingClosed: a limited key overwritten with
+// a value of another type (Redis answers the script with an error) is a
+// store failure, refused under on_error closed, never allowed; the log
+// line names the key only hashed.
+func TestErrorReplyIsRefusedWhenFailingClosed(t *testing.T) {
+	srv := redistest.Start(t)
+	_, base, _, logs := startRedisGateway(t, srv.Addr, `on_error: closed
+rules: [{name: per-ip, policies: [{rate: 1/h, burst: 1000}]}]
+`)
+	if code, _, _ := get(t, base+"/", ""); code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	key := strings.TrimSpace(srv.CLI(t, "--scan", "--pattern", "tollgate:*"))
+	if key == "" || strings.Contains(key, "\n") {
+		t.Fatalf("want the one key of the client, got %q", key)
+	}
+	srv.CLI(t, "SET", key, "garbage")
+	for range 20 {
+		if code, _, _ := get(t, base+"/", ""); code != 429 {
+			t.Fatalf("with the key holding another type (on_error closed): %d, want 429", code)
+		}
+	}
+	if out := logs.String(); strings.Contains(out, "127.0.0.1}") || strings.Count(out, "error reply") != 1 {
+		t.Fatalf("want one error-reply line without the client's address:\n%s", out)
+	}
+}
