@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -248,5 +249,54 @@ func TestErrorReplyFollowsTheFailureMode(t *testing.T) {
 	}
 	if !strings.Contains(out, "key=key#") {
 		t.Fatalf("the log line does not name the hashed key:\n%s", out)
+	}
+}
+
+// TestStartsWhileRedisIsStalled: an address that accepts connections and
+// never answers (a stalled server) does not fail New, which returns after
+// its first attempt, and decisions follow the failure mode meanwhile.
+func TestStartsWhileRedisIsStalled(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	start := time.Now()
+	s, err := New(context.Background(), Config{Addrs: []string{ln.Addr().String()}, Timeout: 50 * time.Millisecond})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("New with a stalled Redis: %v", err)
+	}
+	defer s.Close()
+	t.Logf("New returned after %v", took)
+	p := limit.FixedWindow{Limit: 1, Window: time.Hour}
+	for _, mode := range []FailMode{FailOpen, FailClosed} {
+		d, err := s.WithFailure(mode).Apply(context.Background(), "k", p, 1)
+		if err != nil || d.Allowed != (mode == FailOpen) {
+			t.Errorf("%v with a stalled Redis: %+v, %v", mode, d, err)
+		}
+	}
+	if st := s.Stats(); st.Connected {
+		t.Fatalf("connected to a server that never answered: %+v", st)
 	}
 }

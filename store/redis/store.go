@@ -65,11 +65,13 @@ type counters struct {
 }
 
 // New returns a Store for cfg, connecting in the background: it fails only
-// for an invalid cfg. It waits for the first connection attempt (bounded
-// by the dial timeout, cfg.Timeout but at least one second) or for ctx to
-// end, whichever is first. A Store that has not reached Redis answers every
-// decision by its failure mode, as if the breaker were open, and keeps
-// trying every BreakerCooldown until it connects; Close stops it.
+// for an invalid cfg, never because Redis cannot be reached. It waits for
+// the first connection attempt or for ctx to end, whichever is first; an
+// attempt takes at most the TCP dial timeout (cfg.Timeout, at least one
+// second) plus the handshake's (cfg.Timeout, at least 100ms), so a
+// stalled server costs New about 100ms. A Store that has not reached Redis
+// answers every decision by its failure mode, as if the breaker were open,
+// and keeps trying every BreakerCooldown until it connects; Close stops it.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
