@@ -224,8 +224,6 @@ func describeOnError(c *rules.Config, r *rules.Rule) string {
 	from := "on_error"
 	if r.OnError != "" {
 		from = "the rule's on_error"
-	} else if c.OnError == "" {
-		from = "the default"
 	}
 	switch r.Consistency {
 	case rules.ConsistencyEventual, rules.ConsistencyLocal:
