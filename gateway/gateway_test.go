@@ -475,3 +475,25 @@ rules: [{name: per-ip, policies: [{rate: 1/h, burst: 1000}]}]
 		t.Fatalf("want one error-reply line without the client's address:\n%s", out)
 	}
 }
+
+// TestReloadChangesTheFailureMode: on_error is the rules' setting, not the
+// store's: a reload changes what a rule answers while Redis is down, with
+// no restart.
+func TestReloadChangesTheFailureMode(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Kill()
+	g, base, _, _ := startRedisGateway(t, srv.Addr, `on_error: open
+rules: [{name: per-ip, policies: [{rate: 10/s}]}]
+`)
+	if code, _, _ := get(t, base+"/", ""); code != 200 {
+		t.Fatalf("on_error open with Redis down: %d", code)
+	}
+	next := *g.Config()
+	next.OnError = "closed"
+	if err := g.Reload(&next); err != nil {
+		t.Fatalf("reload to on_error closed: %v", err)
+	}
+	if code, _, _ := get(t, base+"/", ""); code != 429 {
+		t.Fatalf("on_error closed after reload with Redis down: %d", code)
+	}
+}
