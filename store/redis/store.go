@@ -374,7 +374,7 @@ func (s *Store) failedCall(ctx context.Context, err error, mode FailMode, reqs [
 	}
 	s.breaker.done(true)
 	s.stats.replyErrors.Add(1)
-	if s.log != nil {
+	if s.cfg.Logger != nil {
 		raw := make([]string, 0, 2*len(reqs))
 		raw = append(raw, keys...)
 		for _, r := range reqs {
@@ -391,7 +391,7 @@ func (s *Store) failedCall(ctx context.Context, err error, mode FailMode, reqs [
 type errShortReply struct{ error }
 
 // isLocal reports an error the store raised about a reply it could read
-// (too few values, not integers): an error reply in effect.
+// (too few values): an error reply in effect.
 func isLocal(err error) bool {
 	var e errShortReply
 	return errors.As(err, &e)
