@@ -432,7 +432,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 				}
 			}
 			res.Decision = limit.Decision{Allowed: !res.failClosed}
-			e.logError(ctx, &res, err)
+			e.logError(ctx, &res, 0, err)
 		} else {
 			switch {
 			case !res.Decision.Allowed:
@@ -457,7 +457,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 			if serr != nil {
 				serr = fmt.Errorf("%w: %w", ErrStore, serr)
 				out = Errored
-				e.logError(ctx, &res, serr)
+				e.logError(ctx, &res, res.enforced, serr)
 				if err == nil {
 					err = serr
 				}
@@ -547,12 +547,14 @@ func (e *Engine) observe(res *Result, from, to int, out Outcome, dec limit.Decis
 // logError logs a store error (its keys hashed by batch.apply), at most
 // one line every 10s plus a count of the others (package
 // internal/logthrottle).
-func (e *Engine) logError(ctx context.Context, res *Result, err error) {
+// from is the index of the batch's first applied policy: 0 for the
+// enforced rules, Result.enforced for the shadow ones.
+func (e *Engine) logError(ctx context.Context, res *Result, from int, err error) {
 	if e.logger == nil {
 		return
 	}
 	e.logger.Log(ctx, slog.LevelError, "rate limit: store failed",
-		slog.String("rule", res.at(0).rule.name), slog.Bool("refused", res.failClosed),
+		slog.String("rule", res.at(from).rule.name), slog.Bool("refused", from == 0 && res.failClosed),
 		slog.String("error", err.Error()))
 }
 
