@@ -535,3 +535,21 @@ func hasCode(msg, code string) bool {
 	rest, ok := strings.CutPrefix(msg, code)
 	return ok && (rest == "" || rest[0] == ' ')
 }
+
+// keyError returns err about key with the key named only hashed (package
+// internal/redact), in its own text and in err's: keys carry client IPs
+// and API keys, and errors end up in logs.
+func (s *Store) keyError(key string, err error) error {
+	return &hiddenKeyError{
+		msg: "key " + redact.Key(key) + ": " + redact.Keys(err.Error(), s.redisKey(key), key),
+		err: err,
+	}
+}
+
+type hiddenKeyError struct {
+	msg string
+	err error
+}
+
+func (e *hiddenKeyError) Error() string { return e.msg }
+func (e *hiddenKeyError) Unwrap() error { return e.err }

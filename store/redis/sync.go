@@ -95,7 +95,7 @@ func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 	var errs []error
 	for i := range charges {
 		if c := &charges[i]; c.Err != nil {
-			errs = append(errs, fmt.Errorf("key %q: %w", c.Key, c.Err))
+			errs = append(errs, s.keyError(c.Key, c.Err))
 		}
 	}
 	if len(errs) > 0 {

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +57,20 @@ func TestSyncPerCharge(t *testing.T) {
 	charges = []Charge{{Key: "good", Policy: fw, Cost: 1}}
 	if err := s.Sync(ctx, charges); err == nil || charges[0].Err == nil {
 		t.Fatalf("Sync with a canceled context: %v, Err %v", err, charges[0].Err)
+	}
+}
+
+// TestSyncErrorHidesKeys: the error Sync returns names a failed charge's
+// key only hashed (the key is a client's address or API key, and errors
+// end up in logs), and still wraps the charge's error.
+func TestSyncErrorHidesKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv.Addr, Config{})
+	const key = "per-ip\x1f198.51.100.7"
+	srv.CLI(t, "rpush", "tollgate:{"+key+"}", "x")
+	charges := []Charge{{Key: key, Policy: limit.FixedWindow{Limit: 10, Window: time.Hour}, Cost: 1}, {Key: "neg-" + key, Policy: limit.FixedWindow{Limit: 1, Window: time.Hour}, Cost: -1}}
+	err := s.Sync(context.Background(), charges)
+	if err == nil || strings.Contains(err.Error(), "198.51.100.7") || !strings.Contains(err.Error(), "key#") || !errors.Is(err, limit.ErrNegativeCost) {
+		t.Fatalf("Sync error: %v", err)
 	}
 }
