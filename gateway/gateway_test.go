@@ -317,7 +317,7 @@ func startRedisGateway(t *testing.T, addr, yaml string) (*Gateway, string, strin
 admin: {addr: "127.0.0.1:0"}
 reload: {watch: false}
 routes: [{path: /, upstream: demo}]
-store: {redis: {url: "redis://`+addr+`", timeout: 200ms}}
+store: {redis: {url: "redis://`+addr+`", timeout: 2s}}
 `+yaml))
 	if err != nil {
 		t.Fatal(err)

@@ -162,7 +162,9 @@ func TestStartsWhileRedisIsDown(t *testing.T) {
 	srv.Kill() // the port is known and nothing listens on it
 	var logs syncBuffer
 	s, err := New(context.Background(), Config{
-		Addrs: []string{srv.Addr}, BreakerCooldown: 50 * time.Millisecond, CacheSize: -1,
+		// A generous timeout: the first scripts after the connection must
+		// not time out on a loaded machine (a refused dial fails at once).
+		Addrs: []string{srv.Addr}, BreakerCooldown: 50 * time.Millisecond, CacheSize: -1, Timeout: 5 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	if err != nil {
