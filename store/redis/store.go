@@ -176,7 +176,9 @@ func (s *Store) breakerChanged(open bool) {
 }
 
 // Close stops connecting, releases the connections and the fallback
-// store. Decisions after Close fail over as if Redis were down.
+// store. It waits for a connection attempt in progress, which ends within
+// its dial and handshake timeouts (see New). Decisions after Close fail
+// over as if Redis were down.
 func (s *Store) Close() error {
 	s.probeMu.Lock()
 	if s.closing {
