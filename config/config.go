@@ -40,7 +40,9 @@ type Config struct {
 	// Config is the rule engine's part of the file, decoded in package
 	// rules' own vocabulary (its yaml tags) at the top level: rules,
 	// client_ip, headers, refusal, max_key_length, key_cache, max_delay
-	// and on_store_error. See rules.Config for each field, and rules.Rule
+	// and on_error (the failure mode: open, closed or local, the default;
+	// what every rule answers while its store fails; see
+	// rules.Config.OnErrorOf). See rules.Config for each field, and rules.Rule
 	// for a rule's keys, including its consistency tier (consistency,
 	// on_error, sync_interval, nodes). An eventual rule's sync_interval is
 	// at least 10ms here: a tiny one would spin a core on Redis round
@@ -174,10 +176,12 @@ type RedisStore struct {
 	Prefix string `yaml:"prefix"`
 	// Timeout bounds one Redis round trip. Default 50ms.
 	Timeout time.Duration `yaml:"timeout"`
-	// OnError is what a decision does when Redis fails or is slow:
-	// "local" (decide in memory, each node alone; the default), "open"
-	// (allow) or "closed" (refuse). A rule with consistency strict may
-	// set its own (rules.Rule.OnError).
+	// OnError is the old place of the failure mode.
+	//
+	// Deprecated: the failure mode is the top-level on_error
+	// (rules.Config.OnError: open, closed or local), for every rule on
+	// whatever store; a strict rule may set its own. A value here is
+	// reported at its line with the setting to write instead.
 	OnError string `yaml:"on_error"`
 }
 

@@ -17,12 +17,20 @@
 // A rule may choose where its counters live (see rules.Rule for details):
 //
 //	consistency: strict     # one atomic script on store.redis per decision
-//	on_error: fail_closed   # strict only: fail_open, fail_closed or local
-//	                        # while Redis is down (default: store.redis.on_error)
+//	on_error: closed        # strict only: open, closed or local while Redis
+//	                        # is down (default: the top-level on_error)
 //	consistency: eventual   # decided in process, synced with store.redis
 //	sync_interval: 100ms    # eventual only (default 100ms, at least 10ms)
 //	consistency: local      # in process only, nothing shared
 //	nodes: 3                # local only: each of 3 gateways enforces 1/3
+//
+// The failure mode, what a rule answers while its store fails, is the
+// top-level on_error: open (allow), closed (refuse) or local (decide in
+// this process alone; the default). It is one setting with one vocabulary
+// because it belongs to the rules, not to a store: it applies to every
+// rule, can change on reload, and `tollgate check` prints each rule's.
+// The old spellings (on_store_error: allow|refuse, store.redis.on_error,
+// fail_open, fail_closed) are refused at their line, naming what to write.
 //
 // A rule without consistency uses the store of the store: section, exactly
 // as before tiers existed. strict and eventual need store.redis. A request

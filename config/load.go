@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // Load reads, decodes, defaults and validates the file at path. Every
@@ -141,9 +143,9 @@ func (c *Config) Defaults() {
 		if r.Timeout == 0 {
 			r.Timeout = 50 * time.Millisecond
 		}
-		if r.OnError == "" {
-			r.OnError = "local"
-		}
+	}
+	if c.OnError == "" {
+		c.OnError = rules.OnErrorLocal
 	}
 	if c.AccessLog.Path != "" && c.AccessLog.Format == "" {
 		c.AccessLog.Format = "json"

@@ -7,11 +7,12 @@ import (
 
 func TestTierKeysDecode(t *testing.T) {
 	c, err := Parse("t.yaml", []byte(`store:
-  redis: {url: "redis://127.0.0.1:6379", on_error: local}
+  redis: {url: "redis://127.0.0.1:6379"}
+on_error: local
 rules:
   - name: exact
     consistency: strict
-    on_error: fail_closed
+    on_error: closed
     policies: [{rate: 10/s}]
   - name: fast
     consistency: eventual
@@ -28,7 +29,7 @@ rules:
 		t.Fatal(err)
 	}
 	r := c.Rules
-	if r[0].Consistency != "strict" || r[0].OnError != "fail_closed" ||
+	if r[0].Consistency != "strict" || r[0].OnError != "closed" || c.OnError != "local" ||
 		r[1].Consistency != "eventual" || r[1].SyncInterval != 250*time.Millisecond ||
 		r[2].Consistency != "local" || r[2].Nodes != 3 ||
 		r[3].Consistency != "" || r[3].OnError != "" || r[3].SyncInterval != 0 || r[3].Nodes != 0 {
@@ -47,7 +48,7 @@ func TestTierKeysProblemsAtTheirLines(t *testing.T) {
     policies: [{rate: 10/s}]
   - name: c
     consistency: sometimes
-    on_error: fail_closed
+    on_error: closed
     policies: [{rate: 10/s}]
   - name: d
     consistency: eventual
@@ -66,4 +67,27 @@ func TestTierKeysProblemsAtTheirLines(t *testing.T) {
 		{4, "rules[0].sync_interval: \"soon\" is not a duration"},
 		{5, "nodez"},
 	})
+}
+
+// TestOldFailureModeSpellingsAtTheirLines: every old spelling of the
+// failure mode is refused at its line, naming what to write instead.
+func TestOldFailureModeSpellingsAtTheirLines(t *testing.T) {
+	_, err := Parse("t.yaml", []byte(`store:
+  redis: {url: "redis://127.0.0.1:6379", on_error: closed}
+on_store_error: refuse
+rules:
+  - name: a
+    consistency: strict
+    on_error: fail_open
+    policies: [{rate: 10/s}]
+`))
+	checkProblems(t, err, []want{
+		{2, "store.redis.on_error: the failure mode moved to the top level: write on_error: closed"},
+		{3, "on_store_error: the old spelling of on_error: write on_error: closed"},
+		{7, `rules[0].on_error: "fail_open" is the old spelling: write on_error: open`},
+	})
+	c, err := Parse("t.yaml", []byte("store: {redis: {url: \"redis://127.0.0.1:6379\"}}\non_error: closed\n"))
+	if err != nil || c.OnError != "closed" {
+		t.Fatalf("the new spelling: %v, %q", err, c.OnError)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -176,9 +175,8 @@ func (c *Config) validateStore(ps *problems) {
 		if strings.ContainsAny(r.Prefix, "{}") {
 			ps.add(r.Pos.Of("prefix"), "store.redis.prefix %q must not contain { or }", r.Prefix)
 		}
-		if !slices.Contains([]string{"open", "closed", "local", "fail_open", "fail_closed"}, r.OnError) {
-			ps.add(r.Pos.Of("on_error"), "store.redis.on_error %q: want open, closed or local%s", r.OnError,
-				didYouMean(r.OnError, "open", "closed", "local", "fail_open", "fail_closed"))
+		if r.OnError != "" {
+			ps.add(r.Pos.Of("on_error"), "store.redis.on_error: the failure mode moved to the top level: write on_error: %s (for every rule; a strict rule may set its own)", newOnError(r.OnError))
 		}
 	}
 }
@@ -309,4 +307,18 @@ func (c *Config) validateAccessLog(ps *problems) {
 			ps.add(a.Pos.Of("path"), "access_log.path %q: directory %s does not exist", a.Path, dir)
 		}
 	}
+}
+
+// newOnError is the top-level on_error word for an old store.redis.on_error
+// value ("open, closed or local" when it was none of them).
+func newOnError(old string) string {
+	switch old {
+	case "open", "fail_open":
+		return "open"
+	case "closed", "fail_closed":
+		return "closed"
+	case "local":
+		return "local"
+	}
+	return "open, closed or local"
 }

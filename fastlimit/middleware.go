@@ -15,7 +15,7 @@ import (
 // A refused request is answered with the refusal and never reaches next; a
 // shaped one waits its delay first; every response carries the rate-limit
 // headers. A store error is logged with the rule engine's logger and
-// handled as rules.Config.OnStoreError says.
+// handled as the rules' failure mode says (rules.Config.OnErrorOf).
 func Middleware(engine func() *rules.Engine, next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		e := engine()

@@ -3,6 +3,7 @@ package gateway
 import (
 	"net/http"
 	"net/http/pprof"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -23,6 +24,11 @@ func (g *Gateway) adminHandler() http.Handler {
 			w.Write([]byte("shutting down\n"))
 			return
 		}
+		if why := g.unready(); why != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(why + "\n"))
+			return
+		}
 		w.Write([]byte("ready\n"))
 	})
 	mux.HandleFunc("GET /config", func(w http.ResponseWriter, r *http.Request) {
@@ -35,4 +41,17 @@ func (g *Gateway) adminHandler() http.Handler {
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// unready says why the gateway, though serving, should get no traffic:
+// Redis is down (not reached yet, or behind the open breaker) and some
+// enforced rule on it has the failure mode closed, so it refuses every
+// request it matches. "" when ready. A failure mode of open or local keeps
+// the gateway ready: it answers, only less exactly.
+func (g *Gateway) unready() string {
+	closed := g.snap.Load().refusesWithoutRedis
+	if len(closed) == 0 || g.tiers.redis.Stats().Up() {
+		return ""
+	}
+	return "redis is down and these rules refuse while it is (on_error: closed): " + strings.Join(closed, ", ")
 }

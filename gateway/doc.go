@@ -24,6 +24,16 @@
 // other rules it matched (allowed for a rule of a consistency tier
 // charged before the refusing one).
 //
+// With store.redis the gateway starts whether or not Redis answers: the
+// store connects in the background, and until then, and whenever Redis
+// fails, each rule answers by its failure mode (the top-level on_error,
+// open, closed or local; a strict rule's own), which a reload may change.
+// /readyz is 503 while Redis is down and an enforced rule on it fails
+// closed (it would refuse everything it matches), naming those rules;
+// tollgate_redis_* metrics show the connection, the breaker, failures by
+// kind and the decisions each failure mode answered; the store logs each
+// change of state once.
+//
 // The proxy sets X-Forwarded-For to the client's address (appended to the
 // incoming list only when the peer is one of client_ip.trusted_proxies, so
 // a client cannot plant addresses in it), X-Forwarded-Proto and

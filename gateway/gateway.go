@@ -95,6 +95,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		liveKeys = g.liveKeys
 	}
 	g.m = newMetrics(liveKeys)
+	if g.tiers.redis != nil {
+		g.m.reg.MustRegister(redisCollector{g.tiers.redis})
+	}
 	s, err := g.build(cfg)
 	if err != nil {
 		g.store = nil
@@ -124,6 +127,10 @@ func (g *Gateway) openStore(sc config.Store) error {
 		if err != nil {
 			return err
 		}
+		rc.Logger = g.log
+		// New returns once the first connection attempt ends: a Redis
+		// that is down does not keep the gateway from starting. Until it
+		// is reached, every rule answers by its failure mode.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		rs, err := redis.New(ctx, rc)
@@ -131,7 +138,7 @@ func (g *Gateway) openStore(sc config.Store) error {
 			clock.Close()
 			return fmt.Errorf("store: %w", err)
 		}
-		g.tiers = &tierStores{redis: rs, onFail: rc.OnFailure, clock: clock}
+		g.tiers = &tierStores{redis: rs, clock: clock}
 		g.store, g.closeStore = rs, func() error { g.tiers.close(); err := rs.Close(); clock.Close(); return err }
 	default:
 		ms, err := memory.New(memoryConfig(sc.Memory.MaxKeys, clock))
@@ -181,9 +188,9 @@ func redisConfig(r *config.RedisStore) (redis.Config, error) {
 	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
 		rc.DB, _ = strconv.Atoi(db)
 	}
-	if rc.OnFailure, err = redis.ParseFailMode(r.OnError); err != nil {
-		return redis.Config{}, fmt.Errorf("store.redis.on_error: %w", err)
-	}
+	// The failure mode is the rules' (rules.Config.OnErrorOf): every
+	// rule is charged through a view of the store with its own mode
+	// (tierStores), so the store's default is never used.
 	return rc, nil
 }
 
@@ -346,7 +353,6 @@ func storeShape(s config.Store) any {
 		URL, Prefix     string
 		Cluster         string
 		Timeout         time.Duration
-		OnError         string
 		Memory, IsRedis bool
 	}
 	var sh shape
@@ -355,7 +361,7 @@ func storeShape(s config.Store) any {
 	}
 	if s.Redis != nil {
 		r := s.Redis
-		sh.IsRedis, sh.URL, sh.Prefix, sh.Timeout, sh.OnError = true, r.URL, r.Prefix, r.Timeout, r.OnError
+		sh.IsRedis, sh.URL, sh.Prefix, sh.Timeout = true, r.URL, r.Prefix, r.Timeout
 		sh.Cluster = strings.Join(r.Cluster, ",")
 	}
 	return sh

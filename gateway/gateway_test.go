@@ -2,14 +2,17 @@ package gateway
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/internal/redistest"
 )
 
 func startTestGateway(t *testing.T, yaml string) (*Gateway, string) {
@@ -285,5 +288,212 @@ func TestForwardedForTrust(t *testing.T) {
 		if got := <-seen; got != tc.want {
 			t.Errorf("trusted %q: origin saw %q, want %q", tc.trusted, got, tc.want)
 		}
+	}
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// startRedisGateway starts a gateway on the Redis at addr, logging to the
+// returned buffer.
+func startRedisGateway(t *testing.T, addr, yaml string) (*Gateway, string, string, *syncBuffer) {
+	t.Helper()
+	cfg, err := config.Parse("test.yaml", []byte(`listen: {addr: "127.0.0.1:0"}
+admin: {addr: "127.0.0.1:0"}
+reload: {watch: false}
+routes: [{path: /, upstream: demo}]
+store: {redis: {url: "redis://`+addr+`", timeout: 2s}}
+`+yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	g, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { g.Close() })
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return g, "http://" + g.Addr().String(), "http://" + g.AdminAddr().String(), &logs
+}
+
+// eventually polls cond (a real process, a real outage) for up to 10s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 10s: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestStartsAndServesWhileRedisIsDown: with nothing listening at the
+// Redis address the gateway starts and answers each rule by its failure
+// mode (the top-level open, the login rule's own closed), /readyz says
+// which rule refuses; once redis-server starts there, decisions go to it.
+func TestStartsAndServesWhileRedisIsDown(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Kill() // nothing listens on its port now
+	g, base, admin, logs := startRedisGateway(t, srv.Addr, `on_error: open
+rules:
+  - {name: per-ip, policies: [{algorithm: fixed_window, limit: 3, window: 1h}]}
+  - name: login
+    match: {paths: [/login]}
+    consistency: strict
+    on_error: closed
+    policies: [{algorithm: fixed_window, limit: 5, window: 1h}]
+`)
+	for range 4 { // more than the limit: nothing counts while Redis is down
+		if code, _, _ := get(t, base+"/", ""); code != 200 {
+			t.Fatalf("/ with Redis down (on_error open): %d, want 200", code)
+		}
+	}
+	if code, _, _ := get(t, base+"/login", ""); code != 429 {
+		t.Fatalf("/login with Redis down (on_error closed): %d, want 429", code)
+	}
+	if code, body, _ := get(t, admin+"/readyz", ""); code != 503 || !strings.Contains(body, "login") {
+		t.Fatalf("/readyz with Redis down and a closed rule: %d %q", code, body)
+	}
+	if _, body, _ := get(t, admin+"/metrics", ""); !strings.Contains(body, "tollgate_redis_up 0") ||
+		!strings.Contains(body, `tollgate_redis_failover_decisions_total{mode="closed"} 1`) ||
+		!strings.Contains(body, `tollgate_redis_failover_decisions_total{mode="open"} 5`) { // /login matches per-ip too
+		t.Fatalf("metrics with Redis down:\n%s", body)
+	}
+
+	srv.Restart(t)
+	eventually(t, "the gateway reaches Redis", func() bool { return g.tiers.redis.Stats().Connected })
+	if code, _, _ := get(t, base+"/login", ""); code != 200 {
+		t.Fatalf("/login once Redis is up: %d", code)
+	}
+	for i, want := range []int{200, 200, 429} { // per-ip's limit of 3, /login included
+		if code, _, _ := get(t, base+"/", ""); code != want {
+			t.Fatalf("request %d to / once Redis is up: %d, want %d", i, code, want)
+		}
+	}
+	if code, _, _ := get(t, admin+"/readyz", ""); code != 200 {
+		t.Fatalf("/readyz once Redis is up: %d", code)
+	}
+	if keys := srv.CLI(t, "DBSIZE"); strings.TrimSpace(keys) == "0" {
+		t.Fatal("no key in Redis: the decisions did not go there")
+	}
+	out := logs.String()
+	if strings.Count(out, "not reachable") != 1 || strings.Count(out, "redis: connected") != 1 {
+		t.Fatalf("want one line when Redis is unreachable and one when reached:\n%s", out)
+	}
+}
+
+// TestRedisOutageShowsInReadinessMetricsAndLog: Redis dies under a
+// gateway whose rules fail closed: /readyz turns 503, the breaker and the
+// failures show in the metrics, the log says so once (not once per
+// request), and all turn back when Redis returns.
+func TestRedisOutageShowsInReadinessMetricsAndLog(t *testing.T) {
+	srv := redistest.Start(t)
+	_, base, admin, logs := startRedisGateway(t, srv.Addr, `on_error: closed
+rules: [{name: per-ip, policies: [{rate: 1000/s, burst: 1000}]}]
+`)
+	if code, _, _ := get(t, base+"/", ""); code != 200 {
+		t.Fatalf("with Redis up: %d", code)
+	}
+	if code, _, _ := get(t, admin+"/readyz", ""); code != 200 {
+		t.Fatalf("/readyz with Redis up: %d", code)
+	}
+	srv.Kill()
+	for range 50 {
+		if code, _, _ := get(t, base+"/", ""); code != 429 {
+			t.Fatalf("with Redis down (on_error closed): %d, want 429", code)
+		}
+	}
+	if code, body, _ := get(t, admin+"/readyz", ""); code != 503 || !strings.Contains(body, "per-ip") {
+		t.Fatalf("/readyz with Redis down: %d %q", code, body)
+	}
+	_, body, _ := get(t, admin+"/metrics", "")
+	for _, want := range []string{"tollgate_redis_up 0", "tollgate_redis_breaker_open 1", "tollgate_redis_breaker_trips_total 1",
+		`tollgate_redis_failover_decisions_total{mode="closed"} 50`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if !strings.Contains(body, `tollgate_redis_failures_total{kind="error"}`) || strings.Contains(body, `tollgate_redis_failures_total{kind="error"} 0`) {
+		t.Errorf("no failure counted:\n%s", body)
+	}
+	if n := strings.Count(logs.String(), "circuit breaker opened"); n != 1 {
+		t.Errorf("%d log lines for the breaker opening, want 1:\n%s", n, logs.String())
+	}
+	srv.Restart(t)
+	eventually(t, "/readyz is 200 again", func() bool {
+		get(t, base+"/", "") // a decision starts the breaker's probe
+		code, _, _ := get(t, admin+"/readyz", "")
+		return code == 200
+	})
+	if !strings.Contains(logs.String(), "circuit breaker closed") {
+		t.Errorf("no log line for the breaker closing:\n%s", logs.String())
+	}
+}
+
+// TestErrorReplyIsRefusedWhenFailingClosed: a limited key overwritten with
+// a value of another type (Redis answers the script with an error) is a
+// store failure, refused under on_error closed, never allowed; the log
+// line names the key only hashed.
+func TestErrorReplyIsRefusedWhenFailingClosed(t *testing.T) {
+	srv := redistest.Start(t)
+	_, base, _, logs := startRedisGateway(t, srv.Addr, `on_error: closed
+rules: [{name: per-ip, policies: [{rate: 1/h, burst: 1000}]}]
+`)
+	if code, _, _ := get(t, base+"/", ""); code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	key := strings.TrimSpace(srv.CLI(t, "--scan", "--pattern", "tollgate:*"))
+	if key == "" || strings.Contains(key, "\n") {
+		t.Fatalf("want the one key of the client, got %q", key)
+	}
+	srv.CLI(t, "SET", key, "garbage")
+	for range 20 {
+		if code, _, _ := get(t, base+"/", ""); code != 429 {
+			t.Fatalf("with the key holding another type (on_error closed): %d, want 429", code)
+		}
+	}
+	if out := logs.String(); strings.Contains(out, "127.0.0.1}") || strings.Count(out, "error reply") != 1 {
+		t.Fatalf("want one error-reply line without the client's address:\n%s", out)
+	}
+}
+
+// TestReloadChangesTheFailureMode: on_error is the rules' setting, not the
+// store's: a reload changes what a rule answers while Redis is down, with
+// no restart.
+func TestReloadChangesTheFailureMode(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Kill()
+	g, base, _, _ := startRedisGateway(t, srv.Addr, `on_error: open
+rules: [{name: per-ip, policies: [{rate: 10/s}]}]
+`)
+	if code, _, _ := get(t, base+"/", ""); code != 200 {
+		t.Fatalf("on_error open with Redis down: %d", code)
+	}
+	next := *g.Config()
+	next.OnError = "closed"
+	if err := g.Reload(&next); err != nil {
+		t.Fatalf("reload to on_error closed: %v", err)
+	}
+	if code, _, _ := get(t, base+"/", ""); code != 429 {
+		t.Fatalf("on_error closed after reload with Redis down: %d", code)
 	}
 }

@@ -32,6 +32,10 @@ type snapshot struct {
 	// trusted are client_ip.trusted_proxies: only from them is an
 	// incoming X-Forwarded-For kept (and appended to).
 	trusted []netip.Prefix
+	// refusesWithoutRedis names the enforced rules on Redis whose failure
+	// mode is closed: while Redis is down they refuse, and /readyz says
+	// so. Empty when the store is in memory.
+	refusesWithoutRedis []string
 }
 
 // route is one compiled config.Route.
@@ -60,13 +64,18 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		obs := g.m.newObserver()
 		rc.Observer = obs
 		rc.Logger = g.log
-		rc.Stores = g.tiers.store
-		e, err := rules.New(rc, g.store)
+		rc.Stores = g.tiers.storeFunc(&rc)
+		st, err := g.tiers.engineStore(rc.OnErrorOf(&rules.Rule{}))
+		if err != nil {
+			return nil, fmt.Errorf("rules: on_error: %w", err)
+		}
+		e, err := rules.New(rc, st)
 		if err != nil {
 			return nil, fmt.Errorf("rules: %w", err)
 		}
 		obs.bind(&rc, e)
 		s.engine = e
+		s.refusesWithoutRedis = refusesWithoutRedis(&rc, g.tiers.redis != nil)
 	}
 	for _, rc := range cfg.Routes {
 		r, err := g.buildRoute(cfg, rc)

@@ -14,9 +14,10 @@ import (
 )
 
 // TestTierStores: the stores the gateway gives each tier, over one Redis
-// store: strict with the store's own failure mode is that store (so it is
-// charged atomically with the default rules), another mode a view of it;
-// one eventual store per sync interval; one memory store for local rules.
+// store: strict with the rules' failure mode is the engine's store (so it
+// is charged atomically with the default rules), another mode another
+// view; one eventual store per sync interval; one memory store for local
+// rules.
 func TestTierStores(t *testing.T) {
 	rs := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -26,24 +27,30 @@ func TestTierStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ts := &tierStores{redis: st, onFail: redis.FailLocal}
+	ts := &tierStores{redis: st}
+	cfg := &rules.Config{OnError: rules.OnErrorLocal}
+	byRule := ts.storeFunc(cfg)
 	get := func(r rules.Rule) limit.Store {
 		t.Helper()
-		s, err := ts.store(r)
+		s, err := byRule(r)
 		if err != nil {
 			t.Fatalf("%+v: %v", r, err)
 		}
 		return s
 	}
-	if s := get(rules.Rule{Consistency: "strict"}); s != limit.Store(st) {
-		t.Errorf("strict without on_error = %T, want the Redis store", s)
+	engine, err := ts.engineStore(cfg.OnErrorOf(&rules.Rule{}))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if s := get(rules.Rule{Consistency: "strict", OnError: "local"}); s != limit.Store(st) {
-		t.Errorf("strict with the store's mode = %T, want the Redis store", s)
+	if s := get(rules.Rule{Consistency: "strict"}); s != engine {
+		t.Errorf("strict without on_error = %v, want the engine's store %v", s, engine)
 	}
-	closed := get(rules.Rule{Consistency: "strict", OnError: "fail_closed"})
-	if closed == limit.Store(st) || closed != get(rules.Rule{Consistency: "strict", OnError: "closed"}) {
-		t.Errorf("fail_closed views: %v", closed)
+	if s := get(rules.Rule{Consistency: "strict", OnError: "local"}); s != engine {
+		t.Errorf("strict with the rules' mode = %v, want the engine's store", s)
+	}
+	closed := get(rules.Rule{Consistency: "strict", OnError: "closed"})
+	if closed == engine || closed != get(rules.Rule{Consistency: "strict", OnError: "closed"}) {
+		t.Errorf("closed views: %v", closed)
 	}
 	e1, e2 := get(rules.Rule{Consistency: "eventual"}), get(rules.Rule{Consistency: "eventual", SyncInterval: 100 * time.Millisecond})
 	e3 := get(rules.Rule{Consistency: "eventual", SyncInterval: time.Second})
@@ -55,15 +62,15 @@ func TestTierStores(t *testing.T) {
 		t.Errorf("local stores %T %T: want one memory store", l1, l2)
 	}
 	ts.close()
-	if _, err := ts.store(rules.Rule{Consistency: "eventual", SyncInterval: time.Minute}); err == nil {
+	if _, err := byRule(rules.Rule{Consistency: "eventual", SyncInterval: time.Minute}); err == nil {
 		t.Error("a new eventual store after close")
 	}
 
 	mem := &tierStores{mem: &memory.Store{}}
-	if _, err := mem.store(rules.Rule{Consistency: "strict"}); err == nil {
+	if _, err := mem.store(rules.Rule{Consistency: "strict"}, rules.OnErrorLocal); err == nil {
 		t.Error("strict without Redis accepted")
 	}
-	if s, _ := mem.store(rules.Rule{Consistency: "local"}); s != limit.Store(mem.mem) {
+	if s, _ := mem.store(rules.Rule{Consistency: "local"}, rules.OnErrorLocal); s != limit.Store(mem.mem) {
 		t.Error("local on a memory gateway is not its store")
 	}
 }

@@ -69,8 +69,8 @@ func (l *Limiter) DelaysCancelled() uint64 { return l.cancels.Load() }
 //   - a delayed request waits (capped) before next; if its context ends
 //     first, next is not called and it is answered 503 (a client that went
 //     away reads nothing);
-//   - a store failure is allowed or refused as the engine's
-//     OnStoreError says (the engine logs it).
+//   - a store failure is allowed or refused as the rules' failure mode
+//     says (rules.Config.OnErrorOf; the engine logs it).
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, _ := l.engine.Load().Decide(r.Context(), view{r})

@@ -30,9 +30,16 @@ type Config struct {
 	// MaxDelay caps how long a shaped (delayed) request waits, for rules
 	// that do not set their own. Zero means 30s.
 	MaxDelay time.Duration `yaml:"max_delay" json:"max_delay"`
-	// OnStoreError is what happens when the store fails: "allow" (the
-	// zero value; fail open) or "refuse" (fail closed, answered with
-	// Refusal.ErrorStatus).
+	// OnError is the failure mode of every rule that sets none: what it
+	// answers when its store fails (Redis down, slow, behind an open
+	// breaker, or answering with an error): OnErrorOpen, OnErrorClosed or
+	// OnErrorLocal (the default). See OnErrorOf, the one place a rule's
+	// mode is decided.
+	OnError string `yaml:"on_error" json:"on_error"`
+	// OnStoreError is the old spelling of OnError ("allow", "refuse").
+	//
+	// Deprecated: set OnError ("open", "closed" or "local"). Validate and
+	// New report any value here as an error naming the new setting.
 	OnStoreError string `yaml:"on_store_error" json:"on_store_error"`
 
 	// Observer, when set, receives one Event per matching rule of every
@@ -96,10 +103,10 @@ type Rule struct {
 	// divided by Nodes). See the package documentation for what a request
 	// matched by rules of several tiers is charged.
 	Consistency string `yaml:"consistency" json:"consistency"`
-	// OnError is what a strict rule answers while Redis is failing or
-	// slow: "fail_open" (allow), "fail_closed" (refuse) or "local" (decide
-	// in this process with the same policy). Empty means the store's
-	// default. Only a strict rule takes it.
+	// OnError is this rule's failure mode, in Config.OnError's words
+	// ("open", "closed", "local"). Empty means Config.OnError. Only a
+	// strict rule takes it: the other tiers either share the engine's
+	// store (and so its mode) or decide in this process.
 	OnError string `yaml:"on_error" json:"on_error"`
 	// SyncInterval is how often an eventual rule's counts are pushed to
 	// and pulled from Redis. Zero means 100ms. Only an eventual rule takes
@@ -313,8 +320,11 @@ type Refusal struct {
 	// ContentType is the Content-Type of a custom Body. Empty means
 	// "text/plain; charset=utf-8".
 	ContentType string `yaml:"content_type" json:"content_type"`
-	// ErrorStatus answers requests refused because the store failed and
-	// OnStoreError is "refuse". Zero means 503.
+	// ErrorStatus answers requests refused because the store returned an
+	// error and a matching rule's failure mode is "closed". Zero means
+	// 503. (A Redis store answers its own failures by the rule's mode, as
+	// a 429 with Retry-After; ErrorStatus is for errors that reach the
+	// engine.)
 	ErrorStatus int `yaml:"error_status" json:"error_status"`
 }
 

@@ -64,10 +64,9 @@ func compileTier(r *Rule, where string, ps *problems) tier {
 		t.consistency = ""
 	}
 	if r.OnError != "" {
-		if !slices.Contains([]string{"fail_open", "open", "fail_closed", "closed", "local"}, r.OnError) {
-			ps.add(where+".on_error", "%q: want fail_open, fail_closed or local", r.OnError)
-		} else if r.Consistency != ConsistencyStrict {
-			ps.add(where+".on_error", "set but the rule's consistency is not strict (only a strict rule waits on Redis)")
+		checkOnError(r.OnError, where+".on_error", ps)
+		if r.Consistency != ConsistencyStrict {
+			ps.add(where+".on_error", "set but the rule's consistency is not strict (set on_error at the top level for the other rules on the store)")
 		}
 	}
 	if r.SyncInterval < 0 {

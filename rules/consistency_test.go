@@ -125,7 +125,7 @@ func TestConsistencyGroupsCheapestFirst(t *testing.T) {
 		{Name: "s1", Consistency: "strict", Policies: fixed(100)},
 		{Name: "d", Policies: fixed(100)},
 		{Name: "e", Consistency: "eventual", Policies: fixed(100)},
-		{Name: "s2", Consistency: "strict", OnError: "fail_closed", Policies: fixed(100)},
+		{Name: "s2", Consistency: "strict", OnError: "closed", Policies: fixed(100)},
 		{Name: "l", Consistency: "local", Policies: fixed(100)},
 	}})
 	res := decide(t, e, get("/", "192.0.2.1"))
@@ -310,12 +310,12 @@ func TestConsistencyStoresErrorIsAFieldError(t *testing.T) {
 }
 
 // TestConsistencyStoreFailureStopsGroups: an erroring group ends the
-// decision as a store error (OnStoreError applies); later groups are not
+// decision as a store error (the failure mode applies); later groups are not
 // charged.
 func TestConsistencyStoreFailureStopsGroups(t *testing.T) {
 	ts := newTierStores(t)
 	cfg := Config{
-		OnStoreError: "refuse",
+		OnError: "closed",
 		Stores: func(r Rule) (limit.Store, error) {
 			if r.Consistency == ConsistencyEventual {
 				return failingStore{}, nil
@@ -369,7 +369,7 @@ func TestConsistencyValidation(t *testing.T) {
 	}
 	for _, r := range []Rule{
 		{Consistency: "default"},
-		{Consistency: "strict", OnError: "fail_closed"},
+		{Consistency: "strict", OnError: "closed"},
 		{Consistency: "strict", OnError: "open"},
 		{Consistency: "eventual", SyncInterval: 50 * time.Millisecond},
 		{Consistency: "local", Nodes: 3},

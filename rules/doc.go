@@ -31,7 +31,7 @@
 //
 // A rule may choose where its counters live with [Rule].Consistency:
 // "strict" (one atomic script on the shared Redis, exact across gateways;
-// [Rule].OnError says what to answer while Redis is down), "eventual"
+// [Rule].OnError may give it its own failure mode), "eventual"
 // (decided in process against a view of the global count synced every
 // [Rule].SyncInterval) or "local" (this process only, each of
 // [Rule].Nodes gateways enforcing its share: the policies divided by
@@ -53,6 +53,19 @@
 // on one store (all default, or tiers the Stores function maps to the
 // same store) the decision is one ApplyAll as before, and the allowed path
 // allocates nothing in either case.
+//
+// # Failure modes
+//
+// What a rule answers when its store fails is one setting in one
+// vocabulary: [Config].OnError for every rule, [Rule].OnError for a strict
+// rule that wants another, each "open" (allow), "closed" (refuse) or
+// "local" (decide in this process alone; the default).
+// [Config.OnErrorOf] is the one place a rule's effective mode is decided:
+// the engine refuses an error its store returns when a matched enforced
+// rule's mode is closed, and a front end gives each rule a store that
+// answers its own failures (store/redis's WithFailure) by the same mode.
+// Log lines about store errors carry rule names and hashed keys, never raw
+// keys, at most one line per kind every 10s with a count of the rest.
 //
 // Client IPs come from the peer address; forwarding headers
 // (X-Forwarded-For, Forwarded per RFC 7239, or X-Real-IP) are read only when

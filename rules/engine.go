@@ -11,6 +11,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/logthrottle"
+	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
@@ -40,11 +42,11 @@ type Engine struct {
 	problemDetail                  string
 	bodyTmpl                       *template.Template
 	contentType                    string
-	failClosed                     bool
 
-	observer Observer
-	logger   *slog.Logger
-	now      func() time.Time
+	observer  Observer
+	logger    *logthrottle.Logger // store errors, rate-limited
+	shadowLog *slog.Logger
+	now       func() time.Time
 
 	batches sync.Pool // *[]limit.Request
 }
@@ -63,6 +65,8 @@ type compiledRule struct {
 	index     int  // position in Config.Rules
 	tier      tier // consistency tier
 	group     int  // index in Engine.groups
+	// failClosed: the rule's failure mode (Config.OnErrorOf) is closed.
+	failClosed bool
 }
 
 type compiledTiers struct {
@@ -124,7 +128,7 @@ func compile(c *Config) (*Engine, problems) {
 	e := &Engine{
 		maxKeyLen: 128,
 		observer:  c.Observer,
-		logger:    c.Logger,
+		shadowLog: c.Logger,
 		now:       c.Now,
 	}
 	e.batches.New = func() any { s := make([]limit.Request, 0, 8); return &s }
@@ -147,12 +151,16 @@ func compile(c *Config) (*Engine, problems) {
 	} else if c.MaxDelay > 0 {
 		maxDelay = c.MaxDelay
 	}
-	switch c.OnStoreError {
-	case "", "allow":
-	case "refuse":
-		e.failClosed = true
-	default:
-		ps.add("on_store_error", "%q: want allow or refuse", c.OnStoreError)
+	if c.Logger != nil {
+		e.logger = logthrottle.New(c.Logger, logthrottle.Config{})
+	}
+	checkOnError(c.OnError, "on_error", &ps)
+	if c.OnStoreError != "" {
+		if now, ok := oldOnError[c.OnStoreError]; ok {
+			ps.add("on_store_error", "the old spelling of on_error: write on_error: %s", now)
+		} else {
+			ps.add("on_store_error", "the old spelling of on_error: write on_error: open, closed or local")
+		}
 	}
 	e.ip = compileClientIP(c.ClientIP, &ps)
 	e.compileHeaders(c.Headers, &ps)
@@ -168,6 +176,7 @@ func compile(c *Config) (*Engine, problems) {
 		seen[r.Name] = true
 		cr := e.compileRule(r, where, maxDelay, &ps)
 		cr.index = i
+		cr.failClosed = c.OnErrorOf(r) == OnErrorClosed
 		if cr.shadow {
 			e.shadow = append(e.shadow, cr)
 		} else {
@@ -375,7 +384,11 @@ func (b *batch) apply(ctx context.Context, e *Engine, res *Result, from int) (li
 		if e.groups != nil {
 			st = e.groups[res.at(from).rule.group].store
 		}
-		return st.Apply(ctx, b.first.Key, b.first.Policy, b.first.Cost)
+		d, err := st.Apply(ctx, b.first.Key, b.first.Policy, b.first.Cost)
+		if err != nil {
+			err = hideKeys(err, b.first)
+		}
+		return d, err
 	}
 	var d limit.Decision
 	var err error
@@ -383,6 +396,9 @@ func (b *batch) apply(ctx context.Context, e *Engine, res *Result, from int) (li
 		d, err = e.store.ApplyAll(ctx, *b.more)
 	} else {
 		d, err = e.applyGroups(ctx, *b.more, res, from)
+	}
+	if err != nil {
+		err = hideKeys(err, *b.more...)
 	}
 	clear(*b.more)
 	e.batches.Put(b.more)
@@ -393,8 +409,8 @@ func (b *batch) apply(ctx context.Context, e *Engine, res *Result, from int) (li
 // Decide applies every rule matching req and returns the result. It does
 // not allocate for an allowed request keyed by IP whose key was seen
 // recently. The error is the store's, wrapping ErrStore; the Result is
-// still usable then (Outcome Errored, refused only when
-// Config.OnStoreError is "refuse").
+// still usable then (Outcome Errored, refused when the failure mode of a
+// matched enforced rule is closed).
 func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 	res := Result{e: e, Outcome: Allowed}
 	if len(e.enforced) == 0 && len(e.shadow) == 0 {
@@ -414,8 +430,14 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 		if err != nil {
 			err = fmt.Errorf("%w: %w", ErrStore, err)
 			res.Outcome = Errored
-			res.Decision = limit.Decision{Allowed: !e.failClosed}
-			e.logError(ctx, &res, err)
+			for i := range res.enforced {
+				if res.at(i).rule.failClosed {
+					res.failClosed = true
+					break
+				}
+			}
+			res.Decision = limit.Decision{Allowed: !res.failClosed}
+			e.logError(ctx, &res, 0, err)
 		} else {
 			switch {
 			case !res.Decision.Allowed:
@@ -440,15 +462,15 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 			if serr != nil {
 				serr = fmt.Errorf("%w: %w", ErrStore, serr)
 				out = Errored
-				e.logError(ctx, &res, serr)
+				e.logError(ctx, &res, res.enforced, serr)
 				if err == nil {
 					err = serr
 				}
 			} else if !sd.Allowed {
 				out = ShadowRefused
-				if e.logger != nil {
+				if e.shadowLog != nil {
 					r := res.at(res.enforced + sd.Index)
-					e.logger.LogAttrs(ctx, slog.LevelInfo, "rate limit: shadow refusal",
+					e.shadowLog.LogAttrs(ctx, slog.LevelInfo, "rate limit: shadow refusal",
 						slog.String("rule", r.rule.name), slog.String("policy", r.policy.name),
 						slog.Duration("retry_after", sd.RetryAfter))
 				}
@@ -532,10 +554,36 @@ func (e *Engine) observe(res *Result, from, to int, out Outcome, dec limit.Decis
 	}
 }
 
-func (e *Engine) logError(ctx context.Context, res *Result, err error) {
+// logError logs a store error (its keys hashed by batch.apply), at most
+// one line every 10s plus a count of the others (package
+// internal/logthrottle).
+// from is the index of the batch's first applied policy: 0 for the
+// enforced rules, Result.enforced for the shadow ones.
+func (e *Engine) logError(ctx context.Context, res *Result, from int, err error) {
 	if e.logger == nil {
 		return
 	}
-	e.logger.LogAttrs(ctx, slog.LevelError, "rate limit: store failed",
-		slog.Bool("fail_closed", e.failClosed), slog.String("error", err.Error()))
+	e.logger.Log(ctx, slog.LevelError, "rate limit: store failed",
+		slog.String("rule", res.at(from).rule.name), slog.Bool("refused", from == 0 && res.failClosed),
+		slog.String("error", err.Error()))
+}
+
+// keyError is a store error whose text has the store keys of its
+// decision hashed (package internal/redact): a store may name the key it
+// failed on, and keys carry client IPs and API keys.
+type keyError struct {
+	msg string
+	err error
+}
+
+func (k *keyError) Error() string { return k.msg }
+func (k *keyError) Unwrap() error { return k.err }
+
+// hideKeys returns err with reqs' keys hashed in its text.
+func hideKeys(err error, reqs ...limit.Request) error {
+	keys := make([]string, len(reqs))
+	for i, r := range reqs {
+		keys[i] = r.Key
+	}
+	return &keyError{msg: redact.Keys(err.Error(), keys...), err: err}
 }

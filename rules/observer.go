@@ -19,8 +19,8 @@ const (
 	// ShadowRefused: a shadow rule that would have refused; the request
 	// went on.
 	ShadowRefused
-	// Errored: the store failed; the request was allowed or refused as
-	// Config.OnStoreError says.
+	// Errored: the store returned an error; the request was allowed or
+	// refused as the matched rules' failure mode says (Config.OnErrorOf).
 	Errored
 	// NotCharged: another rule refused the request (or, for a shadow
 	// rule, would have) and this one was not charged for it. Only an

@@ -58,7 +58,7 @@ func TestRefusalBytesUnchanged(t *testing.T) {
 		}
 	}
 	for _, st := range []int{0, 503, 500} {
-		e, err := New(Config{OnStoreError: "refuse", Refusal: Refusal{ErrorStatus: st},
+		e, err := New(Config{OnError: "closed", Refusal: Refusal{ErrorStatus: st},
 			Rules: []Rule{{Name: "r", Policies: oneRate}}}, failingStore{})
 		if err != nil {
 			t.Fatal(err)

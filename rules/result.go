@@ -70,6 +70,7 @@ type Result struct {
 	enforced      int // applied[:enforced] are the enforced policies
 	n             int // applied count: enforced, then shadow
 	shadowMatched bool
+	failClosed    bool // the store failed and a matched rule's mode is closed
 	inline        [inlineApplied]applied
 	spill         []applied
 }
@@ -117,10 +118,10 @@ func (r *Result) at(i int) *applied {
 func (r *Result) Matched() bool { return r.n > 0 }
 
 // Refused reports whether the request must be answered with Refusal: an
-// enforced rule refused, or the store failed and Config.OnStoreError is
-// "refuse".
+// enforced rule refused, or the store returned an error and the failure
+// mode of a matched enforced rule (Config.OnErrorOf) is "closed".
 func (r *Result) Refused() bool {
-	return r.Outcome == Refused || r.Outcome == Errored && r.e != nil && r.e.failClosed
+	return r.Outcome == Refused || r.Outcome == Errored && r.failClosed
 }
 
 // Rule returns the name of the rule whose policy decided (the most

@@ -43,7 +43,7 @@ func TestStoreErrorFailsOpenByDefault(t *testing.T) {
 }
 
 func TestStoreErrorFailsClosed(t *testing.T) {
-	e, err := New(Config{OnStoreError: "refuse", Rules: []Rule{{Name: "r", Policies: oneRate}}}, failingStore{})
+	e, err := New(Config{OnError: "closed", Rules: []Rule{{Name: "r", Policies: oneRate}}}, failingStore{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestZeroConfigIsValid(t *testing.T) {
 func TestValidateReportsEveryProblemWithItsPath(t *testing.T) {
 	c := Config{
 		MaxKeyLength: -1,
-		OnStoreError: "explode",
+		OnError:      "explode",
 		ClientIP:     ClientIP{TrustedProxies: []string{"10.0.0.0/99"}},
 		Headers:      Headers{Styles: []string{"draft99"}, Reset: "sometimes"},
 		Refusal:      Refusal{Status: 200, Body: "{{.Nope"},
@@ -47,7 +47,7 @@ func TestValidateReportsEveryProblemWithItsPath(t *testing.T) {
 		t.Error("underlying limit errors are not wrapped")
 	}
 	wantPaths := []string{
-		"max_key_length", "on_store_error", "client_ip.trusted_proxies[0]",
+		"max_key_length", "on_error", "client_ip.trusted_proxies[0]",
 		"headers.styles[0]", "headers.reset", "refusal.status", "refusal.body",
 		"rules[0].policies[0].rate", "rules[1].name", "rules[1].policies[0]",
 		"rules[2].name", "rules[2].policies[0].algorithm", "rules[3]", "rules[4]",

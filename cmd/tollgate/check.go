@@ -75,7 +75,7 @@ func summarize(w io.Writer, c *config.Config) {
 	fmt.Fprintf(w, "admin    %s\n", c.Admin.Addr)
 	switch {
 	case c.Store.Redis != nil:
-		fmt.Fprintf(w, "store    redis (on error: %s, timeout %v)\n", c.Store.Redis.OnError, c.Store.Redis.Timeout)
+		fmt.Fprintf(w, "store    redis (timeout %v)\n", c.Store.Redis.Timeout)
 	default:
 		fmt.Fprintf(w, "store    memory (at most %d keys)\n", c.Store.Memory.MaxKeys)
 	}
@@ -108,6 +108,9 @@ func summarize(w io.Writer, c *config.Config) {
 		fmt.Fprintf(w, "  %s%s\n    match  %s\n    key    %s\n", r.Name, flags, describeMatch(r.Match), key)
 		if tier := describeTier(r); tier != "" {
 			fmt.Fprintf(w, "    tier   %s\n", tier)
+		}
+		if c.Store.Redis != nil {
+			fmt.Fprintf(w, "    error  %s\n", describeOnError(&c.Config, &r))
 		}
 		for _, p := range r.Policies {
 			fmt.Fprintf(w, "    limit  %s\n", describePolicy(p))
@@ -207,9 +210,6 @@ func describeTier(r rules.Rule) string {
 	case "", "default":
 		return ""
 	case "strict":
-		if r.OnError != "" {
-			return "strict (one atomic Redis script per decision; on Redis failure: " + r.OnError + ")"
-		}
 		return "strict (one atomic Redis script per decision)"
 	case "eventual":
 		every := r.SyncInterval
@@ -224,4 +224,24 @@ func describeTier(r rules.Rule) string {
 		return "local (this gateway only)"
 	}
 	return r.Consistency
+}
+
+// describeOnError says what rule r answers while its store fails: its
+// effective failure mode, as the rule engine decides it.
+func describeOnError(c *rules.Config, r *rules.Rule) string {
+	mode := c.OnErrorOf(r)
+	from := "on_error"
+	if r.OnError != "" {
+		from = "the rule's on_error"
+	}
+	switch r.Consistency {
+	case rules.ConsistencyEventual, rules.ConsistencyLocal:
+		return "none: decided in this gateway, a Redis outage does not fail it"
+	}
+	what := map[string]string{
+		rules.OnErrorOpen:   "allow",
+		rules.OnErrorClosed: "refuse",
+		rules.OnErrorLocal:  "decide in this gateway alone",
+	}[mode]
+	return fmt.Sprintf("%s: %s while the store fails (%s)", mode, what, from)
 }

@@ -89,7 +89,9 @@ func TestCheckSummaryNamesTiers(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{
-		"tier   strict (one atomic Redis script per decision; on Redis failure: fail_closed)",
+		"tier   strict (one atomic Redis script per decision)\n    error  closed: refuse while the store fails (the rule's on_error)",
+		"key    ip\n    error  local: decide in this gateway alone while the store fails (on_error)\n    limit  sliding_window limit 50000 per 1h",
+		"tier   eventual (decided locally, synced with Redis every 50ms)\n    error  none: decided in this gateway, a Redis outage does not fail it",
 		"tier   eventual (decided locally, synced with Redis every 50ms)",
 		"tier   local (this gateway only, its 1/3 share of the limits)",
 	} {

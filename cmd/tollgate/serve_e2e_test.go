@@ -434,7 +434,7 @@ func TestE2ERedisSharedLimit(t *testing.T) {
 	})
 	srv, _ := origin(t)
 	cfg := baseCfg + "routes: [{path: /, upstream: \"" + srv.URL + "\"}]\n" +
-		"store: {redis: {url: \"redis://" + addr + "\", prefix: \"e2e:\", on_error: closed, timeout: 500ms}}\n" +
+		"store: {redis: {url: \"redis://" + addr + "\", prefix: \"e2e:\", timeout: 500ms}}\non_error: closed\n" +
 		"rules: [{name: shared, policies: [{algorithm: fixed_window, limit: 4, window: 1h}]}]\n"
 	a, b := startServe(t, cfg), startServe(t, cfg)
 	var codes []int

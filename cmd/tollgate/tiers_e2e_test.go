@@ -12,22 +12,22 @@ import (
 // TestE2EConsistencyTiers runs two gateways on one real Redis with rules
 // of every tier in one file, and kills Redis in the middle: the strict
 // rule shares one exact count across the gateways and, set to
-// fail_closed, refuses while Redis is down; the local rule counts in each
+// on_error closed, refuses while Redis is down; the local rule counts in each
 // gateway alone, its limit divided by the node count, and keeps counting
 // (and refusing at its limit) while Redis is down; the eventual rule's
 // admissions on one gateway reach the other through Redis; a rule without a tier
-// keeps the store-wide on_error (local: allowed, counted in memory).
+// keeps the top-level on_error (local: allowed, counted in memory).
 func TestE2EConsistencyTiers(t *testing.T) {
 	rs := redistest.Start(t)
 	srv, _ := origin(t)
 	cfg := baseCfg + "routes: [{path: /, upstream: \"" + srv.URL + "\"}]\n" +
-		"store: {redis: {url: \"redis://" + rs.Addr + "\", prefix: \"e2e:\", on_error: local, timeout: 100ms}}\n" +
+		"store: {redis: {url: \"redis://" + rs.Addr + "\", prefix: \"e2e:\", timeout: 100ms}}\non_error: local\n" +
 		`rules:
   - name: exact
     match: {path_prefixes: [/strict/]}
     key: path
     consistency: strict
-    on_error: fail_closed
+    on_error: closed
     policies: [{algorithm: fixed_window, limit: 4, window: 1h}]
   - name: node
     match: {path_prefixes: [/local/]}
@@ -90,10 +90,10 @@ func TestE2EConsistencyTiers(t *testing.T) {
 
 	// Redis down: the strict rule refuses (a fresh key, far from its
 	// limit), the local and eventual rules keep counting, the default rule decides in
-	// memory (store-wide on_error local).
+	// memory (top-level on_error local).
 	rs.Kill()
 	if got := codes([]*proc{a}, "/strict/b", 4); got != "429 429 429 429" {
-		t.Fatalf("strict fail_closed with Redis down: %s", got)
+		t.Fatalf("strict on_error closed with Redis down: %s", got)
 	}
 	if got := codes([]*proc{a}, "/local/c", 3); got != "200 200 429" {
 		t.Fatalf("local with Redis down: %s", got)

@@ -46,7 +46,7 @@ store:
   redis:
     url: "redis://%s"
     timeout: 2s
-    on_error: closed
+on_error: closed
 rules:
   - name: shared
     key: ip

@@ -20,6 +20,9 @@ type breaker struct {
 	openUntil atomic.Int64 // 0: closed; else the earliest next probe
 	probing   atomic.Bool
 	trips     atomic.Uint64
+	// onChange, when set, is called once per change of state: true when
+	// the breaker opens, false when a probe closes it.
+	onChange func(open bool)
 }
 
 func newBreaker(threshold int, cooldown time.Duration) *breaker {
@@ -43,7 +46,9 @@ func (b *breaker) probeDue() bool {
 func (b *breaker) probed(ok bool) {
 	if ok {
 		b.failures.Store(0)
-		b.openUntil.Store(0)
+		if b.openUntil.Swap(0) != 0 && b.onChange != nil {
+			b.onChange(false)
+		}
 	} else {
 		b.openUntil.Store(b.now() + b.cooldown)
 	}
@@ -61,6 +66,9 @@ func (b *breaker) done(ok bool) {
 	if b.failures.Add(1) >= b.threshold {
 		if b.openUntil.CompareAndSwap(0, b.now()+b.cooldown) {
 			b.trips.Add(1)
+			if b.onChange != nil {
+				b.onChange(true)
+			}
 		}
 	}
 }

@@ -27,7 +27,7 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !s.cluster {
+	if !s.conn.Load().cluster {
 		t.Fatal("client did not detect cluster mode")
 	}
 	ctx := context.Background()

@@ -3,6 +3,7 @@ package redis
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 )
@@ -55,6 +56,12 @@ type Config struct {
 	// LocalMaxKeys bounds the in-memory store FailLocal decides with.
 	// Zero means 65,536.
 	LocalMaxKeys int
+	// Logger, when set, receives one line per change of the store's
+	// state (connected; not reachable; breaker opened; breaker closed)
+	// and the error replies Redis gives, at most one line per kind every
+	// 10s plus a count of the others. Keys are hashed (package
+	// internal/redact), never written raw. Nil: no logs.
+	Logger *slog.Logger
 }
 
 // Validate reports every problem with c.
@@ -121,13 +128,13 @@ const (
 	FailClosed
 )
 
-// String returns "local", "fail_open" or "fail_closed".
+// String returns "local", "open" or "closed", the configuration's words.
 func (m FailMode) String() string {
 	switch m {
 	case FailOpen:
-		return "fail_open"
+		return "open"
 	case FailClosed:
-		return "fail_closed"
+		return "closed"
 	case FailLocal:
 		return "local"
 	}
@@ -137,16 +144,16 @@ func (m FailMode) String() string {
 // ErrUnknownFailMode reports a name ParseFailMode does not know.
 var ErrUnknownFailMode = errors.New("unknown failure mode")
 
-// ParseFailMode reads "fail_open" (or "open"), "fail_closed" (or
-// "closed") or "local".
+// ParseFailMode reads "open", "closed" or "local" (the words of
+// rules.OnErrorOpen, rules.OnErrorClosed and rules.OnErrorLocal).
 func ParseFailMode(s string) (FailMode, error) {
 	switch s {
-	case "fail_open", "open":
+	case "open":
 		return FailOpen, nil
-	case "fail_closed", "closed":
+	case "closed":
 		return FailClosed, nil
 	case "local":
 		return FailLocal, nil
 	}
-	return 0, fmt.Errorf("%w %q (want fail_open, fail_closed or local)", ErrUnknownFailMode, s)
+	return 0, fmt.Errorf("%w %q (want open, closed or local)", ErrUnknownFailMode, s)
 }

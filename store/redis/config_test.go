@@ -3,6 +3,8 @@ package redis
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,7 +30,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestParseFailMode(t *testing.T) {
-	for s, want := range map[string]FailMode{"fail_open": FailOpen, "open": FailOpen, "fail_closed": FailClosed, "closed": FailClosed, "local": FailLocal} {
+	for s, want := range map[string]FailMode{"open": FailOpen, "closed": FailClosed, "local": FailLocal} {
 		if got, err := ParseFailMode(s); err != nil || got != want {
 			t.Errorf("ParseFailMode(%q) = %v, %v", s, got, err)
 		}
@@ -36,8 +38,10 @@ func TestParseFailMode(t *testing.T) {
 			t.Errorf("%v does not round-trip through String", want)
 		}
 	}
-	if _, err := ParseFailMode("maybe"); !errors.Is(err, ErrUnknownFailMode) {
-		t.Errorf("ParseFailMode(maybe): %v", err)
+	for _, s := range []string{"maybe", "fail_open", "fail_closed", "allow", "refuse"} {
+		if _, err := ParseFailMode(s); !errors.Is(err, ErrUnknownFailMode) {
+			t.Errorf("ParseFailMode(%s): %v", s, err)
+		}
 	}
 }
 
@@ -82,14 +86,27 @@ func TestSharedDeadlineCarriesNoCallerValues(t *testing.T) {
 	}
 }
 
-// TestPassword connects to a server that requires AUTH.
+// TestPassword connects to a server that requires AUTH. With a wrong
+// password the store is not connected: it says why in its log, without
+// the password, and answers by its failure mode.
 func TestPassword(t *testing.T) {
 	srv := redistest.Start(t, "--requirepass", "s3cret")
-	if _, err := New(context.Background(), Config{Addrs: []string{srv.Addr}, Password: "wrong"}); err == nil {
-		t.Fatal("connected with a wrong password")
+	var logs syncBuffer
+	bad, err := New(context.Background(), Config{Addrs: []string{srv.Addr}, Password: "hunter2-wrong",
+		OnFailure: FailClosed, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := bad.Apply(context.Background(), "k", limit.FixedWindow{Limit: 1, Window: time.Minute}, 1)
+	if err != nil || d.Allowed || bad.Stats().Connected {
+		t.Fatalf("with a wrong password: %+v %v %+v", d, err, bad.Stats())
+	}
+	bad.Close()
+	if out := logs.String(); !strings.Contains(out, "not reachable") || strings.Contains(out, "hunter2") {
+		t.Fatalf("log: %s", out)
 	}
 	s := open(t, srv.Addr, Config{Password: "s3cret"})
-	d, err := s.Apply(context.Background(), "k", limit.FixedWindow{Limit: 1, Window: time.Minute}, 1)
+	d, err = s.Apply(context.Background(), "k", limit.FixedWindow{Limit: 1, Window: time.Minute}, 1)
 	if err != nil || !d.Allowed {
 		t.Fatalf("%+v %v", d, err)
 	}

@@ -48,7 +48,17 @@
 // once by the failure mode (FailOpen, FailClosed or FailLocal, an in-memory
 // store with the same policy) until a probe succeeds: after each cooldown
 // the store PINGs Redis in the background, so no caller waits for it. The failure
-// mode is chosen per rule with Store.WithFailure.
+// mode is chosen per rule with Store.WithFailure; its words ("open",
+// "closed", "local": ParseFailMode) are the rule engine's on_error.
+//
+// The same answer is given while the store has not connected yet (New does
+// not fail for a Redis that is down: it keeps dialing in the background)
+// and for an error reply (a key holding a value of another type, a script
+// error): a store failure is never an allow the failure mode did not
+// choose. Config.Logger gets one line per state change (unreachable,
+// connected, breaker opened, closed) and error replies, each kind at most
+// once every 10s with a count of the rest, keys hashed. Stats has the
+// counters and states a metrics exporter needs.
 //
 // # Over-limit cache
 //

@@ -1,8 +1,12 @@
 package redis
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -128,5 +132,173 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatalf("condition not met within 10s; goroutines:\n%s", buf[:runtime.Stack(buf, true)])
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestStartsWhileRedisIsDown creates the store with nothing listening at
+// its address: New succeeds, every decision follows its failure mode, and
+// once redis-server starts on that address the store reaches it and
+// decides there.
+func TestStartsWhileRedisIsDown(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Kill() // the port is known and nothing listens on it
+	var logs syncBuffer
+	s, err := New(context.Background(), Config{
+		// A generous timeout: the first scripts after the connection must
+		// not time out on a loaded machine (a refused dial fails at once).
+		Addrs: []string{srv.Addr}, BreakerCooldown: 50 * time.Millisecond, CacheSize: -1, Timeout: 5 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatalf("New with Redis down: %v", err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	p := limit.FixedWindow{Limit: 2, Window: time.Hour}
+	for _, mode := range []FailMode{FailOpen, FailClosed, FailLocal} {
+		d, err := s.WithFailure(mode).Apply(ctx, "down-"+mode.String(), p, 1)
+		if err != nil || d.Allowed != (mode != FailClosed) {
+			t.Errorf("%v while down: %+v, %v", mode, d, err)
+		}
+	}
+	// local decides in memory with the same policy: the third is refused.
+	for i, want := range []bool{true, false} {
+		if d, _ := s.WithFailure(FailLocal).Apply(ctx, "down-local", p, 1); d.Allowed != want {
+			t.Errorf("local decision %d while down: allowed %v, want %v", i+2, d.Allowed, want)
+		}
+	}
+	if st := s.Stats(); st.Connected || st.Up() || st.DialFailures == 0 || st.Decisions != 0 {
+		t.Fatalf("stats while down: %+v", st)
+	}
+	srv.Restart(t)
+	waitFor(t, func() bool { return s.Stats().Connected })
+	for i := range 3 {
+		d, err := s.WithFailure(FailClosed).Apply(ctx, "up", p, 1)
+		if err != nil || d.Allowed != (i < 2) {
+			t.Fatalf("decision %d after Redis came up: %+v, %v", i, d, err)
+		}
+	}
+	if st := s.Stats(); st.Decisions != 3 || !st.Up() {
+		t.Fatalf("stats after Redis came up: %+v", st)
+	}
+	if got := srv.CLI(t, "EXISTS", "tollgate:{up}"); strings.TrimSpace(got) != "1" {
+		t.Fatalf("the decisions did not reach Redis: EXISTS = %q", got)
+	}
+	out := logs.String()
+	if strings.Count(out, "not reachable") != 1 || strings.Count(out, "redis: connected") != 1 {
+		t.Fatalf("want one line when unreachable and one when connected, got:\n%s", out)
+	}
+}
+
+// TestErrorReplyFollowsTheFailureMode stores a value of another type under
+// a limited key: the error reply is a store failure, answered by the
+// failure mode (never an allow for closed), it does not open the breaker,
+// and its log line names the key only hashed, once however many requests
+// meet it.
+func TestErrorReplyFollowsTheFailureMode(t *testing.T) {
+	srv := redistest.Start(t)
+	var logs syncBuffer
+	s := open(t, srv.Addr, Config{CacheSize: -1, BreakerFailures: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx := context.Background()
+	const key = "api\x1f203.0.113.9-secret-api-key"
+	srv.CLI(t, "SET", "tollgate:{"+key+"}", "garbage")
+	p := limit.TokenBucket{Rate: limit.Per(10, time.Hour), Burst: 10}
+	for i := range 50 {
+		for _, mode := range []FailMode{FailOpen, FailClosed, FailLocal} {
+			// local decides in memory: its burst of 10, then refusals.
+			want := mode == FailOpen || mode == FailLocal && i < 10
+			d, err := s.WithFailure(mode).Apply(ctx, key, p, 1)
+			if err != nil || d.Allowed != want {
+				t.Fatalf("%v on a wrong-type key: %+v, %v", mode, d, err)
+			}
+		}
+		d, err := s.WithFailure(FailClosed).ApplyAll(ctx, []limit.Request{{Key: key, Policy: p, Cost: 1}, {Key: "other", Policy: p, Cost: 1}})
+		if err != nil || d.Allowed {
+			t.Fatalf("closed ApplyAll on a wrong-type key: %+v, %v", d, err)
+		}
+	}
+	st := s.Stats()
+	if st.ReplyErrors != 200 || st.BreakerOpen || st.BreakerTrips != 0 || st.FailClosed != 100 {
+		t.Fatalf("stats: %+v", st)
+	}
+	if d, err := s.WithFailure(FailClosed).Apply(ctx, "healthy", p, 1); err != nil || !d.Allowed {
+		t.Fatalf("another key after the error replies: %+v, %v", d, err)
+	}
+	out := logs.String()
+	if strings.Contains(out, "secret-api-key") || strings.Contains(out, "203.0.113.9") {
+		t.Fatalf("a raw key was logged:\n%s", out)
+	}
+	if n := strings.Count(out, "error reply"); n != 1 {
+		t.Fatalf("%d log lines for 200 error replies in one window, want 1:\n%s", n, out)
+	}
+	if !strings.Contains(out, "key=key#") {
+		t.Fatalf("the log line does not name the hashed key:\n%s", out)
+	}
+}
+
+// TestStartsWhileRedisIsStalled: an address that accepts connections and
+// never answers (a stalled server) does not fail New, which returns after
+// its first attempt, and decisions follow the failure mode meanwhile.
+func TestStartsWhileRedisIsStalled(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	start := time.Now()
+	s, err := New(context.Background(), Config{Addrs: []string{ln.Addr().String()}, Timeout: 50 * time.Millisecond})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("New with a stalled Redis: %v", err)
+	}
+	defer s.Close()
+	t.Logf("New returned after %v", took)
+	p := limit.FixedWindow{Limit: 1, Window: time.Hour}
+	for _, mode := range []FailMode{FailOpen, FailClosed} {
+		d, err := s.WithFailure(mode).Apply(context.Background(), "k", p, 1)
+		if err != nil || d.Allowed != (mode == FailOpen) {
+			t.Errorf("%v with a stalled Redis: %+v, %v", mode, d, err)
+		}
+	}
+	if st := s.Stats(); st.Connected {
+		t.Fatalf("connected to a server that never answered: %+v", st)
 	}
 }

@@ -118,7 +118,8 @@ func TestRedisSlow(t *testing.T) {
 		srv.CLI(t, "debug", "sleep", "0.5")
 	}()
 	waitFor(t, func() bool { // the stall has begun once PING stops answering quickly
-		_, err := s.client.Do(ctx, s.client.B().Ping().Build()).ToString()
+		c := s.conn.Load().client
+		_, err := c.Do(ctx, c.B().Ping().Build()).ToString()
 		return err != nil
 	})
 	for _, m := range []FailMode{FailClosed, FailOpen} {

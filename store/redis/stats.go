@@ -11,7 +11,14 @@ type Stats struct {
 	CacheEntries int
 	// Failures are round trips that failed (Timeouts of them timed out).
 	Failures, Timeouts uint64
-	// ShortCircuits are decisions the open breaker kept from Redis.
+	// ReplyErrors are decisions Redis answered with an error reply (a
+	// key holding a value that is not the algorithm's state, a script
+	// error), answered by the failure mode instead.
+	ReplyErrors uint64
+	// DialFailures are failed attempts to make the first connection.
+	DialFailures uint64
+	// ShortCircuits are decisions kept from Redis because the breaker
+	// was open or the store had not connected yet.
 	ShortCircuits uint64
 	// FailOpen, FailClosed and FailLocal count decisions answered by each
 	// failure mode.
@@ -19,7 +26,13 @@ type Stats struct {
 	// BreakerTrips counts the breaker's openings; BreakerOpen is its state.
 	BreakerTrips uint64
 	BreakerOpen  bool
+	// Connected reports that the store has made its connection (it
+	// tries in the background until it has).
+	Connected bool
 }
+
+// Up reports whether decisions go to Redis: connected, breaker closed.
+func (st Stats) Up() bool { return st.Connected && !st.BreakerOpen }
 
 // Stats returns the current counters.
 func (s *Store) Stats() Stats {
@@ -28,6 +41,9 @@ func (s *Store) Stats() Stats {
 		CacheHits:     s.stats.cacheHits.Load(),
 		Failures:      s.stats.failures.Load(),
 		Timeouts:      s.stats.timeouts.Load(),
+		ReplyErrors:   s.stats.replyErrors.Load(),
+		DialFailures:  s.stats.dialFailures.Load(),
+		Connected:     s.conn.Load() != nil,
 		ShortCircuits: s.stats.shortCircuit.Load(),
 		FailOpen:      s.stats.failOpen.Load(),
 		FailClosed:    s.stats.failClosed.Load(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/tollgate-dev/tollgate/internal/logthrottle"
+	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
@@ -19,12 +22,16 @@ import (
 // Cluster slots: give them a common hash tag.
 var ErrCrossSlot = errors.New("redis: ApplyAll keys are in different cluster slots (give them a common {hash tag})")
 
+// ErrNotConnected reports a Store that has not reached Redis yet (it keeps
+// trying in the background).
+var ErrNotConnected = errors.New("redis: not connected yet")
+
 // Store is a limit.Store on Redis. It is safe for concurrent use; Close
 // releases its connections.
 type Store struct {
 	cfg      Config
-	client   rueidis.Client
-	cluster  bool
+	opt      rueidis.ClientOption
+	conn     atomic.Pointer[conn] // nil until the first connection
 	scripts  *scripts
 	now      func() int64 // local clock, for the over-limit cache
 	serverT  bool         // scripts read the server's TIME
@@ -35,44 +42,55 @@ type Store struct {
 	local    *memory.Store
 
 	stats   counters
+	log     *logthrottle.Logger
 	probeMu sync.Mutex
-	probes  sync.WaitGroup // the background probe, if running
-	closing bool           // under probeMu: no more probes
+	bg      sync.WaitGroup // the dialer and the probe, while running
+	stop    chan struct{}  // closed by Close: the dialer stops
+	closing bool           // under probeMu: no more probes or connections
 	onNow   func(us int64) // tests: the script's instant of each decision
 	enc     encoded
 	argv    sync.Pool // *[]string
 }
 
+// conn is the store's connection, once made.
+type conn struct {
+	client  rueidis.Client
+	cluster bool
+}
+
 type counters struct {
 	decisions, cacheHits, failures, timeouts      atomic.Uint64
 	failOpen, failClosed, failLocal, shortCircuit atomic.Uint64
+	replyErrors, dialFailures                     atomic.Uint64
 }
 
-// New connects to Redis as cfg says and returns the Store. It fails if cfg
-// is invalid or no address answers within cfg.Timeout (at least one
-// second for the first connection).
+// New returns a Store for cfg, connecting in the background: it fails only
+// for an invalid cfg, never because Redis cannot be reached. It waits for
+// the first connection attempt or for ctx to end, whichever is first; an
+// attempt takes at most the TCP dial timeout (cfg.Timeout, at least one
+// second) plus the handshake's (cfg.Timeout, at least 100ms), so a
+// stalled server costs New about 100ms. A Store that has not reached Redis
+// answers every decision by its failure mode, as if the breaker were open,
+// and keeps trying every BreakerCooldown until it connects; Close stops it.
 func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	client, err := rueidis.NewClient(rueidis.ClientOption{
-		InitAddress:      cfg.Addrs,
-		Username:         cfg.Username,
-		Password:         cfg.Password,
-		SelectDB:         cfg.DB,
-		DisableCache:     true,
-		ConnWriteTimeout: max(cfg.Timeout, 100*time.Millisecond),
-		Dialer:           netDialer(max(cfg.Timeout, time.Second)),
-		MaxFlushDelay:    max(cfg.FlushDelay, 0),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("redis: connect %v: %w", cfg.Addrs, err)
-	}
 	s := &Store{
-		cfg:      cfg,
-		client:   client,
-		cluster:  client.Mode() == rueidis.ClientModeCluster,
+		cfg: cfg,
+		opt: rueidis.ClientOption{
+			InitAddress:      cfg.Addrs,
+			Username:         cfg.Username,
+			Password:         cfg.Password,
+			SelectDB:         cfg.DB,
+			DisableCache:     true,
+			ConnWriteTimeout: max(cfg.Timeout, 100*time.Millisecond),
+			Dialer:           netDialer(max(cfg.Timeout, time.Second)),
+			MaxFlushDelay:    max(cfg.FlushDelay, 0),
+		},
+		log:      logthrottle.New(cfg.Logger, logthrottle.Config{}),
+		stop:     make(chan struct{}),
 		scripts:  newScripts(),
 		now:      cfg.Clock,
 		serverT:  cfg.Clock == nil,
@@ -88,22 +106,102 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	local, err := memory.New(memory.Config{MaxKeys: cfg.LocalMaxKeys, Clock: cfg.Clock})
 	if err != nil {
-		client.Close()
 		return nil, err
 	}
 	s.local = local
+	s.breaker.onChange = s.breakerChanged
+	first := make(chan struct{})
+	s.bg.Add(1)
+	go s.dial(first)
+	select {
+	case <-first:
+	case <-ctx.Done():
+	}
 	return s, nil
 }
 
-// Close releases the connections and the fallback store. Decisions after
-// Close fail over as if Redis were down.
+// dial connects, trying again every BreakerCooldown until it succeeds or
+// the store closes. It closes first after its first attempt.
+func (s *Store) dial(first chan struct{}) {
+	defer s.bg.Done()
+	signal := func() {
+		if first != nil {
+			close(first)
+			first = nil
+		}
+	}
+	defer signal()
+	var failures uint64
+	for {
+		client, err := rueidis.NewClient(s.opt)
+		if err == nil {
+			s.probeMu.Lock()
+			if s.closing {
+				s.probeMu.Unlock()
+				client.Close()
+				return
+			}
+			s.conn.Store(&conn{client: client, cluster: client.Mode() == rueidis.ClientModeCluster})
+			s.probeMu.Unlock()
+			s.log.Log(context.Background(), slog.LevelInfo, "redis: connected",
+				slog.Any("addrs", s.cfg.Addrs), slog.Uint64("failed_attempts", failures))
+			return
+		}
+		failures++
+		s.stats.dialFailures.Add(1)
+		if failures == 1 {
+			s.log.Log(context.Background(), slog.LevelWarn, "redis: not reachable; decisions follow the failure mode until it is",
+				slog.Any("addrs", s.cfg.Addrs), slog.String("error", err.Error()),
+				slog.Duration("retry_every", s.cfg.BreakerCooldown))
+		}
+		signal()
+		t := time.NewTimer(s.cfg.BreakerCooldown)
+		select {
+		case <-s.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// breakerChanged logs the breaker's opening or closing.
+func (s *Store) breakerChanged(open bool) {
+	if open {
+		s.log.Log(context.Background(), slog.LevelWarn, "redis: circuit breaker opened; decisions follow the failure mode",
+			slog.Int("consecutive_failures", s.cfg.BreakerFailures), slog.Duration("probe_every", s.cfg.BreakerCooldown))
+		return
+	}
+	s.log.Log(context.Background(), slog.LevelInfo, "redis: circuit breaker closed; deciding on Redis again")
+}
+
+// Close stops connecting, releases the connections and the fallback
+// store. It waits for a connection attempt in progress, which ends within
+// its dial and handshake timeouts (see New). Decisions after Close fail
+// over as if Redis were down.
 func (s *Store) Close() error {
 	s.probeMu.Lock()
+	if s.closing {
+		s.probeMu.Unlock()
+		return nil
+	}
 	s.closing = true
+	close(s.stop)
 	s.probeMu.Unlock()
-	s.probes.Wait()
-	s.client.Close()
+	s.bg.Wait()
+	if c := s.conn.Load(); c != nil {
+		c.client.Close()
+	}
+	s.log.Close()
 	return s.local.Close()
+}
+
+// client returns the connection's client, or ErrNotConnected.
+func (s *Store) client() (rueidis.Client, error) {
+	if c := s.conn.Load(); c != nil {
+		return c.client, nil
+	}
+	return nil, ErrNotConnected
 }
 
 // redisKey returns the Redis key of key: the prefix, and key wrapped in a
@@ -144,9 +242,11 @@ func (s *Store) getArgv() *[]string {
 
 // Apply charges cost against key under p, with the failure mode of
 // Config.OnFailure. It returns an error for a negative cost, an invalid
-// policy or a Redis error reply; a Redis that is down, slow, unavailable
-// (a BUSY, LOADING, MASTERDOWN or READONLY reply) or behind an open breaker is answered
-// by the failure mode, not by an error.
+// policy or a caller's context that ended. Every store failure is answered
+// by the failure mode, not by an error: a Redis that is not connected yet,
+// down, slow, unavailable (a BUSY, LOADING, MASTERDOWN or READONLY reply)
+// or behind an open breaker, and an error reply (a key holding a value
+// that is not this algorithm's state, a script error).
 func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
 	return s.apply(ctx, key, p, cost, s.cfg.OnFailure)
 }
@@ -192,7 +292,8 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 			return d, nil
 		}
 	}
-	if !s.breaker.closed() {
+	c := s.conn.Load()
+	if c == nil || !s.breaker.closed() {
 		s.shortCircuit()
 		return s.fail(ctx, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})
 	}
@@ -200,24 +301,19 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 	args := append((*argv)[:0], s.redisKey(key), s.clockArg(), s.floorMS, strconv.FormatInt(min(cost, a.capacity+1), 10), "0",
 		a.strs[0], a.strs[1], a.strs[2], a.strs[3])
 	cctx, cancel := s.deadline.with(ctx)
-	vals, err := s.scripts.one[a.alg].Exec(cctx, s.client, args[:1], args[1:]).AsIntSlice()
+	vals, err := s.scripts.one[a.alg].Exec(cctx, c.client, args[:1], args[1:]).AsIntSlice()
 	cancel()
+	rkey := args[0]
 	clear(args)
 	*argv = args[:0]
 	s.argv.Put(argv)
+	if err == nil && len(vals) < width+1 {
+		err = errShortReply{fmt.Errorf("script returned %d values, want %d", len(vals), width+1)}
+	}
 	if err != nil {
-		if isReply(err) || ctx.Err() != nil {
-			s.breaker.done(true)
-			return limit.Decision{}, fmt.Errorf("redis: %w", err)
-		}
-		s.failed(err)
-		s.breaker.done(false)
-		return s.fail(ctx, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})
+		return s.failedCall(ctx, err, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}}, rkey)
 	}
 	s.breaker.done(true)
-	if len(vals) < width+1 {
-		return limit.Decision{}, fmt.Errorf("redis: script returned %d values, want %d", len(vals), width+1)
-	}
 	s.stats.decisions.Add(1)
 	if s.onNow != nil {
 		s.onNow(vals[width])
@@ -243,13 +339,14 @@ func (s *Store) shortCircuit() {
 		s.breaker.probing.Store(false)
 		return
 	}
-	s.probes.Add(1)
+	s.bg.Add(1)
 	s.probeMu.Unlock()
+	client := s.conn.Load().client // the breaker opens only after calls on a connection
 	go func() {
-		defer s.probes.Done()
+		defer s.bg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), s.probeTimeout())
 		defer cancel()
-		s.breaker.probed(s.client.Do(ctx, s.client.B().Ping().Build()).Error() == nil)
+		s.breaker.probed(client.Do(ctx, client.B().Ping().Build()).Error() == nil)
 	}()
 }
 
@@ -257,11 +354,49 @@ func (s *Store) shortCircuit() {
 // longer than a decision (a redial and handshake), but not long.
 func (s *Store) probeTimeout() time.Duration { return max(s.cfg.Timeout, 250*time.Millisecond) }
 
-func (s *Store) failed(err error) {
-	s.stats.failures.Add(1)
-	if errors.Is(err, context.DeadlineExceeded) {
-		s.stats.timeouts.Add(1)
+// failedCall answers reqs, whose script call failed with err, and
+// records the failure. A caller's context that ended is the caller's
+// error. Anything else is a store failure answered by mode: Redis
+// unreachable, slow or unavailable (counted by the breaker), or an error
+// reply (a key holding another type, a script error: Redis is up, so the
+// breaker is not charged). keys are the Redis keys of reqs, hashed in the
+// log line of an error reply.
+func (s *Store) failedCall(ctx context.Context, err error, mode FailMode, reqs []limit.Request, keys ...string) (limit.Decision, error) {
+	if ctx.Err() != nil {
+		s.breaker.done(true)
+		return limit.Decision{}, fmt.Errorf("redis: %w", err)
 	}
+	if !isReply(err) && !isLocal(err) {
+		s.stats.failures.Add(1)
+		if errors.Is(err, context.DeadlineExceeded) {
+			s.stats.timeouts.Add(1)
+		}
+		s.breaker.done(false)
+		return s.fail(ctx, mode, reqs)
+	}
+	s.breaker.done(true)
+	s.stats.replyErrors.Add(1)
+	if s.cfg.Logger != nil {
+		raw := make([]string, 0, 2*len(reqs))
+		raw = append(raw, keys...)
+		for _, r := range reqs {
+			raw = append(raw, r.Key)
+		}
+		s.log.Log(ctx, slog.LevelError, "redis: error reply; decision follows the failure mode",
+			slog.String("mode", mode.String()), slog.String("key", redact.Key(reqs[0].Key)),
+			slog.String("error", redact.Keys(err.Error(), raw...)))
+	}
+	return s.fail(ctx, mode, reqs)
+}
+
+// errShortReply is how a script reply with too few values is reported.
+type errShortReply struct{ error }
+
+// isLocal reports an error the store raised about a reply it could read
+// (too few values): an error reply in effect.
+func isLocal(err error) bool {
+	var e errShortReply
+	return errors.As(err, &e)
 }
 
 // decode reads a script's decision {allowed, remaining, reset, retry,
@@ -299,7 +434,8 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 		}
 		enc[i], keys[i] = a, s.redisKey(r.Key)
 	}
-	if s.cluster {
+	c := s.conn.Load()
+	if c != nil && c.cluster {
 		slot := keySlot(keys[0])
 		for _, k := range keys[1:] {
 			if keySlot(k) != slot {
@@ -315,7 +451,7 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 			return d, nil
 		}
 	}
-	if !s.breaker.closed() {
+	if c == nil || !s.breaker.closed() {
 		s.shortCircuit()
 		return s.fail(ctx, mode, reqs)
 	}
@@ -327,21 +463,15 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 			a.strs[0], a.strs[1], a.strs[2], a.strs[3])
 	}
 	cctx, cancel := s.deadline.with(ctx)
-	vals, err := s.scripts.all.Exec(cctx, s.client, keys, argv).AsIntSlice()
+	vals, err := s.scripts.all.Exec(cctx, c.client, keys, argv).AsIntSlice()
 	cancel()
+	if err == nil && len(vals) < width*len(reqs)+1 {
+		err = errShortReply{fmt.Errorf("script returned %d values, want %d", len(vals), width*len(reqs)+1)}
+	}
 	if err != nil {
-		if isReply(err) || ctx.Err() != nil {
-			s.breaker.done(true)
-			return limit.Decision{}, fmt.Errorf("redis: %w", err)
-		}
-		s.failed(err)
-		s.breaker.done(false)
-		return s.fail(ctx, mode, reqs)
+		return s.failedCall(ctx, err, mode, reqs, keys...)
 	}
 	s.breaker.done(true)
-	if len(vals) < width*len(reqs) {
-		return limit.Decision{}, fmt.Errorf("redis: script returned %d values, want %d", len(vals), width*len(reqs)+1)
-	}
 	s.stats.decisions.Add(1)
 	var out limit.Decision
 	for i, r := range reqs {
@@ -405,3 +535,21 @@ func hasCode(msg, code string) bool {
 	rest, ok := strings.CutPrefix(msg, code)
 	return ok && (rest == "" || rest[0] == ' ')
 }
+
+// keyError returns err about key with the key named only hashed (package
+// internal/redact), in its own text and in err's: keys carry client IPs
+// and API keys, and errors end up in logs.
+func (s *Store) keyError(key string, err error) error {
+	return &hiddenKeyError{
+		msg: "key " + redact.Key(key) + ": " + redact.Keys(err.Error(), s.redisKey(key), key),
+		err: err,
+	}
+}
+
+type hiddenKeyError struct {
+	msg string
+	err error
+}
+
+func (e *hiddenKeyError) Error() string { return e.msg }
+func (e *hiddenKeyError) Unwrap() error { return e.err }

@@ -77,8 +77,15 @@ func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 			Args: []string{s.clockArg(), s.floorMS, strconv.FormatInt(c.Cost, 10), "1", a.strs[0], a.strs[1], a.strs[2], a.strs[3]},
 		})
 	}
+	client, cerr := s.client()
 	for alg, ex := range execs {
-		res := s.scripts.one[alg].ExecMulti(ctx, s.client, ex...)
+		if cerr != nil {
+			for _, i := range groups[alg] {
+				charges[i].Err = cerr
+			}
+			continue
+		}
+		res := s.scripts.one[alg].ExecMulti(ctx, client, ex...)
 		for j, r := range res {
 			c := &charges[groups[alg][j]]
 			v, err := r.AsIntSlice()
@@ -95,7 +102,7 @@ func (s *Store) Sync(ctx context.Context, charges []Charge) error {
 	var errs []error
 	for i := range charges {
 		if c := &charges[i]; c.Err != nil {
-			errs = append(errs, fmt.Errorf("key %q: %w", c.Key, c.Err))
+			errs = append(errs, s.keyError(c.Key, c.Err))
 		}
 	}
 	if len(errs) > 0 {

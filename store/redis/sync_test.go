@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,5 +89,20 @@ func TestSyncReportsTheScriptsClock(t *testing.T) {
 		if c.Now < before-int64(time.Millisecond) || c.Now > after+int64(time.Millisecond) {
 			t.Errorf("%s: Now %d outside the round trip [%d, %d]", c.Key, c.Now, before, after)
 		}
+	}
+}
+
+// TestSyncErrorHidesKeys: the error Sync returns names a failed charge's
+// key only hashed (the key is a client's address or API key, and errors
+// end up in logs), and still wraps the charge's error.
+func TestSyncErrorHidesKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv.Addr, Config{})
+	const key = "per-ip\x1f198.51.100.7"
+	srv.CLI(t, "rpush", "tollgate:{"+key+"}", "x")
+	charges := []Charge{{Key: key, Policy: limit.FixedWindow{Limit: 10, Window: time.Hour}, Cost: 1}, {Key: "neg-" + key, Policy: limit.FixedWindow{Limit: 1, Window: time.Hour}, Cost: -1}}
+	err := s.Sync(context.Background(), charges)
+	if err == nil || strings.Contains(err.Error(), "198.51.100.7") || !strings.Contains(err.Error(), "key#") || !errors.Is(err, limit.ErrNegativeCost) {
+		t.Fatalf("Sync error: %v", err)
 	}
 }

@@ -1,0 +1,111 @@
+package logthrottle
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// buffer is a concurrency-safe log sink.
+type buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *buffer) lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := strings.TrimSpace(b.b.String())
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func newLogger(every time.Duration, now func() time.Time) (*Logger, *buffer) {
+	var buf buffer
+	h := slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}})
+	return New(slog.New(h), Config{Every: every, Now: now}), &buf
+}
+
+func TestRepeatedLinesAreSummarizedOncePerWindow(t *testing.T) {
+	at := time.Unix(1000, 0)
+	l, buf := newLogger(10*time.Second, func() time.Time { return at })
+	ctx := context.Background()
+	for i := range 1000 {
+		l.Log(ctx, slog.LevelError, "store failed", slog.Int("i", i))
+	}
+	l.Log(ctx, slog.LevelWarn, "other") // another message is not throttled by the first
+	if got := buf.lines(); len(got) != 2 || !strings.Contains(got[0], "i=0") || !strings.Contains(got[1], "msg=other") {
+		t.Fatalf("within the window: %q", got)
+	}
+	at = at.Add(10 * time.Second)
+	l.Log(ctx, slog.LevelError, "store failed", slog.Int("i", 1000))
+	got := buf.lines()
+	if len(got) != 4 {
+		t.Fatalf("after the window: %q", got)
+	}
+	if want := `level=ERROR msg="store failed (repeated)" similar=999 in_last=10s i=999`; got[2] != want {
+		t.Errorf("summary = %q, want %q", got[2], want)
+	}
+	if !strings.Contains(got[3], "i=1000") {
+		t.Errorf("the next window's first line = %q", got[3])
+	}
+}
+
+func TestFlushWritesPendingSummaries(t *testing.T) {
+	at := time.Unix(1000, 0)
+	l, buf := newLogger(time.Minute, func() time.Time { return at })
+	for range 3 {
+		l.Log(context.Background(), slog.LevelInfo, "x")
+	}
+	l.Flush()
+	l.Flush() // nothing more to say
+	got := buf.lines()
+	if len(got) != 2 || !strings.Contains(got[1], `msg="x (repeated)" similar=2`) {
+		t.Fatalf("lines = %q", got)
+	}
+}
+
+// TestSummaryIsWrittenWhenTheWindowEnds runs on the real clock: the
+// summary of a burst comes from the timer, with no further line.
+func TestSummaryIsWrittenWhenTheWindowEnds(t *testing.T) {
+	l, buf := newLogger(20*time.Millisecond, nil)
+	defer l.Close()
+	for range 5 {
+		l.Log(context.Background(), slog.LevelError, "burst")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(buf.lines()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no summary within 10s: %q", buf.lines())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := buf.lines(); len(got) != 2 || !strings.Contains(got[1], "similar=4") {
+		t.Fatalf("lines = %q", got)
+	}
+}
+
+func TestNilLoggerDiscards(t *testing.T) {
+	var l *Logger
+	l.Log(context.Background(), slog.LevelError, "x")
+	l.Flush()
+	l.Close()
+	New(nil, Config{}).Log(context.Background(), slog.LevelError, "x")
+}
