@@ -415,15 +415,14 @@ func TestMisspeltWordsSuggested(t *testing.T) {
     policies:
       - algorithm: token_bukket
         rate: 1/s
-store:
-  redis: {url: "redis://h:6379", on_error: opne}
+on_error: opne
 access_log: {path: "-", format: jsn}
 `
 	_, err := Parse("c.yaml", []byte(src))
 	checkProblems(t, err, []want{
 		{4, `rules[0].policies[0].algorithm: unknown algorithm "token_bukket" (did you mean "token_bucket"?)`},
-		{7, `store.redis.on_error "opne": want open, closed or local (did you mean "open"?)`},
-		{8, `access_log.format "jsn": want json or combined (did you mean "json"?)`},
+		{6, `on_error: "opne": want open, closed or local (did you mean "open"?)`},
+		{7, `access_log.format "jsn": want json or combined (did you mean "json"?)`},
 	})
 }
 

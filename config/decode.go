@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/limit"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -415,7 +416,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
 		idx, ok := fields[k.Value]
 		if !ok {
 			msg := fmt.Sprintf("%s: unknown key %q", label, k.Value)
-			if s := closest(k.Value, names); s != "" {
+			if s := limit.Closest(k.Value, names...); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 				meant = append(meant, s)
 			} else {
@@ -574,35 +575,4 @@ func collectFields(t reflect.Type, prefix []int, fields map[string][]int, names 
 		fields[name] = idx
 		*names = append(*names, name)
 	}
-}
-
-// closest returns the name within edit distance 2 of s, if any.
-func closest(s string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

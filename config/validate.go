@@ -7,10 +7,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/limit"
 )
 
 // The least values of the durations that a tiny value makes pathological
@@ -231,7 +232,7 @@ func hostPort(s string) bool {
 // didYouMean returns " (did you mean X?)" for the word X of words within
 // two edits of s, ignoring case, or "".
 func didYouMean(s string, words ...string) string {
-	if w := closest(strings.ToLower(s), words); w != "" {
+	if w := limit.Closest(s, words...); w != "" {
 		return fmt.Sprintf(" (did you mean %q?)", w)
 	}
 	return ""

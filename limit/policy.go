@@ -54,14 +54,22 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 // closestAlgorithm returns the algorithm name within two edits of s,
 // ignoring case ("token_bukket", "TokenBucket"), or "".
 func closestAlgorithm(s string) string {
+	return Closest(s, algorithmNames[1:]...)
+}
+
+// Closest returns the word of words within two edits of s (Levenshtein
+// distance in bytes, ignoring the case of s), the nearest first, or ""
+// when none is that near. It is the "did you mean" of tollgate's error
+// messages, for every package that names a misspelt word.
+func Closest(s string, words ...string) string {
 	s = strings.ToLower(s)
 	best, bestD := "", 3
-	for _, name := range algorithmNames {
-		if name == "" {
+	for _, w := range words {
+		if w == "" {
 			continue
 		}
-		if d := editDistance(s, name); d < bestD {
-			best, bestD = name, d
+		if d := editDistance(s, w); d < bestD {
+			best, bestD = w, d
 		}
 	}
 	return best

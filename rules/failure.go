@@ -1,5 +1,7 @@
 package rules
 
+import "github.com/tollgate-dev/tollgate/limit"
+
 // The failure modes, the values of Config.OnError and Rule.OnError: what a
 // rule answers when its store fails. One vocabulary for every setting that
 // chooses it (the gateway's file has no other).
@@ -47,6 +49,10 @@ func checkOnError(mode, path string, ps *problems) {
 	}
 	if now, ok := oldOnError[mode]; ok {
 		ps.add(path, "%q is the old spelling: write %s: %s", mode, lastName(path), now)
+		return
+	}
+	if w := limit.Closest(mode, OnErrorOpen, OnErrorClosed, OnErrorLocal); w != "" {
+		ps.add(path, "%q: want open, closed or local (did you mean %q?)", mode, w)
 		return
 	}
 	ps.add(path, "%q: want open, closed or local", mode)
