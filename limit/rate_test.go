@@ -111,6 +111,13 @@ func TestMerge(t *testing.T) {
 	if m := limit.Merge(c, d); m.Index != 3 {
 		t.Errorf("longer retry-after must win: %+v", m)
 	}
+	// Both with nothing left: the one whose next unit is further away is
+	// what a client must wait for, whatever their full resets.
+	e := limit.Decision{Allowed: true, NextUnitAfter: time.Second, ResetAfter: time.Minute, Index: 4}
+	f := limit.Decision{Allowed: true, NextUnitAfter: 5 * time.Second, ResetAfter: 10 * time.Second, Index: 5}
+	if m := limit.Merge(e, f); m.Index != 5 {
+		t.Errorf("longer next unit must win over a longer reset: %+v", m)
+	}
 }
 
 func TestPolicyStrings(t *testing.T) {
