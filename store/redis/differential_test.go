@@ -112,6 +112,9 @@ func FuzzStoresAgree(f *testing.F) {
 				want = refs[i].decide(now, reqs[0].Cost)
 				what = fmt.Sprintf("Apply %v cost %d", pols[i], reqs[0].Cost)
 			}
+			if want.Remaining < 0 || want.RetryAfter < 0 || want.ResetAfter < 0 || want.NextUnitAfter < 0 || want.Delay < 0 {
+				t.Fatalf("step %d, %s: a negative figure: %+v", step, what, want)
+			}
 			for _, st := range stores {
 				if st.name == "memory" && (back || forced) {
 					continue // its state has parted from package limit's
