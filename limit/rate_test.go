@@ -158,3 +158,24 @@ func TestForeignStateIsAbsent(t *testing.T) {
 		}
 	}
 }
+
+// TestStateWithNegativeCountsIsAbsent: no algorithm writes a negative
+// count, so a window state holding one (a corrupted or hand-written Redis
+// key) is a fresh key, not a count that makes Remaining exceed the limit.
+func TestStateWithNegativeCountsIsAbsent(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC).UnixNano()
+	min := int64(time.Minute)
+	idx := now / min
+	for _, c := range []struct {
+		p  limit.Stateful
+		st limit.State
+	}{
+		{limit.FixedWindow{Limit: 5, Window: time.Minute}, limit.State{A: idx, B: -100, Idle: (idx + 1) * min}},
+		{limit.SlidingWindow{Limit: 5, Window: time.Minute}, limit.State{A: -100, B: 2, Idle: (idx + 2) * min}},
+		{limit.SlidingWindow{Limit: 5, Window: time.Minute}, limit.State{A: 1, B: -1 << 62, Idle: (idx + 2) * min}},
+	} {
+		if _, d := c.p.Decide(c.st, now, 1); !d.Allowed || d.Remaining != 4 {
+			t.Errorf("%v reading %+v: %+v; want a fresh key", c.p, c.st, d)
+		}
+	}
+}
