@@ -52,8 +52,8 @@ type Decision struct {
 // into the one to report: allowed only if both are; the most restrictive
 // one (a refusal over an allowance, then the longer RetryAfter, then the
 // smaller Remaining, then the longer NextUnitAfter, then the longer
-// ResetAfter); and the longer Delay of
-// the two. Merge of a zero Decision and d is not d: start from the first.
+// ResetAfter); and the longer Delay of the two. Merge of a zero Decision
+// and d is not d: start from the first.
 func Merge(a, b Decision) Decision {
 	out := a
 	if moreRestrictive(b, a) {

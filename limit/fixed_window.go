@@ -65,10 +65,11 @@ func (p FixedWindow) Decide(st State, now, cost int64) (State, Decision) {
 	w := int64(p.Window)
 	idx := max(now, 0) / w
 	count := int64(0)
-	// A state of this policy ends its window: Idle = (A+1)·window. One that
-	// does not (left by another algorithm or window length under the same
-	// key) is treated as absent, never as a window far in the future.
-	if st.Idle > 0 && st.Idle == addSat(mulSat(st.A, w), w) {
+	// A state of this policy ends its window, Idle = (A+1)·window, and
+	// counts nothing negative. One that does not (left by another
+	// algorithm or window length under the same key, or by no one) is
+	// treated as absent, never as a window far in the future.
+	if st.Idle > 0 && st.A >= 0 && st.B >= 0 && st.Idle == addSat(mulSat(st.A, w), w) {
 		switch {
 		case st.A == idx:
 			count = st.B

@@ -55,31 +55,78 @@ func FuzzDecide(f *testing.F) {
 						t.Fatalf("%v: refusal charged the log", p)
 					}
 				}
-				if d.Remaining < 0 || d.RetryAfter < 0 || d.ResetAfter < 0 || d.Delay < 0 || d.NextUnitAfter < 0 {
-					t.Fatalf("%v at %d cost %d: negative field in %+v", p, now, cost, d)
-				}
-				if d.Allowed && d.RetryAfter != 0 {
-					t.Fatalf("%v: allowed with retry-after %v", p, d.RetryAfter)
-				}
-				if !d.Allowed && d.RetryAfter == 0 {
-					t.Fatalf("%v at %d cost %d: refused with no retry-after: %+v", p, now, cost, d)
-				}
-				// With nothing left, NextUnitAfter is what a unit request
-				// would be told now; with something left, it is zero.
-				var unit limit.Decision
-				switch p := p.(type) {
-				case limit.Stateful:
-					_, unit = p.Decide(st, now, 1)
-				case limit.Logged:
-					unit = p.DecideLog(&log, now, 1)
-					if unit.Allowed {
-						log.Rollback()
-					}
-				}
-				if (d.Remaining == 0) != !unit.Allowed || d.NextUnitAfter != unit.RetryAfter {
-					t.Fatalf("%v at %d cost %d: %+v, but a unit request now gets %+v", p, now, cost, d, unit)
-				}
+				checkDecision(t, p, st, &log, now, cost, d)
 			}
+		}
+	})
+}
+
+// checkDecision checks the invariants of d, decided for a request of cost
+// at now under p, which left the state st (or the log): no negative
+// figure, a retry-after exactly when refused, and, with nothing left, a
+// NextUnitAfter equal to what a unit request would be told now (zero
+// otherwise).
+func checkDecision(t *testing.T, p limit.Policy, st limit.State, log *limit.Log, now, cost int64, d limit.Decision) {
+	t.Helper()
+	if d.Remaining < 0 || d.RetryAfter < 0 || d.ResetAfter < 0 || d.Delay < 0 || d.NextUnitAfter < 0 {
+		t.Fatalf("%v at %d cost %d: negative field in %+v", p, now, cost, d)
+	}
+	if d.Allowed && d.RetryAfter != 0 {
+		t.Fatalf("%v: allowed with retry-after %v", p, d.RetryAfter)
+	}
+	if !d.Allowed && d.RetryAfter == 0 {
+		t.Fatalf("%v at %d cost %d: refused with no retry-after: %+v", p, now, cost, d)
+	}
+	var unit limit.Decision
+	switch p := p.(type) {
+	case limit.Stateful:
+		_, unit = p.Decide(st, now, 1)
+	case limit.Logged:
+		unit = p.DecideLog(log, now, 1)
+		if unit.Allowed {
+			log.Rollback()
+		}
+	}
+	if (d.Remaining == 0) != !unit.Allowed || d.NextUnitAfter != unit.RetryAfter {
+		t.Fatalf("%v at %d cost %d: %+v, but a unit request now gets %+v", p, now, cost, d, unit)
+	}
+}
+
+// FuzzDecideAnyState starts every fixed-size algorithm from an arbitrary
+// state: one another policy left under the same key, one charged beyond
+// its capacity by a sync (the eventual tier adds admissions made
+// elsewhere unconditionally), one from a clock far ahead. Every decision
+// keeps the invariants of FuzzDecide, and a zero-cost check never reports
+// a negative Remaining.
+func FuzzDecideAnyState(f *testing.F) {
+	base := int64(1_767_225_600_000_000_000)
+	f.Add(int64(10), int64(1_000_000_000), int64(20), base+5_000_000_000, int64(0), base+5_000_000_000, base, int64(0))
+	f.Add(int64(20), int64(1_000_000_000), int64(0), base/1_000_000_000, int64(50), base+1_000_000_000, base, int64(0))
+	f.Add(int64(20), int64(1_000_000_000), int64(4), int64(50), int64(50), base+2_000_000_000, base, int64(1))
+	f.Add(int64(10), int64(1_000_000_000), int64(20), int64(5_000_000_000), base, base+5_100_000_000, base, int64(0))
+	f.Fuzz(func(t *testing.T, count, period, burst, a, b, idle, now, cost int64) {
+		if cost < 0 {
+			cost = -cost
+		}
+		if cost < 0 {
+			return
+		}
+		rate := limit.Per(count, time.Duration(period))
+		st := limit.State{A: a, B: b, Idle: idle}
+		for _, p := range []limit.Stateful{
+			limit.TokenBucket{Rate: rate, Burst: burst},
+			limit.LeakyBucket{Rate: rate, Burst: burst, Mode: limit.Shape, Delay: burst / 2},
+			limit.FixedWindow{Limit: count, Window: time.Duration(period)},
+			limit.SlidingWindow{Limit: count, Window: time.Duration(period)},
+		} {
+			if p.Validate() != nil {
+				continue
+			}
+			next, d := p.Decide(st, now, cost)
+			if (!d.Allowed || cost == 0) && next != st {
+				t.Fatalf("%v: a refusal or a peek changed the state %+v -> %+v", p, st, next)
+			}
+			checkDecision(t, p, next, nil, now, cost, d)
 		}
 	})
 }

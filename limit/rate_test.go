@@ -111,6 +111,13 @@ func TestMerge(t *testing.T) {
 	if m := limit.Merge(c, d); m.Index != 3 {
 		t.Errorf("longer retry-after must win: %+v", m)
 	}
+	// Both with nothing left: the one whose next unit is further away is
+	// what a client must wait for, whatever their full resets.
+	e := limit.Decision{Allowed: true, NextUnitAfter: time.Second, ResetAfter: time.Minute, Index: 4}
+	f := limit.Decision{Allowed: true, NextUnitAfter: 5 * time.Second, ResetAfter: 10 * time.Second, Index: 5}
+	if m := limit.Merge(e, f); m.Index != 5 {
+		t.Errorf("longer next unit must win over a longer reset: %+v", m)
+	}
 }
 
 func TestPolicyStrings(t *testing.T) {
@@ -148,6 +155,27 @@ func TestForeignStateIsAbsent(t *testing.T) {
 	for _, p := range []limit.Stateful{hour, limit.SlidingWindow{Limit: 5, Window: time.Hour}} {
 		if _, d := p.Decide(tb, now, 1); !d.Allowed || d.Remaining != 4 {
 			t.Errorf("%v reading a token bucket's state: %+v; want a fresh key", p, d)
+		}
+	}
+}
+
+// TestStateWithNegativeCountsIsAbsent: no algorithm writes a negative
+// count, so a window state holding one (a corrupted or hand-written Redis
+// key) is a fresh key, not a count that makes Remaining exceed the limit.
+func TestStateWithNegativeCountsIsAbsent(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 30, 0, time.UTC).UnixNano()
+	min := int64(time.Minute)
+	idx := now / min
+	for _, c := range []struct {
+		p  limit.Stateful
+		st limit.State
+	}{
+		{limit.FixedWindow{Limit: 5, Window: time.Minute}, limit.State{A: idx, B: -100, Idle: (idx + 1) * min}},
+		{limit.SlidingWindow{Limit: 5, Window: time.Minute}, limit.State{A: -100, B: 2, Idle: (idx + 2) * min}},
+		{limit.SlidingWindow{Limit: 5, Window: time.Minute}, limit.State{A: 1, B: -1 << 62, Idle: (idx + 2) * min}},
+	} {
+		if _, d := c.p.Decide(c.st, now, 1); !d.Allowed || d.Remaining != 4 {
+			t.Errorf("%v reading %+v: %+v; want a fresh key", c.p, c.st, d)
 		}
 	}
 }

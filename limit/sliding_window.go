@@ -47,9 +47,10 @@ func (p SlidingWindow) Decide(st State, now, cost int64) (State, Decision) {
 	now = max(now, 0)
 	idx := now / w
 	var cur, prev int64
-	// A state of this policy ends on a window boundary; one that does not
-	// (another algorithm's or window length's) is treated as absent.
-	if st.Idle > 0 && st.Idle%w == 0 {
+	// A state of this policy ends on a window boundary and counts nothing
+	// negative; one that does not (another algorithm's or window
+	// length's, or no one's) is treated as absent.
+	if st.Idle > 0 && st.A >= 0 && st.B >= 0 && st.Idle%w == 0 {
 		sidx := st.Idle/w - 2
 		switch {
 		case sidx == idx:

@@ -112,9 +112,12 @@ func FuzzStoresAgree(f *testing.F) {
 				want = refs[i].decide(now, reqs[0].Cost)
 				what = fmt.Sprintf("Apply %v cost %d", pols[i], reqs[0].Cost)
 			}
+			if want.Remaining < 0 || want.RetryAfter < 0 || want.ResetAfter < 0 || want.NextUnitAfter < 0 || want.Delay < 0 {
+				t.Fatalf("step %d, %s: a negative figure: %+v", step, what, want)
+			}
 			for _, st := range stores {
-				if back && st.name != "redis" || forced && st.name == "memory" {
-					continue
+				if st.name == "memory" && (back || forced) {
+					continue // its state has parted from package limit's
 				}
 				var got limit.Decision
 				if len(reqs) == 1 {
@@ -124,6 +127,9 @@ func FuzzStoresAgree(f *testing.F) {
 				}
 				if err != nil {
 					t.Fatalf("step %d, %s: %s: %v", step, what, st.name, err)
+				}
+				if st.name == "redis+cache" && back {
+					continue // charged alike, but the figures may differ
 				}
 				agree := got.Index == want.Index && (len(reqs) == 1 || got.Policy == want.Policy)
 				if st.s == limit.Store(mem) {
@@ -164,14 +170,14 @@ func syncAgrees(t *testing.T, step int, stores []*Store, ref *reference, key str
 		t.Fatalf("no unbounded form of %v", p)
 	}
 	want, _ := unbounded.Decide(ref.st, now, cost)
-	for _, s := range stores {
+	for i, s := range stores {
 		charges := []Charge{{Key: key, Policy: p, Cost: cost}}
 		if err := s.Sync(context.Background(), charges); err != nil {
-			t.Fatalf("step %d: Sync %v cost %d: %v", step, p, cost, err)
+			t.Fatalf("step %d: store %d: Sync %v cost %d: %v", step, i, p, cost, err)
 		}
 		if got := charges[0].State; got != want && !(got.IsIdle(now) && want.IsIdle(now)) {
-			t.Fatalf("step %d at +%v: Sync %v cost %d on %+v: state %+v, want %+v",
-				step, time.Duration(now-limittest.Base), p, cost, ref.st, got, want)
+			t.Fatalf("step %d at +%v: store %d: Sync %v cost %d on %+v: state %+v, want %+v",
+				step, time.Duration(now-limittest.Base), i, p, cost, ref.st, got, want)
 		}
 	}
 	ref.st = want

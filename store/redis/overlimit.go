@@ -21,6 +21,12 @@ import (
 // never falls while nothing is admitted, and reaching the cost is what
 // admits the request). The durations are those of the refusal less the
 // time since.
+//
+// A refusal and an admission of the same key may cross: the refusal,
+// decided first, arrives after the admission forgot the key. So each
+// request notes its shard's admission count before going to Redis (get
+// returns it), and its refusal is not remembered if that key was admitted
+// since, or if too many admissions passed to tell.
 type overLimit struct {
 	shards   [64]olShard
 	perShard int
@@ -40,10 +46,15 @@ type olEntry struct {
 }
 
 type olShard struct {
-	mu sync.Mutex
-	m  map[olKey]olEntry
-	_  [40]byte
+	mu     sync.Mutex
+	m      map[olKey]olEntry
+	admits uint64           // admissions forgotten so far
+	recent [olRecent]uint64 // hashes of the keys of the last admissions, by admits % olRecent
+	_      [40]byte         // 128 bytes: two cache lines of its own
 }
+
+// olRecent is how many admissions a shard remembers for refusals in flight.
+const olRecent = 8
 
 func newOverLimit(size int) *overLimit {
 	if size <= 0 {
@@ -56,46 +67,64 @@ func newOverLimit(size int) *overLimit {
 	return c
 }
 
-func (c *overLimit) shard(key string) *olShard {
-	return &c.shards[maphash.String(c.seed, key)&63]
+func (c *overLimit) shard(key string) (*olShard, uint64) {
+	h := maphash.String(c.seed, key)
+	return &c.shards[h&63], h
 }
 
-// get returns the cached refusal of key under p for cost at now, if any.
-// A cost above the capacity is never answered from the cache: its answer
-// (never) does not depend on the refusal remembered.
-func (c *overLimit) get(key string, p limit.Policy, cost, capacity, now int64) (limit.Decision, bool) {
-	if cost > capacity {
-		return limit.Decision{}, false
+// admittedSince reports whether the key of hash h may have been admitted
+// since the shard's admission count was epoch. The shard's lock must be
+// held.
+func (sh *olShard) admittedSince(epoch, h uint64) bool {
+	if sh.admits-epoch > olRecent {
+		return true
 	}
-	sh := c.shard(key)
+	for a := epoch; a != sh.admits; a++ {
+		if sh.recent[a%olRecent] == h {
+			return true
+		}
+	}
+	return false
+}
+
+// get returns the cached refusal of key under p for cost at now, if any,
+// and the epoch to record Redis's answer with when there is none. A cost
+// above the capacity is never answered from the cache: its answer (never)
+// does not depend on the refusal remembered.
+func (c *overLimit) get(key string, p limit.Policy, cost, capacity, now int64) (limit.Decision, uint64, bool) {
+	sh, _ := c.shard(key)
 	sh.mu.Lock()
+	epoch := sh.admits
 	e, ok := sh.m[olKey{p, key}]
 	if ok && now >= e.until {
 		delete(sh.m, olKey{p, key})
 		ok = false
 	}
 	sh.mu.Unlock()
-	if !ok || cost != e.cost || now < e.at {
-		return limit.Decision{}, false
+	if !ok || cost > capacity || cost != e.cost || now < e.at {
+		return limit.Decision{}, epoch, false
 	}
 	d := e.d
 	elapsed := time.Duration(now - e.at)
 	d.RetryAfter = time.Duration(e.until - now)
 	d.ResetAfter = max(d.ResetAfter-elapsed, 0)
 	d.NextUnitAfter = max(d.NextUnitAfter-elapsed, 0)
-	return d, true
+	return d, epoch, true
 }
 
 // getAll answers a batch from the cache when every request has a cached
 // refusal: their Merge is then the batch's decision. With any request
 // unknown, the most restrictive figures are unknown too, and Redis
-// decides.
-func (c *overLimit) getAll(reqs []limit.Request, enc []args, now int64) (limit.Decision, bool) {
+// decides. It fills epochs, one per request, for recordBatch.
+func (c *overLimit) getAll(reqs []limit.Request, enc []args, now int64, epochs []uint64) (limit.Decision, bool) {
 	var out limit.Decision
+	all := true
 	for i, r := range reqs {
-		d, ok := c.get(r.Key, r.Policy, r.Cost, enc[i].capacity, now)
-		if !ok {
-			return limit.Decision{}, false
+		d, epoch, ok := c.get(r.Key, r.Policy, r.Cost, enc[i].capacity, now)
+		epochs[i] = epoch
+		if !all || !ok {
+			all = false
+			continue
 		}
 		d.Policy, d.Index = r.Policy, i
 		if i == 0 {
@@ -104,15 +133,19 @@ func (c *overLimit) getAll(reqs []limit.Request, enc []args, now int64) (limit.D
 			out = limit.Merge(out, d)
 		}
 	}
+	if !all {
+		return limit.Decision{}, false
+	}
 	return out, true
 }
 
-// record takes note of d, decided by Redis for a request of cost at now:
-// an admission of a positive cost forgets the key's entry (its state has
-// changed), and a refusal whose figures hold until its retry instant is
-// remembered. A refusal that can never pass (RetryAfter Never) is not
+// record takes note of d, decided by Redis for a request of cost at now
+// that get found at epoch: an admission of a positive cost forgets the
+// key's entry (its state has changed), and a refusal whose figures hold
+// until its retry instant is remembered, unless the key was admitted
+// since epoch. A refusal that can never pass (RetryAfter Never) is not
 // cached, since it depends on the cost only.
-func (c *overLimit) record(key string, p limit.Policy, cost, now int64, d limit.Decision) {
+func (c *overLimit) record(key string, p limit.Policy, cost, now int64, epoch uint64, d limit.Decision) {
 	if d.Allowed {
 		if cost > 0 {
 			c.forget(key, p)
@@ -122,8 +155,12 @@ func (c *overLimit) record(key string, p limit.Policy, cost, now int64, d limit.
 	if d.RetryAfter <= 0 || d.RetryAfter == limit.Never || d.Remaining != cost-1 {
 		return
 	}
-	sh := c.shard(key)
+	sh, h := c.shard(key)
 	sh.mu.Lock()
+	if sh.admittedSince(epoch, h) {
+		sh.mu.Unlock()
+		return
+	}
 	if len(sh.m) >= c.perShard {
 		for k, e := range sh.m {
 			if now >= e.until {
@@ -146,7 +183,7 @@ func (c *overLimit) record(key string, p limit.Policy, cost, now int64, d limit.
 // that appears twice in the batch is forgotten rather than remembered: its
 // later request was decided on the earlier one's charge, which a refused
 // batch takes back.
-func (c *overLimit) recordBatch(reqs []limit.Request, i int, now int64, d limit.Decision) {
+func (c *overLimit) recordBatch(reqs []limit.Request, i int, now int64, epoch uint64, d limit.Decision) {
 	r := reqs[i]
 	for j := range reqs {
 		if j != i && reqs[j].Key == r.Key {
@@ -154,14 +191,17 @@ func (c *overLimit) recordBatch(reqs []limit.Request, i int, now int64, d limit.
 			return
 		}
 	}
-	c.record(r.Key, r.Policy, r.Cost, now, d)
+	c.record(r.Key, r.Policy, r.Cost, now, epoch, d)
 }
 
-// forget drops the entry of key under p.
+// forget drops the entry of key under p, and counts an admission of key
+// for the refusals in flight.
 func (c *overLimit) forget(key string, p limit.Policy) {
-	sh := c.shard(key)
+	sh, h := c.shard(key)
 	sh.mu.Lock()
 	delete(sh.m, olKey{p, key})
+	sh.recent[sh.admits%olRecent] = h
+	sh.admits++
 	sh.mu.Unlock()
 }
 

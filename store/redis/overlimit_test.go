@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -284,5 +285,47 @@ func TestOverLimitCacheIndexIsTheCallers(t *testing.T) {
 	hits := s.Stats().CacheHits
 	if d, _ := s.Apply(ctx, "b", tb, 1); d.Allowed || d.Index != 0 || d.Policy != limit.Policy(tb) || s.Stats().CacheHits != hits+1 {
 		t.Fatalf("Apply answered from the cache: %+v (hits %d, was %d)", d, s.Stats().CacheHits, hits)
+	}
+}
+
+// TestOverLimitCacheDropsARefusalOvertakenByAnAdmission: a refusal decided
+// before an admission of the same key but arriving after it (concurrent
+// requests) is not remembered; admissions of other keys do not keep a
+// refusal from being remembered.
+func TestOverLimitCacheDropsARefusalOvertakenByAnAdmission(t *testing.T) {
+	c := newOverLimit(1024)
+	p := limit.TokenBucket{Rate: limit.Per(10, time.Second), Burst: 2}
+	now := limittest.Base
+	refusal := limit.Decision{Limit: 2, RetryAfter: 100 * time.Millisecond, ResetAfter: 200 * time.Millisecond, NextUnitAfter: 100 * time.Millisecond}
+	admission := limit.Decision{Allowed: true, Limit: 2, ResetAfter: 300 * time.Millisecond, NextUnitAfter: 200 * time.Millisecond}
+
+	_, refused, _ := c.get("k", p, 1, 2, now)  // a request that Redis will refuse sets out
+	_, admitted, _ := c.get("k", p, 1, 2, now) // so does one it will admit
+	c.record("k", p, 1, now, admitted, admission)
+	c.record("k", p, 1, now, refused, refusal) // the refusal arrives last
+	if d, _, ok := c.get("k", p, 1, 2, now); ok {
+		t.Fatalf("a refusal overtaken by an admission answered: %+v", d)
+	}
+
+	_, refused, _ = c.get("k", p, 1, 2, now)
+	sh, _ := c.shard("k")
+	for i, n := 0, 0; n <= olRecent; i++ { // admissions of keys in k's shard
+		other := fmt.Sprintf("other%d", i)
+		if o, _ := c.shard(other); o == sh {
+			c.record(other, p, 1, now, 0, admission)
+			n++
+		}
+	}
+	c.record("k", p, 1, now, refused, refusal)
+	// Too many admissions passed to tell whether "k" was among them.
+	if _, _, ok := c.get("k", p, 1, 2, now); ok {
+		t.Fatal("a refusal remembered across more admissions than a shard records")
+	}
+
+	_, refused, _ = c.get("k", p, 1, 2, now)
+	c.record("other", p, 1, now, 0, admission)
+	c.record("k", p, 1, now, refused, refusal)
+	if _, _, ok := c.get("k", p, 1, 2, now); !ok {
+		t.Fatal("an admission of another key kept a refusal from being remembered")
 	}
 }

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -45,6 +46,35 @@ func TestZeroCostCheckOfOverchargedKeyHasNothingLeft(t *testing.T) {
 		}
 		if !same(one, want) {
 			t.Errorf("%v: Apply\n got  %+v\n want %+v", p, one, want)
+		}
+	}
+}
+
+// TestStateWithNegativeCountsIsAbsent: a window key holding a negative
+// count (written by no algorithm) is decided as a fresh key, as package
+// limit decides it.
+func TestStateWithNegativeCountsIsAbsent(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base + int64(30*time.Second)
+	s := open(t, srv.Addr, Config{Clock: func() int64 { return now }, CacheSize: -1})
+	min := int64(time.Minute)
+	idx := now / min
+	for i, c := range []struct {
+		p  limit.Stateful
+		st limit.State
+	}{
+		{limit.FixedWindow{Limit: 5, Window: time.Minute}, limit.State{A: idx, B: -100, Idle: (idx + 1) * min}},
+		{limit.SlidingWindow{Limit: 5, Window: time.Minute}, limit.State{A: -100, B: 2, Idle: (idx + 2) * min}},
+		{limit.SlidingWindow{Limit: 5, Window: time.Minute}, limit.State{A: 1, B: -1 << 40, Idle: (idx + 2) * min}},
+	} {
+		key := fmt.Sprintf("neg%d", i)
+		srv.CLI(t, "set", "tollgate:{"+key+"}", fmt.Sprintf("%d %d %d", c.st.A, c.st.B, c.st.Idle/1000), "px", "60000")
+		got, err := s.Apply(context.Background(), key, c.p, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, want := c.p.Decide(c.st, now, 1); !same(got, want) || got.Remaining != 4 {
+			t.Errorf("%v reading %+v:\n got  %+v\n want %+v (a fresh key)", c.p, c.st, got, want)
 		}
 	}
 }

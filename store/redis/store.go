@@ -283,10 +283,15 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 	if err != nil {
 		return limit.Decision{}, err
 	}
-	var now int64
+	var (
+		now   int64
+		epoch uint64
+	)
 	if s.cache != nil {
 		now = s.now()
-		if d, ok := s.cache.get(key, p, cost, a.capacity, now); ok {
+		var d limit.Decision
+		var hit bool
+		if d, epoch, hit = s.cache.get(key, p, cost, a.capacity, now); hit {
 			s.stats.cacheHits.Add(1)
 			d.Policy = p
 			return d, nil
@@ -321,7 +326,7 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 	d := decode(vals, a)
 	d.Policy = p
 	if s.cache != nil {
-		s.cache.record(key, p, cost, now, d)
+		s.cache.record(key, p, cost, now, epoch, d)
 	}
 	return d, nil
 }
@@ -443,10 +448,14 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 			}
 		}
 	}
-	var now int64
+	var (
+		now    int64
+		epochs []uint64
+	)
 	if s.cache != nil {
 		now = s.now()
-		if d, ok := s.cache.getAll(reqs, enc, now); ok {
+		epochs = make([]uint64, len(reqs))
+		if d, ok := s.cache.getAll(reqs, enc, now, epochs); ok {
 			s.stats.cacheHits.Add(1)
 			return d, nil
 		}
@@ -478,7 +487,7 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 		d := decode(vals[width*i:], enc[i])
 		d.Policy, d.Index = r.Policy, i
 		if s.cache != nil {
-			s.cache.recordBatch(reqs, i, now, d)
+			s.cache.recordBatch(reqs, i, now, epochs[i], d)
 		}
 		if i == 0 {
 			out = d

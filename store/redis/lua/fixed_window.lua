@@ -2,8 +2,9 @@
 local function fixed_window(st, now, cost, force, limit, w)
   local idx = idiv(math.max(now, 0), w)
   local count = 0
-  -- a state of this policy ends its window; another's is treated as absent
-  if st[3] > 0 and st[3] == st[1] * w + w then
+  -- a state of this policy ends its window and counts nothing negative;
+  -- another's (or no one's) is treated as absent
+  if st[3] > 0 and st[1] >= 0 and st[2] >= 0 and st[3] == st[1] * w + w then
     if st[1] == idx then
       count = st[2]
     elseif st[1] > idx then -- the clock went back: stay in the later window

@@ -73,8 +73,9 @@ local function sliding_window(st, now, cost, force, limit, w)
   now = math.max(now, 0)
   local idx = idiv(now, w)
   local cur, prev = 0, 0
-  -- a state of this policy ends on a window boundary; another's is absent
-  if st[3] > 0 and st[3] % w == 0 then
+  -- a state of this policy ends on a window boundary and counts nothing
+  -- negative; another's (or no one's) is absent
+  if st[3] > 0 and st[1] >= 0 and st[2] >= 0 and st[3] % w == 0 then
     local sidx = idiv(st[3], w) - 2
     if sidx == idx then
       cur, prev = st[1], st[2]

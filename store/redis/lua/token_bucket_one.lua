@@ -30,19 +30,15 @@ local function rem(x)
   if r < 0 then q = q - 1 elseif r >= t then q = q + 1 end
   return q
 end
--- nxt is the wait for one unit (until TAT - tau + t) when none is left.
-local function nxt(x, r)
-  if r > 0 then return 0 end
-  local w = x - tau + t - now
-  if w < 0 then return 0 end
-  return w
-end
+-- With none left (rem 0: TAT - tau + t > now), nx is the wait for one
+-- unit, until TAT - tau + t.
 local idle = 0
 if tat > now then idle = tat end
 if cost == 0 then
-  local r = rem(tat)
-  if force then return {1, r, tat - now, 0, 0, idle, nxt(tat, r), stored, 0, stored, now} end
-  return {1, r, tat - now, 0, 0, idle, nxt(tat, r), now}
+  local r, nx = rem(tat), 0
+  if r == 0 then nx = tat - tau + t - now end
+  if force then return {1, r, tat - now, 0, 0, idle, nx, stored, 0, stored, now} end
+  return {1, r, tat - now, 0, 0, idle, nx, now}
 end
 if not force then
   local retry = -1
@@ -51,8 +47,9 @@ if not force then
     if now >= allow_at then retry = 0 else retry = allow_at - now end
   end
   if retry ~= 0 then
-    local r = rem(tat)
-    return {0, r, tat - now, retry, 0, idle, nxt(tat, r), now}
+    local r, nx = rem(tat), 0
+    if r == 0 then nx = tat - tau + t - now end
+    return {0, r, tat - now, retry, 0, idle, nx, now}
   end
 end
 local ntat = tat + t * cost
@@ -61,6 +58,7 @@ ms = math.floor((ms + 999) / 1000)
 if ms < floor then ms = floor end
 if ms < 1 then ms = 1 end
 redis.call('SET', KEYS[1], string.format('%d', ntat), 'PX', string.format('%d', ms))
-local r = rem(ntat)
-if force then return {1, r, ntat - now, 0, 0, ntat, nxt(ntat, r), ntat, 0, ntat, now} end
-return {1, r, ntat - now, 0, 0, ntat, nxt(ntat, r), now}
+local r, nx = rem(ntat), 0
+if r == 0 then nx = ntat - tau + t - now end
+if force then return {1, r, ntat - now, 0, 0, ntat, nx, ntat, 0, ntat, now} end
+return {1, r, ntat - now, 0, 0, ntat, nx, now}
