@@ -29,3 +29,11 @@ type Store interface {
 
 // ErrNegativeCost reports a request with a cost below zero.
 var ErrNegativeCost = errors.New("negative cost")
+
+// ErrFull reports a new key that a bounded store had no room for without
+// forgetting a key being limited (which would hand that client a fresh
+// allowance). Nothing is charged. It is not a failure of the store that a
+// failure mode can answer by allowing: the rules engine refuses such a
+// request whatever its on_error, as nginx's limit_req answers 503 when its
+// zone has no room.
+var ErrFull = errors.New("no room for a new key: every key that could be forgotten is being limited")

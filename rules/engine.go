@@ -430,6 +430,10 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 		if err != nil {
 			err = fmt.Errorf("%w: %w", ErrStore, err)
 			res.Outcome = Errored
+			// A full store (limit.ErrFull) is refused whatever the failure
+			// mode: allowing would let a store filled with limited keys
+			// switch limiting off for every new client.
+			res.failClosed = errors.Is(err, limit.ErrFull)
 			for i := range res.enforced {
 				if res.at(i).rule.failClosed {
 					res.failClosed = true

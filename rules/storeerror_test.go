@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 type failingStore struct{}
@@ -62,5 +64,35 @@ func TestStoreErrorFailsClosed(t *testing.T) {
 	}
 	if _, ok := p["violated-policies"]; ok {
 		t.Fatal("violated-policies on a store failure")
+	}
+}
+
+// TestFullStoreRefusesWhateverTheFailureMode: a memory store full of
+// clients being limited has no room for a new client's key (ErrFull). The
+// new client is refused even with on_error open: allowing it would let a
+// flood of limited keys switch limiting off for every new client.
+func TestFullStoreRefusesWhateverTheFailureMode(t *testing.T) {
+	now := int64(1_000_000_000_000)
+	store, err := memory.New(memory.Config{MaxKeys: 4, Shards: 1, Clock: func() int64 { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	e, err := New(Config{OnError: OnErrorOpen, Rules: []Rule{{Name: "r",
+		Policies: []Policy{{Algorithm: "fixed_window", Limit: 1, Window: "1h"}}}}}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 { // four clients, each at its limit
+		if res, err := e.Decide(context.Background(), get("/", fmt.Sprintf("192.0.2.%d", i+1))); err != nil || res.Refused() {
+			t.Fatalf("client %d: %v %v", i, res.Outcome, err)
+		}
+	}
+	res, err := e.Decide(context.Background(), get("/", "198.51.100.1"))
+	if !errors.Is(err, limit.ErrFull) {
+		t.Fatalf("a fifth client in a store of four limited keys: %v, want ErrFull", err)
+	}
+	if !res.Refused() || res.Refusal().Status != 503 {
+		t.Fatalf("with on_error open, a client the full store could not count was not refused: %v", res.Outcome)
 	}
 }

@@ -46,8 +46,10 @@
 //     decided: Apply and ApplyAll return ErrFull and charge nothing (nginx's
 //     limit_req, which evicts its least recently used key even when that
 //     key is being limited, refuses the request, 503 by default, only when
-//     it cannot allocate a node even then). The caller's failure mode
-//     decides (the rules engine's OnStoreError).
+//     it cannot allocate a node even then). The rules engine refuses such
+//     a request with its store-error status (503 by default), whatever
+//     its on_error: allowing it would let a store filled with limited
+//     keys switch limiting off for every new client.
 //
 // Recency is counted in new keys, not in time: each key's slot carries a
 // one-byte mark (limited or not, and the shard's epoch at its latest

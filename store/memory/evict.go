@@ -1,17 +1,17 @@
 package memory
 
 import (
-	"errors"
-
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
-// ErrFull is returned for a new key when its shard is full and every key
-// sampled for eviction is being limited: evicting one would give a client
-// held at its limit a fresh allowance, so the new key is not stored and
-// its request is not decided. Stats.Full counts these. A caller treats it
-// as any store failure (the rules engine applies its OnStoreError).
-var ErrFull = errors.New("memory: no room for a new key: every key sampled for eviction is being limited")
+// ErrFull (limit.ErrFull) is returned for a new key when its shard is
+// full and every key sampled for eviction is being limited: evicting one
+// would give a client held at its limit a fresh allowance, so the new key
+// is not stored and its request is not decided. Stats.Full counts these.
+// The rules engine refuses such a request whatever its failure mode
+// (allowing it would let a flood of limited keys switch limiting off for
+// every new client).
+var ErrFull = limit.ErrFull
 
 // A mark is what eviction knows of a key beyond its state, kept in the top
 // byte of its slot (or beside its log): whether the key is being limited,
