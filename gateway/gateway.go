@@ -90,11 +90,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if err := g.openStore(cfg.Store); err != nil {
 		return nil, err
 	}
-	var liveKeys func() float64
+	g.m = newMetrics()
 	if g.memStore != nil {
-		liveKeys = g.liveKeys
+		g.m.reg.MustRegister(memoryCollector{g.memStore})
 	}
-	g.m = newMetrics(liveKeys)
 	if g.tiers.redis != nil {
 		g.m.reg.MustRegister(redisCollector{g.tiers.redis})
 	}
@@ -193,8 +192,6 @@ func redisConfig(r *config.RedisStore) (redis.Config, error) {
 	// (tierStores), so the store's default is never used.
 	return rc, nil
 }
-
-func (g *Gateway) liveKeys() float64 { return float64(g.memStore.Stats().Keys) }
 
 // Start opens the traffic and admin listeners and serves in the
 // background. It returns once both listen, or with the error that

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -495,5 +496,43 @@ rules: [{name: per-ip, policies: [{rate: 10/s}]}]
 	}
 	if code, _, _ := get(t, base+"/", ""); code != 429 {
 		t.Fatalf("on_error closed after reload with Redis down: %d", code)
+	}
+}
+
+// A memory store full of clients being limited refuses a new client with
+// 503, whatever on_error says, and the metrics show why: keys evicted and
+// new keys the store had no room for.
+func TestFullMemoryStoreRefusesAndShowsInMetrics(t *testing.T) {
+	g, base := startTestGateway(t, `routes: [{path: /, upstream: demo}]
+client_ip: {trusted_proxies: [127.0.0.1/32]}
+on_error: open
+store: {memory: {max_keys: 256}}
+rules: [{name: r, key: ip, policies: [{algorithm: fixed_window, limit: 1, window: 1h}]}]
+`)
+	send := func(ip string) int {
+		req, _ := http.NewRequest("GET", base+"/", nil)
+		req.Header.Set("X-Forwarded-For", ip)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	full := 0
+	for i := range 2000 { // each client spends its one request: every key is being limited
+		if send(fmt.Sprintf("10.0.%d.%d", i/250, i%250+1)) == 503 {
+			full++
+		}
+	}
+	if full == 0 {
+		t.Fatal("2000 clients into a store of 256 limited keys: none refused for want of room")
+	}
+	_, body, _ := get(t, "http://"+g.AdminAddr().String()+"/metrics", "")
+	for _, want := range []string{`tollgate_store_live_keys{store="memory"}`, fmt.Sprintf(`tollgate_store_full_total{store="memory"} %d`, full)} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }

@@ -22,9 +22,8 @@ type metrics struct {
 	reloadOK       prometheus.Gauge
 }
 
-// newMetrics creates the collectors; liveKeys, when not nil, reports the
-// store's key count.
-func newMetrics(liveKeys func() float64) *metrics {
+// newMetrics creates the collectors.
+func newMetrics() *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -60,15 +59,6 @@ func newMetrics(liveKeys func() float64) *metrics {
 		}),
 	}
 	m.reloadOK.Set(1)
-	if liveKeys != nil {
-		// Redis keys expire on the server; only the memory store can
-		// count its own.
-		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "tollgate_store_live_keys",
-			Help:        "Keys held by the store, idle ones not yet swept included.",
-			ConstLabels: prometheus.Labels{"store": "memory"},
-		}, liveKeys))
-	}
 	m.reg.MustRegister(m.decisions, m.decisionTime, m.storeErrors, m.upstreamTime,
 		m.upstreamStatus, m.reloads, m.reloadOK,
 		collectors.NewGoCollector(),

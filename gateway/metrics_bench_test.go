@@ -9,7 +9,7 @@ import (
 
 // BenchmarkObserve is the metrics cost of one refused decision.
 func BenchmarkObserve(b *testing.B) {
-	m := newMetrics(nil)
+	m := newMetrics()
 	o := m.newObserver()
 	rc := rules.Config{Rules: []rules.Rule{
 		{Name: "login", Policies: []rules.Policy{{Rate: "1/s"}}},

@@ -3,6 +3,7 @@ package gateway
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
@@ -69,4 +70,36 @@ func (c redisCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(redisShortCircuitsDesc, st.ShortCircuits)
 	counter(redisDecisionsDesc, st.Decisions)
 	counter(redisCacheHitsDesc, st.CacheHits)
+}
+
+// memoryCollector exports the memory store's counts (memory.Stats, read
+// once per scrape): its live keys, and what its bound cost: keys evicted
+// before they were idle, and new keys refused because every key that
+// could make room was being limited (limit.ErrFull).
+type memoryCollector struct{ s *memory.Store }
+
+var (
+	memoryKeysDesc = prometheus.NewDesc("tollgate_store_live_keys",
+		"Keys held by the store, idle ones not yet swept included.", nil, prometheus.Labels{"store": "memory"})
+	memoryEvictionsDesc = prometheus.NewDesc("tollgate_store_evictions_total",
+		"Keys dropped before they were idle to make room for new ones (never a key being limited): raise store.memory.max_keys if it grows.",
+		nil, prometheus.Labels{"store": "memory"})
+	memoryFullDesc = prometheus.NewDesc("tollgate_store_full_total",
+		"New keys the store had no room for, every key that could make room being limited; their requests were refused.",
+		nil, prometheus.Labels{"store": "memory"})
+)
+
+// Describe implements prometheus.Collector.
+func (memoryCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- memoryKeysDesc
+	ch <- memoryEvictionsDesc
+	ch <- memoryFullDesc
+}
+
+// Collect implements prometheus.Collector.
+func (c memoryCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.Stats()
+	ch <- prometheus.MustNewConstMetric(memoryKeysDesc, prometheus.GaugeValue, float64(st.Keys))
+	ch <- prometheus.MustNewConstMetric(memoryEvictionsDesc, prometheus.CounterValue, float64(st.Evictions))
+	ch <- prometheus.MustNewConstMetric(memoryFullDesc, prometheus.CounterValue, float64(st.Full))
 }
