@@ -49,6 +49,7 @@ type Gateway struct {
 	admin    *http.Server
 	adminLn  net.Listener
 	access   *accessLog
+	fastlog  *fasthttpLog // the traffic server's, once started
 	ready    atomic.Bool
 	tunnels  tunnels
 	serveErr chan error
@@ -208,6 +209,7 @@ func (g *Gateway) Start() error {
 			},
 		})
 	}
+	g.fastlog = newFasthttpLog(g.log, time.Minute, 10, time.Now)
 	server := &fasthttp.Server{
 		Handler:      g.serve,
 		Name:         "tollgate",
@@ -228,7 +230,10 @@ func (g *Gateway) Start() error {
 		CloseOnShutdown: true,
 		ErrorHandler:    readError,
 		ExpectHandler:   g.expectContinue,
-		Logger:          fasthttpLogger{g.log},
+		// fasthttp's messages quote what clients sent: they go through
+		// a redacting, rate-limited logger, without the request dumps.
+		Logger:                g.fastlog,
+		SecureErrorLogMessage: true,
 	}
 	if cfg.Admin.Addr != "off" {
 		if g.adminLn, err = net.Listen("tcp", cfg.Admin.Addr); err != nil {
@@ -429,15 +434,10 @@ func (g *Gateway) Close() error {
 		if g.access != nil {
 			g.access.Close()
 		}
+		if g.fastlog != nil {
+			g.fastlog.Close()
+		}
 		g.memStoreClose()
 	})
 	return nil
-}
-
-// fasthttpLogger sends fasthttp's messages to slog.
-type fasthttpLogger struct{ log *slog.Logger }
-
-// Printf logs one fasthttp message as a warning.
-func (l fasthttpLogger) Printf(format string, args ...any) {
-	l.log.Warn(fmt.Sprintf(format, args...))
 }
