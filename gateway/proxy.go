@@ -240,10 +240,15 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 // nginx's proxy_pass to a URI, that normalized path has its encoded
 // slashes decoded: /x/../a%2Fb goes up as /a/b. Keeping %2F there would
 // let /a%2F..%2F..%2Fadmin climb out at an upstream that decodes %2F
-// before it resolves dot segments.
+// before it resolves dot segments. OPTIONS * goes as "*", not "/base*".
 func setUpstreamPath(req *fasthttp.Request, rt *route, scratch []byte) {
 	uri := req.URI()
 	raw := uri.PathOriginal()
+	if len(raw) == 1 && raw[0] == '*' {
+		// OPTIONS * (asterisk-form, RFC 9112 §3.2.4) asks about the
+		// server, not a resource: it goes as it came.
+		return
+	}
 	dots := hasDotSegment(raw)
 	if rt.basePath == "" && !dots {
 		return
