@@ -49,7 +49,7 @@ type Gateway struct {
 	admin    *http.Server
 	adminLn  net.Listener
 	access   *accessLog
-	fastlog  *fasthttpLog // the traffic server's, once started
+	warns    *warnLog // fasthttp's and the proxy's, once started
 	ready    atomic.Bool
 	tunnels  tunnels
 	serveErr chan error
@@ -209,7 +209,7 @@ func (g *Gateway) Start() error {
 			},
 		})
 	}
-	g.fastlog = newFasthttpLog(g.log, time.Minute, 10, time.Now)
+	g.warns = newWarnLog(g.log, time.Minute, 10, time.Now)
 	server := &fasthttp.Server{
 		Handler:      g.serve,
 		Name:         "tollgate",
@@ -232,7 +232,7 @@ func (g *Gateway) Start() error {
 		ExpectHandler:   g.expectContinue,
 		// fasthttp's messages quote what clients sent: they go through
 		// a redacting, rate-limited logger, without the request dumps.
-		Logger:                g.fastlog,
+		Logger:                g.warns,
 		SecureErrorLogMessage: true,
 	}
 	if cfg.Admin.Addr != "off" {
@@ -434,8 +434,8 @@ func (g *Gateway) Close() error {
 		if g.access != nil {
 			g.access.Close()
 		}
-		if g.fastlog != nil {
-			g.fastlog.Close()
+		if g.warns != nil {
+			g.warns.Close()
 		}
 		g.memStoreClose()
 	})

@@ -348,7 +348,13 @@ func (g *Gateway) upstreamError(ctx *fasthttp.RequestCtx, rt *route, err error) 
 		rt.upStatus[idxError].Inc()
 		problem(ctx, fasthttp.StatusBadGateway, "Bad Gateway", "the upstream could not be reached")
 	}
-	g.log.Warn("upstream error", "route", rt.name, "err", err)
+	if g.warns == nil { // not started: a test serving directly
+		g.log.Warn("upstream error", "route", rt.name, "err", err)
+		return
+	}
+	// One line per failed request would flood the log while an
+	// upstream is down: a few per route, then a count.
+	g.warns.Warn("upstream error "+rt.name, "upstream error", "route", rt.name, "err", err)
 }
 
 func isTimeout(err error) bool {

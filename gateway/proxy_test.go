@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/config"
 )
 
 // dialRaw opens a connection to addr, writes raw on it and returns a
@@ -490,5 +493,44 @@ func checkUpstreamHead(t *testing.T, wire []byte, peer string, trusted bool, nam
 	}
 	if !trusted && (len(seen["forwarded"]) > 0 || len(seen["x-real-ip"]) > 0) {
 		t.Fatalf("an untrusted client's Forwarded %q or X-Real-IP %q reached the upstream", seen["forwarded"], seen["x-real-ip"])
+	}
+}
+
+// While an upstream is down, its errors are logged a few times per route
+// and window, then counted, not once per request.
+func TestUpstreamErrorsLogLimited(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	var buf syncBuffer
+	cfg, err := config.Parse("test.yaml", []byte("listen: {addr: \"127.0.0.1:0\"}\nadmin: {addr: \"off\"}\nreload: {watch: false}\n"+
+		"routes: [{path: /, upstream: \""+down+"\"}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		resps, _, _ := rawExchange(t, g.Addr().String(), "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 1, false)
+		if resps[0].StatusCode != http.StatusBadGateway {
+			t.Fatalf("status %d, want 502", resps[0].StatusCode)
+		}
+	}
+	g.Close()
+	out := buf.String()
+	if n := strings.Count(out, "msg=\"upstream error\""); n != 10 {
+		t.Errorf("%d upstream error lines for 30 failed requests, want 10:\n%s", n, out)
+	}
+	if !strings.Contains(out, "suppressed=20") {
+		t.Errorf("no summary of the 20 others:\n%s", out)
 	}
 }

@@ -38,10 +38,10 @@ const serveConnFormat = "error when serving connection %q<->%q: %v"
 // A thousand malformed requests quoting an API key write a few redacted
 // lines, then one summary with the count, when the window ends (or at
 // Close): never the key.
-func TestFasthttpLogRedactsAndLimits(t *testing.T) {
+func TestWarnLogRedactsAndLimits(t *testing.T) {
 	var buf syncBuffer
 	now := time.Unix(1_700_000_000, 0)
-	l := newFasthttpLog(slog.New(slog.NewTextHandler(&buf, nil)), time.Minute, 5, func() time.Time { return now })
+	l := newWarnLog(slog.New(slog.NewTextHandler(&buf, nil)), time.Minute, 5, func() time.Time { return now })
 	defer l.Close()
 	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
 	remote := &net.TCPAddr{IP: net.IPv4(203, 0, 113, 9), Port: 5555}
@@ -76,9 +76,9 @@ func TestFasthttpLogRedactsAndLimits(t *testing.T) {
 
 // The summary of a flood that stops is written when its window ends,
 // without another message to trigger it, and at Close.
-func TestFasthttpLogSummarizesAfterQuiet(t *testing.T) {
+func TestWarnLogSummarizesAfterQuiet(t *testing.T) {
 	var buf syncBuffer
-	l := newFasthttpLog(slog.New(slog.NewTextHandler(&buf, nil)), 50*time.Millisecond, 1, time.Now)
+	l := newWarnLog(slog.New(slog.NewTextHandler(&buf, nil)), 50*time.Millisecond, 1, time.Now)
 	defer l.Close()
 	for range 3 {
 		l.Printf("bad request %q", "secret")
