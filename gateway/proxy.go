@@ -322,8 +322,14 @@ func appendEscapedPath(dst, p []byte) []byte {
 	return dst
 }
 
-// setUpstream points the request's URI and Host at rt's upstream.
+// setUpstream points the request's URI and Host at rt's upstream, and
+// makes it an HTTP/1.1 request: an intermediary sends its own version
+// (RFC 9110 §6.2), not the client's (1.0, or 0.0, 1.9 as fasthttp reads
+// them).
 func setUpstream(req *fasthttp.Request, rt *route) {
+	if !req.Header.IsHTTP11() {
+		req.Header.SetProtocol("HTTP/1.1")
+	}
 	uri := req.URI()
 	if rt.tls {
 		uri.SetScheme("https")

@@ -228,6 +228,26 @@ func TestAsteriskFormGoesAsIs(t *testing.T) {
 	}
 }
 
+// The upstream request is the gateway's own HTTP/1.1 message (RFC 9110
+// §6.2: an intermediary sends its own version), whatever version the
+// client wrote.
+func TestUpstreamRequestIsHTTP11(t *testing.T) {
+	lines := make(chan string, 1)
+	origin := rawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		line, _ := br.ReadString('\n')
+		lines <- strings.TrimSpace(line)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	})
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"\"}]\n")
+	defer g.Close()
+	for _, version := range []string{"HTTP/1.0", "HTTP/0.0", "HTTP/1.9"} {
+		rawExchange(t, g.Addr().String(), "GET /v HTTP/"+version[5:]+"\r\nHost: a\r\n\r\n", 1, false)
+		if got := <-lines; got != "GET /v HTTP/1.1" {
+			t.Errorf("client %s: upstream request line %q, want GET /v HTTP/1.1", version, got)
+		}
+	}
+}
+
 func TestHasDotSegment(t *testing.T) {
 	for path, want := range map[string]bool{
 		"/": false, "/a/b": false, "/file.txt": false, "/a/..b": false, "/.a": false, "/a%2Fb": false,
