@@ -160,7 +160,7 @@ func setForwarded(ctx *fasthttp.RequestCtx, s *snapshot, scratch []byte) []byte 
 	h.SetCanonical(hdrXFProto, proto)
 	h.SetCanonical(hdrXFHost, h.Host())
 	if prior := h.PeekAll("Forwarded"); len(prior) > 0 {
-		if trusted && peer.IsValid() {
+		if trusted {
 			buf = appendForwarded(buf[:0], prior, peer, proto)
 			h.DelBytes(hdrForwarded)
 			h.SetCanonical(hdrForwarded, buf)
