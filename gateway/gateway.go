@@ -234,6 +234,11 @@ func (g *Gateway) Start() error {
 		// a redacting, rate-limited logger, without the request dumps.
 		Logger:                g.warns,
 		SecureErrorLogMessage: true,
+
+		// Bodies pass through untouched: no form parsing (fasthttp would
+		// read a multipart body whole, before the size check, and write
+		// it anew without its preamble, epilogue and part fields).
+		DisablePreParseMultipartForm: true,
 	}
 	if cfg.Admin.Addr != "off" {
 		if g.adminLn, err = net.Listen("tcp", cfg.Admin.Addr); err != nil {
