@@ -230,6 +230,7 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 		}
 	}
 	rt.upStatus[statusIndex(resp.StatusCode())].Inc()
+	removeInvalidResponseFields(&resp.Header)
 	removeResponseHop(&resp.Header)
 }
 

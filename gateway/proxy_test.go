@@ -556,3 +556,27 @@ func TestUpstreamErrorsLogLimited(t *testing.T) {
 		t.Errorf("no summary of the 20 others:\n%s", out)
 	}
 }
+
+// A response field whose name is not a token ("Bad Name", which fasthttp
+// reads) does not reach the client; the rest of the response does.
+func TestInvalidResponseFieldNameRemoved(t *testing.T) {
+	origin := rawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err == nil {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nBad Name: x\r\nX-Good: y\r\n\r\nok")
+		}
+	})
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"\"}]\n")
+	defer g.Close()
+	_, br := dialRaw(t, g.Addr().String(), "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	head, err := br.ReadString('\n')
+	for err == nil {
+		var line string
+		if line, err = br.ReadString('\n'); line == "\r\n" {
+			break
+		}
+		head += line
+	}
+	if strings.Contains(head, "Bad Name") || !strings.Contains(head, "X-Good: y") {
+		t.Fatalf("response head:\n%s", head)
+	}
+}
