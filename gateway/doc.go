@@ -37,11 +37,22 @@
 // The proxy sets X-Forwarded-For to the client's address (appended to the
 // incoming list only when the peer is one of client_ip.trusted_proxies, so
 // a client cannot plant addresses in it), X-Forwarded-Proto and
-// X-Forwarded-Host, removes hop-by-hop header fields, streams request and response bodies, passes WebSocket upgrades
-// through, and answers 502 (upstream unreachable), 503 (upstream
-// connection limit reached for longer than the response timeout) or 504
-// (no response headers within the response timeout) with an
-// application/problem+json body.
+// X-Forwarded-Host; Forwarded and X-Real-IP are removed from untrusted
+// peers and kept from trusted ones (Forwarded with this hop appended). It
+// removes hop-by-hop header fields, streams request and response bodies,
+// passes WebSocket upgrades through, and answers 502 (upstream
+// unreachable), 503 (upstream connection limit reached for longer than
+// the response timeout) or 504 (no response headers within the response
+// timeout) with an application/problem+json body.
+//
+// What is wrong with a request is the client's, answered before or
+// instead of the upstream's: 400 for a field name that is not a token or
+// a broken or short body, 408 for a head or body that stalls past
+// listen.read_timeout, 413 for a body over listen.max_request_body
+// (announced, before any 100 Continue, or counted as a chunked body
+// streams), 431 for a head over 8 KiB. fasthttp's own warnings are
+// redacted (nothing the client sent is quoted) and limited per kind, with
+// a summary of those left out.
 //
 // HTTP/2 is not offered to clients: fasthttp implements HTTP/1.1 only, and
 // fasthttp is the stack that reaches the throughput targets (see

@@ -1,6 +1,10 @@
 package gateway
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/valyala/fasthttp"
+)
 
 // tchar marks the bytes of a token (RFC 9110 §5.6.2), which a field name
 // is made of.
@@ -46,4 +50,33 @@ func validFieldNames(raw []byte) bool {
 		}
 	}
 	return true
+}
+
+// isToken reports whether name is a non-empty token.
+func isToken(name []byte) bool {
+	for _, c := range name {
+		if !tchar[c] {
+			return false
+		}
+	}
+	return len(name) > 0
+}
+
+// removeInvalidResponseFields deletes the upstream's fields whose name is
+// not a token. fasthttp reads a name with a space inside ("Bad Name")
+// and would pass it to the client; it marks such a response
+// Connection: close, so only those are scanned.
+func removeInvalidResponseFields(h *fasthttp.ResponseHeader) {
+	if !h.ConnectionClose() {
+		return
+	}
+	var bad [][]byte
+	for k := range h.All() {
+		if !isToken(k) {
+			bad = append(bad, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range bad {
+		h.DelBytes(k)
+	}
 }

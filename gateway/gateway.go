@@ -49,6 +49,7 @@ type Gateway struct {
 	admin    *http.Server
 	adminLn  net.Listener
 	access   *accessLog
+	warns    *warnLog // fasthttp's and the proxy's, once started
 	ready    atomic.Bool
 	inFlight atomic.Int64 // requests being served (connState)
 	tunnels  tunnels
@@ -213,6 +214,7 @@ func (g *Gateway) Start() error {
 			},
 		})
 	}
+	g.warns = newWarnLog(g.log, time.Minute, 10, time.Now)
 	server := &fasthttp.Server{
 		Handler:      g.serve,
 		Name:         "tollgate",
@@ -234,7 +236,15 @@ func (g *Gateway) Start() error {
 		ErrorHandler:    readError,
 		ExpectHandler:   g.expectContinue,
 		ConnState:       g.connState,
-		Logger:          fasthttpLogger{g.log},
+		// fasthttp's messages quote what clients sent: they go through
+		// a redacting, rate-limited logger, without the request dumps.
+		Logger:                g.warns,
+		SecureErrorLogMessage: true,
+
+		// Bodies pass through untouched: no form parsing (fasthttp would
+		// read a multipart body whole, before the size check, and write
+		// it anew without its preamble, epilogue and part fields).
+		DisablePreParseMultipartForm: true,
 	}
 	if cfg.Admin.Addr != "off" {
 		if g.adminLn, err = net.Listen("tcp", cfg.Admin.Addr); err != nil {
@@ -451,15 +461,10 @@ func (g *Gateway) Close() error {
 		if g.access != nil {
 			g.access.Close()
 		}
+		if g.warns != nil {
+			g.warns.Close()
+		}
 		g.memStoreClose()
 	})
 	return nil
-}
-
-// fasthttpLogger sends fasthttp's messages to slog.
-type fasthttpLogger struct{ log *slog.Logger }
-
-// Printf logs one fasthttp message as a warning.
-func (l fasthttpLogger) Printf(format string, args ...any) {
-	l.log.Warn(fmt.Sprintf(format, args...))
 }

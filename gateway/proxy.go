@@ -160,7 +160,7 @@ func setForwarded(ctx *fasthttp.RequestCtx, s *snapshot, scratch []byte) []byte 
 	h.SetCanonical(hdrXFProto, proto)
 	h.SetCanonical(hdrXFHost, h.Host())
 	if prior := h.PeekAll("Forwarded"); len(prior) > 0 {
-		if trusted && peer.IsValid() {
+		if trusted {
 			buf = appendForwarded(buf[:0], prior, peer, proto)
 			h.DelBytes(hdrForwarded)
 			h.SetCanonical(hdrForwarded, buf)
@@ -230,6 +230,7 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 		}
 	}
 	rt.upStatus[statusIndex(resp.StatusCode())].Inc()
+	removeInvalidResponseFields(&resp.Header)
 	removeResponseHop(&resp.Header)
 }
 
@@ -240,10 +241,15 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 // nginx's proxy_pass to a URI, that normalized path has its encoded
 // slashes decoded: /x/../a%2Fb goes up as /a/b. Keeping %2F there would
 // let /a%2F..%2F..%2Fadmin climb out at an upstream that decodes %2F
-// before it resolves dot segments.
+// before it resolves dot segments. OPTIONS * goes as "*", not "/base*".
 func setUpstreamPath(req *fasthttp.Request, rt *route, scratch []byte) {
 	uri := req.URI()
 	raw := uri.PathOriginal()
+	if len(raw) == 1 && raw[0] == '*' {
+		// OPTIONS * (asterisk-form, RFC 9112 §3.2.4) asks about the
+		// server, not a resource: it goes as it came.
+		return
+	}
 	dots := hasDotSegment(raw)
 	if rt.basePath == "" && !dots {
 		return
@@ -317,8 +323,14 @@ func appendEscapedPath(dst, p []byte) []byte {
 	return dst
 }
 
-// setUpstream points the request's URI and Host at rt's upstream.
+// setUpstream points the request's URI and Host at rt's upstream, and
+// makes it an HTTP/1.1 request: an intermediary sends its own version
+// (RFC 9110 §6.2), not the client's (1.0, or 0.0, 1.9 as fasthttp reads
+// them).
 func setUpstream(req *fasthttp.Request, rt *route) {
+	if !req.Header.IsHTTP11() {
+		req.Header.SetProtocol("HTTP/1.1")
+	}
 	uri := req.URI()
 	if rt.tls {
 		uri.SetScheme("https")
@@ -343,7 +355,13 @@ func (g *Gateway) upstreamError(ctx *fasthttp.RequestCtx, rt *route, err error) 
 		rt.upStatus[idxError].Inc()
 		problem(ctx, fasthttp.StatusBadGateway, "Bad Gateway", "the upstream could not be reached")
 	}
-	g.log.Warn("upstream error", "route", rt.name, "err", err)
+	if g.warns == nil { // not started: a test serving directly
+		g.log.Warn("upstream error", "route", rt.name, "err", err)
+		return
+	}
+	// One line per failed request would flood the log while an
+	// upstream is down: a few per route, then a count.
+	g.warns.Warn("upstream error "+rt.name, "upstream error", "route", rt.name, "err", err)
 }
 
 func isTimeout(err error) bool {

@@ -2,17 +2,24 @@ package gateway
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
+	"path"
 	"strings"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/config"
 )
 
 // dialRaw opens a connection to addr, writes raw on it and returns a
@@ -204,6 +211,43 @@ func TestUpstreamPathDotSegments(t *testing.T) {
 	}
 }
 
+// OPTIONS * asks about the upstream server itself: it goes up as "*",
+// not glued to the route's base path ("/public*", a path beside it).
+func TestAsteriskFormGoesAsIs(t *testing.T) {
+	lines := make(chan string, 1)
+	origin := rawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		line, _ := br.ReadString('\n')
+		lines <- strings.TrimSpace(line)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	})
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"/public\"}]\n")
+	defer g.Close()
+	rawExchange(t, g.Addr().String(), "OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", 1, false)
+	if got := <-lines; got != "OPTIONS * HTTP/1.1" {
+		t.Fatalf("upstream request line %q, want OPTIONS * HTTP/1.1", got)
+	}
+}
+
+// The upstream request is the gateway's own HTTP/1.1 message (RFC 9110
+// §6.2: an intermediary sends its own version), whatever version the
+// client wrote.
+func TestUpstreamRequestIsHTTP11(t *testing.T) {
+	lines := make(chan string, 1)
+	origin := rawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		line, _ := br.ReadString('\n')
+		lines <- strings.TrimSpace(line)
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	})
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"\"}]\n")
+	defer g.Close()
+	for _, version := range []string{"HTTP/1.0", "HTTP/0.0", "HTTP/1.9"} {
+		rawExchange(t, g.Addr().String(), "GET /v HTTP/"+version[5:]+"\r\nHost: a\r\n\r\n", 1, false)
+		if got := <-lines; got != "GET /v HTTP/1.1" {
+			t.Errorf("client %s: upstream request line %q, want GET /v HTTP/1.1", version, got)
+		}
+	}
+}
+
 func TestHasDotSegment(t *testing.T) {
 	for path, want := range map[string]bool{
 		"/": false, "/a/b": false, "/file.txt": false, "/a/..b": false, "/.a": false, "/a%2Fb": false,
@@ -320,5 +364,219 @@ func TestTruncatedBodyIsClientError(t *testing.T) {
 	}
 	if n := upstreamErrors(g); n != 0 {
 		t.Errorf("%v upstream errors counted for the client's short body", n)
+	}
+}
+
+// upstreamHopFields are the hop-by-hop fields no client may pass to the
+// upstream, lower case (Connection and Transfer-Encoding are checked
+// apart: the gateway frames the upstream exchange with its own).
+var upstreamHopFields = map[string]bool{
+	"keep-alive": true, "proxy-connection": true, "proxy-authenticate": true,
+	"proxy-authorization": true, "te": true, "trailer": true, "upgrade": true,
+}
+
+// gatewayFields are the fields the gateway (or fasthttp, framing the
+// request) writes itself, whatever the client's Connection named.
+var gatewayFields = map[string]bool{
+	"host": true, "content-length": true, "transfer-encoding": true, "connection": true,
+	"x-forwarded-for": true, "x-forwarded-proto": true, "x-forwarded-host": true,
+}
+
+// FuzzUpstreamRequest: whatever request a client sends (that the server
+// reads and serve does not refuse), building the upstream request from it
+// never panics, and nothing forbidden reaches the upstream: one head, a
+// request line of three parts, every field name a token, no CR, LF or
+// NUL in a value, no hop-by-hop field and none the client's Connection
+// named, Host the upstream's, X-Forwarded-For ending with the peer (and
+// only the peer from an untrusted one, who can plant no Forwarded or
+// X-Real-IP either), and the path, percent-decoded and resolved, under
+// the route's base path.
+func FuzzUpstreamRequest(f *testing.F) {
+	for _, s := range []string{
+		"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /a/../../admin?x=%2F HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /%2e%2e/%2E./admin HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /a/..%2f..%2fadmin HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET http://evil.example/../x HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET //evil.example/x HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: a\r\nConnection: X-Foo, keep-alive, Upgrade\r\nX-Foo: 1\r\nKeep-Alive: 5\r\nUpgrade: h2c\r\nTE: trailers\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\nConnection: Cookie\r\nCookie: a=1\r\nProxy-Authorization: Basic eA==\r\nProxy-Connection: keep-alive\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 6.6.6.6\r\nX-Forwarded-For: 7.7.7.7\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Host: evil\r\n\r\n",
+		"GET /x HTTP/1.1\r\nHost: a\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n\r\n",
+		"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTrailer: X-T\r\n\r\n5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n",
+		"POST /x HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+		"GET /x HTTP/1.0\r\nHost: a\r\nX-Folded: a\r\n b\r\n\r\n",
+		"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	snap := &snapshot{trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	rt := &route{basePath: "/base", hostHdr: "up.example:8080"}
+	f.Fuzz(func(t *testing.T, raw []byte, trustedPeer bool) {
+		var in fasthttp.Request
+		// Bounded, as the server reads: Read would allocate whatever
+		// Content-Length says.
+		if err := in.ReadLimitBody(bufio.NewReader(bytes.NewReader(raw)), 1<<16); err != nil {
+			return // the server answers 400 or 431
+		}
+		if !validFieldNames(in.Header.RawHeaders()) {
+			return // serve answers 400
+		}
+		var named []string
+		for _, v := range in.Header.PeekAll("Connection") {
+			forEachToken(v, func(b []byte) { named = append(named, strings.ToLower(string(b))) })
+		}
+		peer := netip.MustParseAddr("192.0.2.1")
+		if trustedPeer {
+			peer = netip.MustParseAddr("10.0.0.1")
+		}
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&in, net.TCPAddrFromAddrPort(netip.AddrPortFrom(peer, 1234)), nil)
+		req := &ctx.Request
+		var scratch [128]byte
+		removeRequestHop(&req.Header)
+		setForwarded(&ctx, snap, scratch[:0])
+		setUpstreamPath(req, rt, scratch[:0])
+		setUpstream(req, rt)
+		req.URI().DisablePathNormalizing = true // as the upstream client has it
+		var out bytes.Buffer
+		w := bufio.NewWriter(&out)
+		if err := req.Write(w); err != nil {
+			return // fasthttp refuses to write it: nothing reaches the upstream
+		}
+		w.Flush()
+		checkUpstreamHead(t, out.Bytes(), peer.String(), trustedPeer, named)
+	})
+}
+
+// checkUpstreamHead checks the head of a request the gateway wrote for
+// the upstream; see FuzzUpstreamRequest.
+func checkUpstreamHead(t *testing.T, wire []byte, peer string, trusted bool, named []string) {
+	t.Helper()
+	end := bytes.Index(wire, []byte("\r\n\r\n"))
+	if end < 0 {
+		t.Fatalf("no end of head in %q", wire)
+	}
+	lines := strings.Split(string(wire[:end]), "\r\n")
+	parts := strings.Split(lines[0], " ")
+	if len(parts) != 3 || !strings.HasPrefix(parts[2], "HTTP/1.") {
+		t.Fatalf("request line %q", lines[0])
+	}
+	for _, c := range []byte(lines[0]) {
+		if c < 0x20 || c == 0x7f {
+			t.Fatalf("control byte in the request line %q", lines[0])
+		}
+	}
+	uri := parts[1]
+	p, _, _ := strings.Cut(uri, "?")
+	if uri == "*" && parts[0] != "OPTIONS" {
+		t.Fatalf("asterisk-form in %q", lines[0])
+	}
+	if uri != "*" {
+		decoded, err := url.PathUnescape(p)
+		if err != nil {
+			decoded = p // left encoded: an upstream cannot decode it either
+		}
+		if c := path.Clean(decoded); c != "/base" && !strings.HasPrefix(c, "/base/") {
+			t.Fatalf("upstream path %q (%q resolved) is outside /base", p, c)
+		}
+	}
+	seen := map[string][]string{}
+	for _, l := range lines[1:] {
+		name, value, ok := strings.Cut(l, ":")
+		if !ok || !validFieldNames([]byte(name+":\r\n")) {
+			t.Fatalf("field line %q: the name is not a token", l)
+		}
+		if strings.ContainsAny(value, "\r\n\x00") {
+			t.Fatalf("field line %q: CR, LF or NUL in the value", l)
+		}
+		lower := strings.ToLower(name)
+		value = strings.TrimSpace(value)
+		seen[lower] = append(seen[lower], value)
+		if upstreamHopFields[lower] {
+			t.Fatalf("hop-by-hop field %q reached the upstream", l)
+		}
+	}
+	for _, n := range named {
+		if !gatewayFields[n] && len(seen[n]) > 0 {
+			t.Fatalf("%q, named in the client's Connection, reached the upstream", n)
+		}
+	}
+	if c := seen["connection"]; len(c) > 1 || len(c) == 1 && !strings.EqualFold(c[0], "close") {
+		t.Fatalf("Connection %q reached the upstream", c)
+	}
+	if h := seen["host"]; len(h) != 1 || h[0] != "up.example:8080" {
+		t.Fatalf("Host %q, want the upstream's", h)
+	}
+	xff := seen["x-forwarded-for"]
+	if len(xff) != 1 || !(xff[0] == peer || trusted && strings.HasSuffix(xff[0], ", "+peer)) {
+		t.Fatalf("X-Forwarded-For %q from peer %s (trusted %v)", xff, peer, trusted)
+	}
+	if !trusted && (len(seen["forwarded"]) > 0 || len(seen["x-real-ip"]) > 0) {
+		t.Fatalf("an untrusted client's Forwarded %q or X-Real-IP %q reached the upstream", seen["forwarded"], seen["x-real-ip"])
+	}
+}
+
+// While an upstream is down, its errors are logged a few times per route
+// and window, then counted, not once per request.
+func TestUpstreamErrorsLogLimited(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String()
+	ln.Close()
+	var buf syncBuffer
+	cfg, err := config.Parse("test.yaml", []byte("listen: {addr: \"127.0.0.1:0\"}\nadmin: {addr: \"off\"}\nreload: {watch: false}\n"+
+		"routes: [{path: /, upstream: \""+down+"\"}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for range 30 {
+		resps, _, _ := rawExchange(t, g.Addr().String(), "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 1, false)
+		if resps[0].StatusCode != http.StatusBadGateway {
+			t.Fatalf("status %d, want 502", resps[0].StatusCode)
+		}
+	}
+	g.Close()
+	out := buf.String()
+	if n := strings.Count(out, "msg=\"upstream error\""); n != 10 {
+		t.Errorf("%d upstream error lines for 30 failed requests, want 10:\n%s", n, out)
+	}
+	if !strings.Contains(out, "suppressed=20") {
+		t.Errorf("no summary of the 20 others:\n%s", out)
+	}
+}
+
+// A response field whose name is not a token ("Bad Name", which fasthttp
+// reads) does not reach the client; the rest of the response does.
+func TestInvalidResponseFieldNameRemoved(t *testing.T) {
+	origin := rawOrigin(t, func(c net.Conn, br *bufio.Reader) {
+		if _, err := http.ReadRequest(br); err == nil {
+			io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nBad Name: x\r\nX-Good: y\r\n\r\nok")
+		}
+	})
+	g, _ := startTestGateway(t, "routes: [{path: /, upstream: \""+origin+"\"}]\n")
+	defer g.Close()
+	_, br := dialRaw(t, g.Addr().String(), "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	head, err := br.ReadString('\n')
+	for err == nil {
+		var line string
+		if line, err = br.ReadString('\n'); line == "\r\n" {
+			break
+		}
+		head += line
+	}
+	if strings.Contains(head, "Bad Name") || !strings.Contains(head, "X-Good: y") {
+		t.Fatalf("response head:\n%s", head)
 	}
 }

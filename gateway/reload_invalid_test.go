@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/config"
@@ -32,24 +31,6 @@ func TestReloadUnparseableRedisURLKeepsServing(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log destination safe for the gateway's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // A reloaded file without routes serves, as at start, but its warning
 // (every request goes to the built-in demo origin) is logged, not lost.
 func TestReloadWithoutRoutesWarns(t *testing.T) {
@@ -57,7 +38,7 @@ func TestReloadWithoutRoutesWarns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs syncBuffer
 	g, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

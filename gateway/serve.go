@@ -18,11 +18,6 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 		ent = g.access.begin(ctx)
 		defer g.access.finish(ctx, ent)
 	}
-	if !validFieldNames(ctx.Request.Header.RawHeaders()) {
-		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "a header field name is not a token")
-		ctx.SetConnectionClose()
-		return
-	}
 	rt := s.match(ctx.Host(), ctx.Path())
 	if rt == nil {
 		problem(ctx, fasthttp.StatusNotFound, "No route", "no route matches this host and path")
@@ -52,6 +47,13 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 			time.Sleep(res.Delay)
 			now = time.Time{}
 		}
+	}
+	// Checked on the way to the upstream only: a refusal forwards
+	// nothing, and skips the scan of the head.
+	if !validFieldNames(ctx.Request.Header.RawHeaders()) {
+		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "a header field name is not a token")
+		ctx.SetConnectionClose()
+		return
 	}
 	switch {
 	case rt.demo:

@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -91,4 +94,76 @@ func FuzzQueryValue(f *testing.F) {
 			t.Fatalf("%q: %q %v, net/url %q", q, got, ok, w)
 		}
 	})
+}
+
+// FuzzKeyParts: whatever a client sends in the header, the query and the
+// path a rule is keyed by, extraction never panics, a rule applies
+// exactly when the header and the parameter are present and not empty,
+// and the store key reads back unambiguously: one part per key part
+// (no value can add a separator), each either the value itself (short,
+// printable, not starting with '#') or '#' and the hex of the value's
+// SHA-256, so two different requests never share a counter.
+func FuzzKeyParts(f *testing.F) {
+	for _, s := range [][3]string{
+		{"sk-live-1", "api_key=q1", "/items/42"},
+		{"", "api_key=", "/"},
+		{"a\x1fb", "api_key=%1F&api_key=2", "/a\x1fb"},
+		{"#abc", "api_key=%23abc", "/#"},
+		{strings.Repeat("k", 129), "api_key=" + strings.Repeat("q", 200), "/" + strings.Repeat("p", 128)},
+		{"v\r\nX-Injected: 1", "%61pi_key=%zz&api_key=+x+", "/%2e%2e/"},
+		{"\xff\xfe", "api_key=%ff", "/\x7f"},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	s := &recordingStore{}
+	e, err := New(Config{Rules: []Rule{{Name: "r", Key: Key{"header:X-API-Key", "query:api_key", "path"}, Policies: oneRate}}}, s)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, hv, rawQuery, path string) {
+		s.keys = s.keys[:0]
+		r := get(path, "192.0.2.1")
+		r.header["X-Api-Key"] = hv
+		r.query = map[string]string{}
+		qv, qok := QueryValue(rawQuery, "api_key")
+		if qok {
+			r.query["api_key"] = qv
+		}
+		if _, err := e.Decide(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+		applies := hv != "" && qok && qv != ""
+		if applies != (len(s.keys) == 1) || len(s.keys) > 1 {
+			t.Fatalf("header %q, query %q: keys %q, want one exactly when both are present", hv, rawQuery, s.keys)
+		}
+		if !applies {
+			return
+		}
+		const prefix = "r" + keySep + "r" + keySep + "token_bucket" + keySep
+		key, ok := strings.CutPrefix(s.keys[0], prefix)
+		if !ok {
+			t.Fatalf("key %q lacks the rule and policy", s.keys[0])
+		}
+		parts := strings.Split(key, keySep)
+		if len(parts) != 3 {
+			t.Fatalf("key %q: %d parts, want 3", key, len(parts))
+		}
+		for i, v := range []string{hv, qv, path} {
+			if p := parts[i]; p != v && p != fuzzHashed(v) {
+				t.Fatalf("part %d of %q is %q: neither %q nor its hash", i, key, p, v)
+			}
+			if strings.HasPrefix(v, "#") || len(v) > 128 {
+				if parts[i] != fuzzHashed(v) {
+					t.Fatalf("part %d: %q kept raw, want it hashed", i, v)
+				}
+			}
+		}
+	})
+}
+
+// fuzzHashed is the form of a key value that is not kept raw, written
+// out independently of the engine's code.
+func fuzzHashed(v string) string {
+	sum := sha256.Sum256([]byte(v))
+	return "#" + hex.EncodeToString(sum[:16])
 }
