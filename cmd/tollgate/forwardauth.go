@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/forwardauth"
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis"
+)
+
+var forwardAuthCommand = &command{
+	Name:  "forward-auth",
+	Args:  "",
+	Short: "answer nginx auth_request, Traefik ForwardAuth and Caddy forward_auth (examples/forwardauth)",
+	Flags: func(fs *flag.FlagSet) func(context.Context, []string, io.Writer, io.Writer) int {
+		file := fs.String("config", "", "configuration `file` (YAML): its rules, client_ip, headers, refusal and store (required)")
+		listen := fs.String("listen", "127.0.0.1:9000", "listener `address`; /auth/nginx answers nginx, any other path Traefik and Caddy")
+		logFormat := fs.String("log-format", "text", "log format: text or json")
+		logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+		return func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+			if len(args) > 0 || *file == "" {
+				fmt.Fprintf(stderr, "usage: tollgate forward-auth -config FILE [-listen ADDR]\n")
+				return exitUsage
+			}
+			log, err := newLogger(stderr, *logFormat, *logLevel)
+			if err != nil {
+				fmt.Fprintf(stderr, "tollgate forward-auth: %v\n", err)
+				return exitUsage
+			}
+			return forwardAuth(ctx, *file, *listen, log, stderr)
+		}
+	},
+}
+
+// forwardAuth serves the forward-auth endpoint until ctx ends.
+func forwardAuth(ctx context.Context, file, listen string, log *slog.Logger, stderr io.Writer) int {
+	cfg, err := config.Load(file)
+	if err != nil {
+		for _, p := range config.Problems(err) {
+			fmt.Fprintln(stderr, p)
+		}
+		return exitFail
+	}
+	// The file's warnings are about routes, which forward-auth does not
+	// use.
+	h, closeStore, err := newForwardAuth(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate forward-auth: %s: %v\n", file, err)
+		return exitFail
+	}
+	defer closeStore()
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate forward-auth: %v\n", err)
+		return exitFail
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("forward-auth serving", "addr", ln.Addr().String(), "config", file, "rules", len(cfg.Rules))
+	select {
+	case err := <-served:
+		log.Error("listener failed", "err", err)
+		return exitFail
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Error("shutdown: requests still running were cut", "err", err)
+		return exitFail
+	}
+	log.Info("stopped")
+	return exitOK
+}
+
+// newForwardAuth builds the handler over the store cfg names. The caller
+// closes the store with the returned function.
+func newForwardAuth(cfg *config.Config, log *slog.Logger) (*forwardauth.Handler, func() error, error) {
+	if len(cfg.ClientIP.TrustedProxies) == 0 {
+		return nil, nil, errors.New("client_ip.trusted_proxies is empty: list the proxies that ask " +
+			"(every auth request comes from one; nothing is trusted by default)")
+	}
+	for i, r := range cfg.Rules {
+		if r.Consistency != "" && r.Consistency != rules.ConsistencyDefault {
+			// The gateway's tier stores are not exported yet: refuse
+			// rather than charge the rule somewhere it did not ask for.
+			return nil, nil, fmt.Errorf("rules[%d] (%s): consistency %q is not served by forward-auth yet; "+
+				"leave it out to charge the rule on the store section's store", i, r.Name, r.Consistency)
+		}
+	}
+	st, closeStore, err := openStore(cfg.Store)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc := cfg.Config
+	rc.Logger = log
+	e, err := rules.New(rc, st)
+	if err != nil {
+		closeStore()
+		return nil, nil, err
+	}
+	h, err := forwardauth.New(e, forwardauth.Config{TrustedProxies: cfg.ClientIP.TrustedProxies, Logger: log})
+	if err != nil {
+		closeStore()
+		return nil, nil, err
+	}
+	return h, closeStore, nil
+}
+
+// openStore opens the store section's store: memory unless Redis is
+// given. The Redis translation is the gateway's (gateway.redisConfig,
+// unexported); the two should share one exported function.
+func openStore(sc config.Store) (limit.Store, func() error, error) {
+	if sc.Redis == nil {
+		maxKeys := 0
+		if sc.Memory != nil {
+			maxKeys = sc.Memory.MaxKeys
+		}
+		ms, err := memory.New(memory.Config{MaxKeys: maxKeys})
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: %w", err)
+		}
+		return ms, ms.Close, nil
+	}
+	r := sc.Redis
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return nil, nil, errors.New("store.redis.url is malformed")
+	}
+	rc := redis.Config{Addrs: append([]string{u.Host}, r.Cluster...), Prefix: r.Prefix, Timeout: r.Timeout}
+	if u.User != nil {
+		rc.Username = u.User.Username()
+		rc.Password, _ = u.User.Password()
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+		rc.DB, _ = strconv.Atoi(db)
+	}
+	if rc.OnFailure, err = redis.ParseFailMode(r.OnError); err != nil {
+		return nil, nil, fmt.Errorf("store.redis.on_error: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rs, err := redis.New(ctx, rc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: %w", err)
+	}
+	return rs, rs.Close, nil
+}
