@@ -31,12 +31,17 @@ const (
 )
 
 // e2eOrigin is the origin behind the proxy: "origin ok" for every path but
-// /api/forbidden, which is the origin's own 403.
+// /api/forbidden, which is the origin's own 403, and /echo, which answers
+// the request body.
 func e2eOrigin(t *testing.T) *httptest.Server {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api/forbidden" {
 			http.Error(w, "origin says no", http.StatusForbidden)
+			return
+		}
+		if r.URL.Path == "/echo" {
+			io.Copy(w, r.Body)
 			return
 		}
 		io.WriteString(w, "origin ok")
@@ -196,6 +201,22 @@ func startNginx(t *testing.T, conf, addr string) (stop func()) {
 	return startProcess(t, exec.Command(bin, "-p", dir, "-c", path, "-e", "stderr", "-g", "daemon off;"), addr)
 }
 
+// checkBodyReachesOrigin posts a body through the proxy: the auth
+// request must not have consumed it.
+func checkBodyReachesOrigin(t *testing.T, base string) {
+	t.Helper()
+	c := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Post(base+"/echo", "text/plain", strings.NewReader("the body"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "the body" {
+		t.Errorf("POST /echo: %d %q, want the body back from the origin", resp.StatusCode, b)
+	}
+}
+
 // get sends one request without keeping connections (each client is new).
 func get(t *testing.T, url string) (*http.Response, string) {
 	t.Helper()
@@ -252,6 +273,7 @@ func TestNginxSnippetAnswersAllowedThen429AndFailsOpenWhenTollgateIsDown(t *test
 	if err := json.Unmarshal([]byte(body), &problem); err != nil || problem.Status != 429 || problem.Instance != "/api/items" {
 		t.Errorf("429 body %q: %+v %v", body, problem, err)
 	}
+	checkBodyReachesOrigin(t, base)
 	// No rule matches: the origin's answer without fields.
 	if resp, body := get(t, base+"/public"); resp.StatusCode != 200 || body != "origin ok" || resp.Header.Get("RateLimit") != "" {
 		t.Errorf("/public: %d %q %v", resp.StatusCode, body, resp.Header)
