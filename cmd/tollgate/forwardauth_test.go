@@ -54,7 +54,9 @@ rules:
 	for range 2 {
 		addr := freeAddr(t)
 		addrs = append(addrs, addr)
-		go func() { done <- forwardAuth(ctx, file, addr, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard) }()
+		go func() {
+			done <- forwardAuth(ctx, file, addr, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+		}()
 	}
 	for _, a := range addrs {
 		eventually(t, "forward-auth listening on "+a, func() bool {
