@@ -54,6 +54,13 @@ func e2eOrigin(t *testing.T) *httptest.Server {
 // examples/forwardauth/tollgate.yaml, counting the auth requests.
 func e2eTollgate(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	t.Helper()
+	return e2eTollgateTrusting(t, nil)
+}
+
+// e2eTollgateTrusting is e2eTollgate with the handler trusting only the
+// proxies given, or the file's when nil.
+func e2eTollgateTrusting(t *testing.T, trusted []string) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
 	cfg, err := config.Load(filepath.Join("..", "examples", "forwardauth", "tollgate.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +74,10 @@ func e2eTollgate(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(e, Config{TrustedProxies: cfg.ClientIP.TrustedProxies})
+	if trusted == nil {
+		trusted = cfg.ClientIP.TrustedProxies
+	}
+	h, err := New(e, Config{TrustedProxies: trusted})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,5 +323,21 @@ func TestNginxSnippetWithoutTheFailOpenLineAnswers500WhenTollgateIsDown(t *testi
 	tg.Close()
 	if resp, body := get(t, "http://"+addr+"/api/items"); resp.StatusCode != 500 || body == "origin ok" {
 		t.Errorf("tollgate down, fail closed: %d %q, want nginx's 500", resp.StatusCode, body)
+	}
+}
+
+// A 403 from tollgate without X-Tollgate-Status (here: nginx is not a
+// trusted proxy) is no rate limit: the client gets the 403, not a 429.
+func TestNginxSnippetKeepsA403ThatIsNotARefusal(t *testing.T) {
+	origin := e2eOrigin(t)
+	tg, _ := e2eTollgateTrusting(t, []string{"192.0.2.1"})
+	addr := freeAddr(t)
+	conf := renderSnippet(t, "nginx.conf", map[string]string{
+		snippetProxy: addr, snippetTollgate: tg.Listener.Addr().String(), snippetOrigin: origin.Listener.Addr().String(),
+	})
+	startNginx(t, conf, addr)
+	resp, body := get(t, "http://"+addr+"/api/items")
+	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Retry-After") != "" || body == "origin ok" {
+		t.Errorf("%d %q %v, want nginx's plain 403", resp.StatusCode, body, resp.Header)
 	}
 }
