@@ -160,8 +160,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	hdr.Set("Cache-Control", "no-store") // an answer about one request
 	var buf [10]rules.Header
-	for _, f := range res.AppendHeaders(buf[:0]) {
-		hdr[f.Name] = []string{f.Value}
+	if hs := res.AppendHeaders(buf[:0]); len(hs) > 0 {
+		// One allocation for every value slice.
+		vals := make([]string, len(hs))
+		for i, f := range hs {
+			vals[i] = f.Value
+			hdr[f.Name] = vals[i : i+1 : i+1]
+		}
 	}
 	if res.Refused() {
 		ref := res.Refusal()
