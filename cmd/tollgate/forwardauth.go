@@ -10,8 +10,13 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"os/signal"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
@@ -41,13 +46,21 @@ var forwardAuthCommand = &command{
 				fmt.Fprintf(stderr, "tollgate forward-auth: %v\n", err)
 				return exitUsage
 			}
-			return forwardAuth(ctx, *file, *listen, log, stderr)
+			// Catch SIGHUP before loading anything: its default action
+			// would end the process.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			return forwardAuth(ctx, *file, *listen, hup, log, stderr)
 		}
 	},
 }
 
-// forwardAuth serves the forward-auth endpoint until ctx ends.
-func forwardAuth(ctx context.Context, file, listen string, log *slog.Logger, stderr io.Writer) int {
+// forwardAuth serves the forward-auth endpoint until ctx ends, reloading
+// file on every value from hup (SIGHUP): the rules, client_ip, headers and
+// refusal change for the requests that start after; a file that does not
+// load, or that changes the store, keeps the running configuration.
+func forwardAuth(ctx context.Context, file, listen string, hup <-chan os.Signal, log *slog.Logger, stderr io.Writer) int {
 	cfg, err := config.Load(file)
 	if err != nil {
 		for _, p := range config.Problems(err) {
@@ -57,26 +70,54 @@ func forwardAuth(ctx context.Context, file, listen string, log *slog.Logger, std
 	}
 	// The file's warnings are about routes, which forward-auth does not
 	// use.
-	h, closeStore, err := newForwardAuth(cfg, log)
+	if err := checkForwardAuth(cfg); err != nil {
+		fmt.Fprintf(stderr, "tollgate forward-auth: %s: %v\n", file, err)
+		return exitFail
+	}
+	st, closeStore, err := openStore(cfg.Store)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate forward-auth: %s: %v\n", file, err)
 		return exitFail
 	}
 	defer closeStore()
+	h, err := newForwardAuth(cfg, st, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate forward-auth: %s: %v\n", file, err)
+		return exitFail
+	}
+	var cur atomic.Pointer[forwardauth.Handler]
+	cur.Store(h)
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate forward-auth: %v\n", err)
 		return exitFail
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cur.Load().ServeHTTP(w, r) }),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("forward-auth serving", "addr", ln.Addr().String(), "config", file, "rules", len(cfg.Rules))
-	select {
-	case err := <-served:
-		log.Error("listener failed", "err", err)
-		return exitFail
-	case <-ctx.Done():
+	for done := false; !done; {
+		select {
+		case err := <-served:
+			log.Error("listener failed", "err", err)
+			return exitFail
+		case <-hup:
+			h, err := reloadForwardAuth(file, cfg.Store, st, log)
+			if err != nil {
+				for _, line := range strings.Split(err.Error(), "\n") {
+					log.Error("reload failed; the previous configuration keeps serving", "err", line)
+				}
+				continue
+			}
+			cur.Store(h)
+			log.Info("config reloaded", "file", file)
+		case <-ctx.Done():
+			done = true
+		}
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -88,38 +129,66 @@ func forwardAuth(ctx context.Context, file, listen string, log *slog.Logger, std
 	return exitOK
 }
 
-// newForwardAuth builds the handler over the store cfg names. The caller
-// closes the store with the returned function.
-func newForwardAuth(cfg *config.Config, log *slog.Logger) (*forwardauth.Handler, func() error, error) {
+// checkForwardAuth refuses what forward-auth cannot serve as configured.
+func checkForwardAuth(cfg *config.Config) error {
 	if len(cfg.ClientIP.TrustedProxies) == 0 {
-		return nil, nil, errors.New("client_ip.trusted_proxies is empty: list the proxies that ask " +
+		return errors.New("client_ip.trusted_proxies is empty: list the proxies that ask " +
 			"(every auth request comes from one; nothing is trusted by default)")
 	}
 	for i, r := range cfg.Rules {
 		if r.Consistency != "" && r.Consistency != rules.ConsistencyDefault {
 			// The gateway's tier stores are not exported yet: refuse
 			// rather than charge the rule somewhere it did not ask for.
-			return nil, nil, fmt.Errorf("rules[%d] (%s): consistency %q is not served by forward-auth yet; "+
+			return fmt.Errorf("rules[%d] (%s): consistency %q is not served by forward-auth yet; "+
 				"leave it out to charge the rule on the store section's store", i, r.Name, r.Consistency)
 		}
 	}
-	st, closeStore, err := openStore(cfg.Store)
-	if err != nil {
-		return nil, nil, err
-	}
+	return nil
+}
+
+// newForwardAuth builds the handler over st, trusting the file's
+// client_ip.trusted_proxies for the forwarded fields too.
+func newForwardAuth(cfg *config.Config, st limit.Store, log *slog.Logger) (*forwardauth.Handler, error) {
 	rc := cfg.Config
 	rc.Logger = log
 	e, err := rules.New(rc, st)
 	if err != nil {
-		closeStore()
-		return nil, nil, err
+		return nil, err
 	}
-	h, err := forwardauth.New(e, forwardauth.Config{TrustedProxies: cfg.ClientIP.TrustedProxies, Logger: log})
+	return forwardauth.New(e, forwardauth.Config{TrustedProxies: cfg.ClientIP.TrustedProxies, Logger: log})
+}
+
+// reloadForwardAuth loads file again and builds its handler over the
+// running store st, opened from the store section running.
+func reloadForwardAuth(file string, running config.Store, st limit.Store, log *slog.Logger) (*forwardauth.Handler, error) {
+	cfg, err := config.Load(file)
 	if err != nil {
-		closeStore()
-		return nil, nil, err
+		return nil, err
 	}
-	return h, closeStore, nil
+	if err := checkForwardAuth(cfg); err != nil {
+		return nil, err
+	}
+	if !sameStore(cfg.Store, running) {
+		return nil, errors.New("the store section changed: that needs a restart")
+	}
+	return newForwardAuth(cfg, st, log)
+}
+
+// sameStore reports whether a and b configure the same store, wherever
+// in their files they are written.
+func sameStore(a, b config.Store) bool {
+	if (a.Memory == nil) != (b.Memory == nil) || (a.Redis == nil) != (b.Redis == nil) {
+		return false
+	}
+	if a.Memory != nil && a.Memory.MaxKeys != b.Memory.MaxKeys {
+		return false
+	}
+	if a.Redis != nil {
+		ra, rb := *a.Redis, *b.Redis
+		ra.Pos, rb.Pos = config.Pos{}, config.Pos{}
+		return reflect.DeepEqual(ra, rb)
+	}
+	return true
 }
 
 // openStore opens the store section's store: memory unless Redis is

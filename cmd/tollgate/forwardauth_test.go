@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/internal/redistest"
@@ -55,7 +57,7 @@ rules:
 		addr := freeAddr(t)
 		addrs = append(addrs, addr)
 		go func() {
-			done <- forwardAuth(ctx, file, addr, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
+			done <- forwardAuth(ctx, file, addr, nil, slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard)
 		}()
 	}
 	for _, a := range addrs {
@@ -84,4 +86,83 @@ rules:
 			t.Errorf("exit %d after the context ended, want %d", code, exitOK)
 		}
 	}
+}
+
+// SIGHUP reloads the rules; a file that does not load, or that changes
+// the store, keeps the running ones.
+func TestForwardAuthReloadsOnSIGHUP(t *testing.T) {
+	rulesWith := func(limit string) string {
+		return "client_ip: {trusted_proxies: [127.0.0.1]}\n" +
+			"rules: [{name: api, match: {path_prefixes: [/api/]}, policies: [{algorithm: fixed_window, limit: " + limit + ", window: 1h}]}]\n"
+	}
+	file := writeConfig(t, rulesWith("1"))
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hup := make(chan os.Signal)
+	var logs syncLog
+	done := make(chan int, 1)
+	go func() {
+		done <- forwardAuth(ctx, file, addr, hup, slog.New(slog.NewTextHandler(&logs, nil)), io.Discard)
+	}()
+	eventually(t, "forward-auth listening", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	ask := func() int {
+		resp, _ := get(t, "http://"+addr+"/auth", "X-Forwarded-Method", "GET", "X-Forwarded-Uri", "/api/x", "X-Forwarded-For", "203.0.113.7")
+		return resp.StatusCode
+	}
+	if a, b := ask(), ask(); a != 200 || b != 429 {
+		t.Fatalf("limit 1: %d %d, want 200 429", a, b)
+	}
+	reload := func(text string) {
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		hup <- syscall.SIGHUP // unbuffered: taken by the serving loop
+		hup <- syscall.SIGHUP // ... and the first one handled
+	}
+	reload("rules: [{name: api, policies: [{rate: ten}]}]\n")
+	if ask() != 429 {
+		t.Errorf("after a file that does not load: not 429, want the old rules")
+	}
+	reload(rulesWith("5") + "store: {memory: {max_keys: 10}}\n")
+	if ask() != 429 {
+		t.Errorf("after a store change: not 429, want the old rules")
+	}
+	reload(rulesWith("3"))
+	if a, b, c := ask(), ask(), ask(); a != 200 || b != 200 || c != 429 {
+		t.Errorf("limit 3 (one already counted): %d %d %d, want 200 200 429", a, b, c)
+	}
+	for _, want := range []string{"rate", "the store section changed", "config reloaded"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Errorf("exit %d, want %d", code, exitOK)
+	}
+}
+
+// syncLog is a log destination safe for the serving goroutine.
+type syncLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *syncLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *syncLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
