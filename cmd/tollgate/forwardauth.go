@@ -99,7 +99,8 @@ func forwardAuth(ctx context.Context, file, listen string, hup <-chan os.Signal,
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("forward-auth serving", "addr", ln.Addr().String(), "config", file, "rules", len(cfg.Rules))
+	log.Info("forward-auth serving", "addr", ln.Addr().String(), "config", file, "rules", len(cfg.Rules),
+		"unused", "routes, listen, admin, upstream and access_log are the gateway's")
 	for done := false; !done; {
 		select {
 		case err := <-served:
