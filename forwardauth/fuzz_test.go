@@ -12,8 +12,8 @@ import (
 
 // FuzzReadOriginal sends arbitrary forwarded fields, in both styles,
 // through the handler: never a panic; a field read is a token method, a
-// path that is "*" or starts with "/", and a decision; a field refused is
-// a 400 naming it.
+// path that is "*" or starts with "/", and a decision (200 or 429); a
+// field refused is a 400 naming it.
 func FuzzReadOriginal(f *testing.F) {
 	f.Add("GET", "/api/items?x=1", "api.example", "203.0.113.7")
 	f.Add("POST", "/orders/%6Eew?api_key=k1#frag", "api.example:8443", "203.0.113.7, 198.51.100.2")
@@ -33,7 +33,7 @@ func FuzzReadOriginal(f *testing.F) {
 			Name:     "all",
 			Match:    rules.Match{Patterns: []string{"/api/{id}"}, Hosts: []string{"*.example", "api.example"}},
 			Key:      rules.Key{"ip", "path", "query:x", "host"},
-			Policies: []rules.Policy{{Rate: "1000/s"}},
+			Policies: []rules.Policy{{Rate: "1000000000/s"}},
 		}},
 	}, st)
 	if err != nil {
@@ -67,8 +67,10 @@ func FuzzReadOriginal(f *testing.F) {
 			switch {
 			case err != nil && w.Code != http.StatusBadRequest:
 				t.Fatalf("%v: answered %d, want 400", err, w.Code)
-			case err == nil && w.Code != http.StatusOK:
-				t.Fatalf("decided: answered %d, want 200", w.Code)
+			case err == nil && w.Code != http.StatusOK && w.Code != http.StatusTooManyRequests:
+				// 429: the fuzzer replays one input many times over
+				// while it minimizes, and one key may run out.
+				t.Fatalf("decided: answered %d, want 200 or 429", w.Code)
 			}
 		}
 	})
