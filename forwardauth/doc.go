@@ -56,4 +56,13 @@
 //
 // A request that a shaping policy delays is answered once its delay has
 // passed, so the proxy holds it for that long (Config.Wait).
+//
+// # Serving it
+//
+// `tollgate forward-auth -config FILE -listen ADDR` serves a Handler from
+// the gateway's YAML file (its rules, client_ip, headers, refusal and
+// store sections; client_ip.trusted_proxies is both lists above), on the
+// memory store or on Redis, reloading the rules on SIGHUP. The snippets
+// for nginx, Caddy and Traefik, with what each does when tollgate is
+// down, are in examples/forwardauth/.
 package forwardauth
