@@ -6,6 +6,7 @@
 //	login-bruteforce.yaml  login attempts per IP and per account
 //	write-shaping.yaml     nginx-style shaping of writes, a shadow rule
 //	consistency-tiers.yaml strict, eventual and local rules over one Redis
+//	forwardauth/           tollgate forward-auth behind nginx, Caddy or Traefik
 //
 // Run one with: tollgate serve -config examples/per-ip-api.yaml
 package examples

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command README.md gives: installs what the tests need where it is
-# missing (Debian packages: redis-server, redis-sentinel, chromium), then runs
+# missing (Debian packages: redis-server, redis-sentinel, chromium, nginx, caddy), then runs
 # the whole suite with the race detector. Extra arguments go to `go test`
 # (for example `scripts/test.sh -run TestX ./gateway/`); with none it runs
 # `./...`.
@@ -11,6 +11,8 @@ need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
+command -v caddy >/dev/null 2>&1 || need+=(caddy)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=()
   if [ "$(id -u)" -ne 0 ]; then

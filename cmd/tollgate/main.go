@@ -27,6 +27,7 @@ var commands = []*command{
 	serveCommand,
 	checkCommand,
 	replayCommand,
+	forwardAuthCommand,
 	versionCommand,
 }
 
@@ -109,7 +110,7 @@ func hasFlags(fs *flag.FlagSet) bool {
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "tollgate is a rate limiter for the edge of HTTP APIs.\n\nusage: tollgate <command> [flags] [arguments]\n\ncommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.Name, c.Short)
+		fmt.Fprintf(w, "  %-12s %s\n", c.Name, c.Short)
 	}
 	fmt.Fprintf(w, "\nRun 'tollgate <command> -h' for a command's flags.\n")
 }

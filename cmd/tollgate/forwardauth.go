@@ -1,0 +1,233 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/forwardauth"
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis"
+)
+
+var forwardAuthCommand = &command{
+	Name:  "forward-auth",
+	Args:  "",
+	Short: "answer nginx auth_request, Traefik ForwardAuth and Caddy forward_auth (examples/forwardauth)",
+	Flags: func(fs *flag.FlagSet) func(context.Context, []string, io.Writer, io.Writer) int {
+		file := fs.String("config", "", "configuration `file` (YAML): its rules, client_ip, headers, refusal and store (required)")
+		listen := fs.String("listen", "127.0.0.1:9000", "listener `address`; /auth/nginx answers nginx, any other path Traefik and Caddy")
+		logFormat := fs.String("log-format", "text", "log format: text or json")
+		logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+		return func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+			if len(args) > 0 || *file == "" {
+				fmt.Fprintf(stderr, "usage: tollgate forward-auth -config FILE [-listen ADDR]\n")
+				return exitUsage
+			}
+			log, err := newLogger(stderr, *logFormat, *logLevel)
+			if err != nil {
+				fmt.Fprintf(stderr, "tollgate forward-auth: %v\n", err)
+				return exitUsage
+			}
+			// Catch SIGHUP before loading anything: its default action
+			// would end the process.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
+			return forwardAuth(ctx, *file, *listen, hup, log, stderr)
+		}
+	},
+}
+
+// forwardAuth serves the forward-auth endpoint until ctx ends, reloading
+// file on every value from hup (SIGHUP): the rules, client_ip, headers and
+// refusal change for the requests that start after; a file that does not
+// load, or that changes the store, keeps the running configuration.
+func forwardAuth(ctx context.Context, file, listen string, hup <-chan os.Signal, log *slog.Logger, stderr io.Writer) int {
+	cfg, err := config.Load(file)
+	if err != nil {
+		for _, p := range config.Problems(err) {
+			fmt.Fprintln(stderr, p)
+		}
+		return exitFail
+	}
+	// The file's warnings are about routes, which forward-auth does not
+	// use.
+	if err := checkForwardAuth(cfg); err != nil {
+		fmt.Fprintf(stderr, "tollgate forward-auth: %s: %v\n", file, err)
+		return exitFail
+	}
+	st, closeStore, err := openStore(cfg.Store)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate forward-auth: %s: %v\n", file, err)
+		return exitFail
+	}
+	defer closeStore()
+	h, err := newForwardAuth(cfg, st, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate forward-auth: %s: %v\n", file, err)
+		return exitFail
+	}
+	var cur atomic.Pointer[forwardauth.Handler]
+	cur.Store(h)
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate forward-auth: %v\n", err)
+		return exitFail
+	}
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cur.Load().ServeHTTP(w, r) }),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("forward-auth serving", "addr", ln.Addr().String(), "config", file, "rules", len(cfg.Rules),
+		"unused", "routes, listen, admin, upstream and access_log are the gateway's")
+	for done := false; !done; {
+		select {
+		case err := <-served:
+			log.Error("listener failed", "err", err)
+			return exitFail
+		case <-hup:
+			h, err := reloadForwardAuth(file, cfg.Store, st, log)
+			if err != nil {
+				for _, line := range strings.Split(err.Error(), "\n") {
+					log.Error("reload failed; the previous configuration keeps serving", "err", line)
+				}
+				continue
+			}
+			cur.Store(h)
+			log.Info("config reloaded", "file", file)
+		case <-ctx.Done():
+			done = true
+		}
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Error("shutdown: requests still running were cut", "err", err)
+		return exitFail
+	}
+	log.Info("stopped")
+	return exitOK
+}
+
+// checkForwardAuth refuses what forward-auth cannot serve as configured.
+func checkForwardAuth(cfg *config.Config) error {
+	if len(cfg.ClientIP.TrustedProxies) == 0 {
+		return errors.New("client_ip.trusted_proxies is empty: list the proxies that ask " +
+			"(every auth request comes from one; nothing is trusted by default)")
+	}
+	for i, r := range cfg.Rules {
+		if r.Consistency != "" && r.Consistency != rules.ConsistencyDefault {
+			// The gateway's tier stores are not exported yet: refuse
+			// rather than charge the rule somewhere it did not ask for.
+			return fmt.Errorf("rules[%d] (%s): consistency %q is not served by forward-auth yet; "+
+				"leave it out to charge the rule on the store section's store", i, r.Name, r.Consistency)
+		}
+	}
+	return nil
+}
+
+// newForwardAuth builds the handler over st, trusting the file's
+// client_ip.trusted_proxies for the forwarded fields too.
+func newForwardAuth(cfg *config.Config, st limit.Store, log *slog.Logger) (*forwardauth.Handler, error) {
+	rc := cfg.Config
+	rc.Logger = log
+	e, err := rules.New(rc, st)
+	if err != nil {
+		return nil, err
+	}
+	return forwardauth.New(e, forwardauth.Config{TrustedProxies: cfg.ClientIP.TrustedProxies, Logger: log})
+}
+
+// reloadForwardAuth loads file again and builds its handler over the
+// running store st, opened from the store section running.
+func reloadForwardAuth(file string, running config.Store, st limit.Store, log *slog.Logger) (*forwardauth.Handler, error) {
+	cfg, err := config.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkForwardAuth(cfg); err != nil {
+		return nil, err
+	}
+	if !sameStore(cfg.Store, running) {
+		return nil, errors.New("the store section changed: that needs a restart")
+	}
+	return newForwardAuth(cfg, st, log)
+}
+
+// sameStore reports whether a and b configure the same store, wherever
+// in their files they are written.
+func sameStore(a, b config.Store) bool {
+	if (a.Memory == nil) != (b.Memory == nil) || (a.Redis == nil) != (b.Redis == nil) {
+		return false
+	}
+	if a.Memory != nil && a.Memory.MaxKeys != b.Memory.MaxKeys {
+		return false
+	}
+	if a.Redis != nil {
+		ra, rb := *a.Redis, *b.Redis
+		ra.Pos, rb.Pos = config.Pos{}, config.Pos{}
+		return reflect.DeepEqual(ra, rb)
+	}
+	return true
+}
+
+// openStore opens the store section's store: memory unless Redis is
+// given. The Redis translation is the gateway's (gateway.redisConfig,
+// unexported); the two should share one exported function.
+func openStore(sc config.Store) (limit.Store, func() error, error) {
+	if sc.Redis == nil {
+		maxKeys := 0
+		if sc.Memory != nil {
+			maxKeys = sc.Memory.MaxKeys
+		}
+		ms, err := memory.New(memory.Config{MaxKeys: maxKeys})
+		if err != nil {
+			return nil, nil, fmt.Errorf("store: %w", err)
+		}
+		return ms, ms.Close, nil
+	}
+	r := sc.Redis
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return nil, nil, errors.New("store.redis.url is malformed")
+	}
+	rc := redis.Config{Addrs: append([]string{u.Host}, r.Cluster...), Prefix: r.Prefix, Timeout: r.Timeout}
+	if u.User != nil {
+		rc.Username = u.User.Username()
+		rc.Password, _ = u.User.Password()
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+		rc.DB, _ = strconv.Atoi(db)
+	}
+	if rc.OnFailure, err = redis.ParseFailMode(r.OnError); err != nil {
+		return nil, nil, fmt.Errorf("store.redis.on_error: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rs, err := redis.New(ctx, rc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: %w", err)
+	}
+	return rs, rs.Close, nil
+}

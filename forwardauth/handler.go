@@ -1,0 +1,229 @@
+package forwardauth
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/httplimit"
+	"github.com/tollgate-dev/tollgate/rules"
+)
+
+// Config configures a Handler. The zero Config trusts no proxy, so every
+// request is answered 403 until TrustedProxies is set.
+type Config struct {
+	// TrustedProxies are the addresses ("127.0.0.1") and CIDRs
+	// ("10.0.0.0/8") of the proxies allowed to ask. Only their forwarded
+	// fields are read; a request from any other peer is answered 403 and
+	// charges nothing. Give the rule engine the same list
+	// (rules.ClientIP.TrustedProxies), or it takes the proxy's address
+	// for every client's.
+	TrustedProxies []string
+	// Wait blocks for d or until ctx is done, returning ctx.Err() in the
+	// latter case: a request a shaping policy delays is answered once
+	// its delay has passed, so the proxy holds it that long. Nil means
+	// httplimit.Sleep (a real timer).
+	Wait func(ctx context.Context, d time.Duration) error
+	// Logger receives a line for every forwarded request that cannot be
+	// decided on (a missing or malformed field: the proxy's
+	// configuration is at fault) and for every untrusted peer. Log lines
+	// name the field and the peer, never a field's value. Nil means no
+	// logging.
+	Logger *slog.Logger
+}
+
+// Handler answers a proxy's forward-auth requests with the rule engine's
+// decision on the original request. It is safe for concurrent use.
+//
+// The style of the answer is chosen by the request path: a path ending in
+// "/nginx" (e.g. /auth/nginx) is the nginx style, any other path (e.g.
+// /auth) the forwarded style. See the package documentation.
+type Handler struct {
+	engine  atomic.Pointer[rules.Engine]
+	trusted []netip.Prefix
+	wait    func(ctx context.Context, d time.Duration) error
+	log     *slog.Logger
+}
+
+// The header fields the nginx style adds to a refusal, for the snippet's
+// auth_request_set to capture.
+const (
+	// HeaderStatus is the status a refusal has in the forwarded style
+	// (429, or the store-error status when the engine fails closed).
+	HeaderStatus = "X-Tollgate-Status"
+	// HeaderRefusal is the refusal body, when it fits in a header field
+	// (at most maxRefusalField bytes, no control characters).
+	HeaderRefusal = "X-Tollgate-Refusal"
+)
+
+// maxRefusalField bounds the refusal body sent as a header field, well
+// under nginx's default proxy_buffer_size (4 KiB for the whole head).
+const maxRefusalField = 1024
+
+// New returns a Handler over e. A nil e is a programming error and
+// panics; a malformed TrustedProxies entry is an error.
+func New(e *rules.Engine, cfg Config) (*Handler, error) {
+	if e == nil {
+		panic("forwardauth.New: nil *rules.Engine")
+	}
+	h := &Handler{wait: cfg.Wait, log: cfg.Logger}
+	if h.wait == nil {
+		h.wait = httplimit.Sleep
+	}
+	for i, s := range cfg.TrustedProxies {
+		p, err := parsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("forwardauth: trusted_proxies[%d]: %q is not a CIDR or address", i, s)
+		}
+		h.trusted = append(h.trusted, p)
+	}
+	h.engine.Store(e)
+	return h, nil
+}
+
+// Swap replaces the engine for requests that start from now on (a
+// configuration reload). A nil e panics, as in New.
+func (h *Handler) Swap(e *rules.Engine) {
+	if e == nil {
+		panic("forwardauth.Handler.Swap: nil *rules.Engine")
+	}
+	h.engine.Store(e)
+}
+
+func parsePrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return p, err
+		}
+		if p.Addr().Is4In6() {
+			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	a = a.Unmap().WithZone("")
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+func (h *Handler) isTrusted(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	a := ap.Addr().Unmap().WithZone("")
+	for _, p := range h.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// ServeHTTP decides on the original request r describes and answers in
+// the style r's path selects.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	nginx := strings.HasSuffix(r.URL.Path, "/nginx")
+	f := forwardedFields
+	if nginx {
+		f = nginxFields
+	}
+	if !h.isTrusted(r) {
+		if h.log != nil {
+			h.log.LogAttrs(r.Context(), slog.LevelWarn, "forward-auth: request from a peer that is not a trusted proxy",
+				slog.String("peer", r.RemoteAddr))
+		}
+		writeProblem(w, http.StatusForbidden, "the peer is not a trusted proxy")
+		return
+	}
+	o, field, err := readOriginal(r, f)
+	if err != nil {
+		if h.log != nil {
+			h.log.LogAttrs(r.Context(), slog.LevelWarn, "forward-auth: the forwarded request cannot be decided on",
+				slog.String("field", field), slog.String("error", err.Error()), slog.String("peer", r.RemoteAddr))
+		}
+		writeProblem(w, http.StatusBadRequest, field+": "+err.Error())
+		return
+	}
+	res, _ := h.engine.Load().Decide(r.Context(), &o)
+	hdr := w.Header()
+	hdr.Set("Cache-Control", "no-store") // an answer about one request
+	var buf [10]rules.Header
+	if hs := res.AppendHeaders(buf[:0]); len(hs) > 0 {
+		// One allocation for every value slice.
+		vals := make([]string, len(hs))
+		for i, f := range hs {
+			vals[i] = f.Value
+			hdr[f.Name] = vals[i : i+1 : i+1]
+		}
+	}
+	if res.Refused() {
+		ref := res.Refusal()
+		if nginx {
+			writeNginxRefusal(w, ref)
+			return
+		}
+		hdr.Set("Content-Type", ref.ContentType)
+		hdr.Set("X-Content-Type-Options", "nosniff")
+		hdr.Set("Content-Length", strconv.Itoa(len(ref.Body)))
+		w.WriteHeader(ref.Status)
+		w.Write(ref.Body) //nolint:errcheck // the proxy may have gone; nothing to do
+		return
+	}
+	if res.Outcome == rules.Delayed && res.Delay > 0 {
+		if err := h.wait(r.Context(), res.Delay); err != nil {
+			// The proxy gave up (or its client did): it reads nothing.
+			writeProblem(w, http.StatusServiceUnavailable, "the request's context ended while it waited for the rate limit")
+			return
+		}
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// writeNginxRefusal answers a refusal in the nginx style: 403, the one
+// status besides 401 that auth_request passes on, with the refusal's own
+// status and body in header fields for the snippet to answer with.
+func writeNginxRefusal(w http.ResponseWriter, ref rules.Response) {
+	hdr := w.Header()
+	hdr.Set(HeaderStatus, strconv.Itoa(ref.Status))
+	// The body ends with a newline, which a field cannot hold.
+	body := bytes.TrimRight(ref.Body, "\r\n")
+	if len(body) <= maxRefusalField && printable(body) {
+		hdr.Set(HeaderRefusal, string(body))
+	}
+	w.WriteHeader(http.StatusForbidden)
+}
+
+// printable reports whether b has no control characters.
+func printable(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// writeProblem answers an auth request that was not decided on.
+func writeProblem(w http.ResponseWriter, status int, detail string) {
+	body := `{"type":"about:blank","title":` + strconv.Quote(http.StatusText(status)) +
+		`,"status":` + strconv.Itoa(status) + `,"detail":` + strconv.Quote(detail) + `}`
+	hdr := w.Header()
+	hdr.Set("Content-Type", rules.ContentTypeProblem)
+	hdr.Set("X-Content-Type-Options", "nosniff")
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write([]byte(body)) //nolint:errcheck // the proxy may have gone; nothing to do
+}

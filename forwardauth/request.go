@@ -1,0 +1,209 @@
+package forwardauth
+
+import (
+	"errors"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/rules"
+)
+
+// fields names the request header fields that carry the original
+// request's method, request-target and host, in canonical form.
+type fields struct {
+	method, uri, host string
+}
+
+// The field sets of the two styles: nginx's auth_request convention (the
+// shipped snippet sets each with proxy_set_header, overwriting whatever
+// the client sent), and the X-Forwarded-* fields Traefik's ForwardAuth and
+// Caddy's forward_auth set.
+var (
+	nginxFields     = fields{method: "X-Original-Method", uri: "X-Original-Uri", host: "X-Forwarded-Host"}
+	forwardedFields = fields{method: "X-Forwarded-Method", uri: "X-Forwarded-Uri", host: "X-Forwarded-Host"}
+)
+
+// Errors of a forwarded request that cannot be decided on.
+var (
+	// ErrMissingField is a method or request-target field that the
+	// trusted proxy did not send: its configuration lacks a line.
+	ErrMissingField = errors.New("forwarded request field missing")
+	// ErrBadMethod is a method field that is not an HTTP token.
+	ErrBadMethod = errors.New("forwarded method is not an HTTP token")
+	// ErrBadURI is a request-target field that is neither origin-form
+	// ("/path?query"), absolute-form ("https://host/path") nor "*", or
+	// that holds a control character.
+	ErrBadURI = errors.New("forwarded request-target is malformed")
+	// ErrBadHost is a host field holding a control character, a space or
+	// a character no host has.
+	ErrBadHost = errors.New("forwarded host is malformed")
+)
+
+// original is the rules.Request view of the request a proxy asks about:
+// the method, path, query and host from the forwarded fields, the header
+// fields and peer of the auth request itself (the proxy copies the
+// client's fields, and the engine reads the client address from the
+// forwarding fields of a trusted peer, as rules.ClientIP says).
+type original struct {
+	r                            *http.Request
+	method, host, path, rawQuery string
+}
+
+var _ rules.Request = (*original)(nil)
+
+func (o *original) Method() string { return o.method }
+
+func (o *original) Host() string { return o.host }
+
+func (o *original) Path() string { return o.path }
+
+func (o *original) Query(name string) (string, bool) { return rules.QueryValue(o.rawQuery, name) }
+
+// Header returns the field's lines joined with ", " (RFC 9110 §5.3).
+func (o *original) Header(name string) (string, bool) {
+	vals := o.r.Header[name]
+	switch len(vals) {
+	case 0:
+		return "", false
+	case 1:
+		return vals[0], true
+	}
+	return strings.Join(vals, ", "), true
+}
+
+// FirstHeader returns the field's first line (rules.FirstHeader).
+func (o *original) FirstHeader(name string) (string, bool) {
+	vals := o.r.Header[name]
+	if len(vals) == 0 {
+		return "", false
+	}
+	return vals[0], true
+}
+
+// RemoteAddr is the auth request's peer: the proxy.
+func (o *original) RemoteAddr() netip.AddrPort {
+	ap, err := netip.ParseAddrPort(o.r.RemoteAddr)
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	return ap
+}
+
+// readOriginal reads the original request from r's fields f. The method
+// and request-target are required; a missing host leaves Host empty (host
+// rules then do not match). It returns the field at fault with the error.
+func readOriginal(r *http.Request, f fields) (original, string, error) {
+	o := original{r: r}
+	m, ok := first(r.Header, f.method)
+	if !ok || m == "" {
+		return o, f.method, ErrMissingField
+	}
+	if !isToken(m) {
+		return o, f.method, ErrBadMethod
+	}
+	u, ok := first(r.Header, f.uri)
+	if !ok || u == "" {
+		return o, f.uri, ErrMissingField
+	}
+	path, query, err := parseTarget(u)
+	if err != nil {
+		return o, f.uri, err
+	}
+	h, _ := first(r.Header, f.host)
+	if !validHost(h) {
+		return o, f.host, ErrBadHost
+	}
+	o.method, o.path, o.rawQuery, o.host = m, path, query, h
+	return o, "", nil
+}
+
+// first is the field's first line: a proxy that appends its own line
+// after the client's would otherwise let the client choose; the shipped
+// snippets set (replace) every field they send.
+func first(h http.Header, name string) (string, bool) {
+	vals := h[name]
+	if len(vals) == 0 {
+		return "", false
+	}
+	return strings.TrimSpace(vals[0]), true
+}
+
+// parseTarget splits a request-target as a proxy forwards it (nginx's
+// $request_uri, Traefik's and Caddy's request URI) into the decoded path
+// and the raw query. The absolute form's scheme and authority are
+// dropped (the host comes from its own field), and a fragment, which no
+// client sends, is cut off. A path whose escapes do not decode is kept as
+// sent: the proxy accepted the request, so it is decided (rules on the
+// path then see it raw) rather than answered with an error a proxy might
+// turn into "allow".
+func parseTarget(u string) (path, rawQuery string, err error) {
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c < 0x21 || c == 0x7f {
+			return "", "", ErrBadURI
+		}
+	}
+	if u == "" {
+		return "", "", ErrBadURI
+	}
+	if u == "*" {
+		return "*", "", nil
+	}
+	if u[0] != '/' {
+		scheme, rest, ok := strings.Cut(u, "://")
+		if !ok || !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") {
+			return "", "", ErrBadURI
+		}
+		i := strings.IndexAny(rest, "/?#")
+		if i < 0 {
+			return "/", "", nil
+		}
+		u = rest[i:]
+		if u[0] != '/' {
+			u = "/" + u
+		}
+	}
+	u, _, _ = strings.Cut(u, "#")
+	raw, query, _ := strings.Cut(u, "?")
+	if strings.IndexByte(raw, '%') < 0 {
+		return raw, query, nil
+	}
+	if p, err := url.PathUnescape(raw); err == nil {
+		return p, query, nil
+	}
+	return raw, query, nil
+}
+
+// isToken reports whether s is an RFC 9110 token (a method).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validHost reports whether h can be a host[:port] (or is empty): no
+// control characters, spaces or characters outside a reg-name, an IP
+// literal and a port.
+func validHost(h string) bool {
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("-._~!$&'()*+,;=:[]%", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
