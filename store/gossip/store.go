@@ -152,6 +152,9 @@ func New(cfg Config) (*Store, error) {
 	mc.AdvertiseAddr, mc.AdvertisePort = "", cfg.BindPort
 	mc.SecretKey = cfg.SecretKey
 	mc.PushPullInterval = cfg.PushPullInterval
+	// Messages are compact varints already; memberlist's LZW would cost
+	// more CPU per packet than it saves bytes.
+	mc.EnableCompression = false
 	mc.Delegate = delegate{s}
 	mc.Events = &s.members
 	mc.Logger = log.New(logSink{s}, "", 0)
