@@ -44,8 +44,10 @@ type Config struct {
 	// less traffic per round, about log(nodes)/log(fanout+1) rounds).
 	Fanout int
 	// Retransmit is how many rounds a changed counter is sent after its
-	// last change (a lost packet is repaired by the next one). Zero
-	// means 3.
+	// last change. Zero means 1: a lost packet is repaired by the key's
+	// next change (counters are sent whole, not as increments) or by the
+	// next push/pull; raise it on a lossy network, at that many times
+	// the bytes.
 	Retransmit int
 	// MessageBytes caps one gossip message (one UDP packet), in bytes,
 	// before encryption. Zero means 1400; at most 65,000.
@@ -74,7 +76,7 @@ type Config struct {
 // Defaults, applied by New to zero fields.
 const (
 	DefaultInterval         = 100 * time.Millisecond
-	DefaultRetransmit       = 3
+	DefaultRetransmit       = 1
 	DefaultMessageBytes     = 1400
 	DefaultRoundBytes       = 1 << 20
 	DefaultPushPullInterval = 10 * time.Second

@@ -65,7 +65,7 @@ func burst(t testing.TB, nodes []*Store, key string, cost int64) time.Duration {
 		if time.Now().After(deadline) {
 			t.Fatalf("key %s: no convergence in 20s", key)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(2 * time.Millisecond)
 	}
 }
 

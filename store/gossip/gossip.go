@@ -144,8 +144,6 @@ func (s *Store) send(peers []*memberlist.Node, msg []byte) int {
 // receive decodes and merges a message; relay marks what was new to be
 // sent on (epidemic gossip). It reports whether the message was merged.
 func (s *Store) receive(buf []byte, relay bool) bool {
-	s.st.bytesRecv.Add(uint64(len(buf)))
-	s.st.msgsRecv.Add(1)
 	m, err := decode(buf, s.clock())
 	switch {
 	case err == nil:
@@ -242,7 +240,11 @@ type delegate struct{ s *Store }
 func (delegate) NodeMeta(int) []byte { return nil }
 
 // NotifyMsg merges a round's message from a peer.
-func (d delegate) NotifyMsg(b []byte) { d.s.receive(b, d.s.cfg.Fanout > 0) }
+func (d delegate) NotifyMsg(b []byte) {
+	d.s.st.bytesRecv.Add(uint64(len(b)))
+	d.s.st.msgsRecv.Add(1)
+	d.s.receive(b, d.s.cfg.Fanout > 0)
+}
 
 // GetBroadcasts returns nothing: rounds are sent by the Store's own loop.
 func (delegate) GetBroadcasts(int, int) [][]byte { return nil }
@@ -250,13 +252,14 @@ func (delegate) GetBroadcasts(int, int) [][]byte { return nil }
 // LocalState returns the full state for a push/pull.
 func (d delegate) LocalState(bool) []byte {
 	b := d.s.state()
-	d.s.st.bytesSent.Add(uint64(len(b)))
+	d.s.st.stateSent.Add(uint64(len(b)))
 	return b
 }
 
 // MergeRemoteState merges a peer's full state; the first one merged
 // warms the node up.
 func (d delegate) MergeRemoteState(b []byte, _ bool) {
+	d.s.st.stateRecv.Add(uint64(len(b)))
 	if d.s.receive(b, false) {
 		d.s.st.pushPulls.Add(1)
 		d.s.setWarm()

@@ -20,9 +20,12 @@ type Stats struct {
 	Warm bool
 	// Keys is the number of keys tracked, local and learned.
 	Keys int
-	// BytesSent and BytesReceived count gossip payload bytes (before
-	// encryption; push/pull states included).
+	// BytesSent and BytesReceived count the rounds' payload bytes
+	// (before encryption).
 	BytesSent, BytesReceived uint64
+	// StateBytesSent and StateBytesReceived count the full states of
+	// push/pulls.
+	StateBytesSent, StateBytesReceived uint64
 	// MessagesSent and MessagesReceived count gossip messages (a message
 	// sent to n peers counts n times).
 	MessagesSent, MessagesReceived uint64
@@ -59,6 +62,7 @@ type Dropped struct {
 
 type counters struct {
 	bytesSent, bytesRecv      atomic.Uint64
+	stateSent, stateRecv      atomic.Uint64
 	msgsSent, msgsRecv        atomic.Uint64
 	pushPulls                 atomic.Uint64
 	malformed, absurd, future atomic.Uint64
@@ -70,13 +74,15 @@ type counters struct {
 // Stats returns the node's figures now.
 func (s *Store) Stats() Stats {
 	st := Stats{
-		Warm:             s.warm.Load(),
-		BytesSent:        s.st.bytesSent.Load(),
-		BytesReceived:    s.st.bytesRecv.Load(),
-		MessagesSent:     s.st.msgsSent.Load(),
-		MessagesReceived: s.st.msgsRecv.Load(),
-		PushPulls:        s.st.pushPulls.Load(),
-		MergeLag:         time.Duration(s.st.mergeLag.Load()),
+		Warm:               s.warm.Load(),
+		BytesSent:          s.st.bytesSent.Load(),
+		BytesReceived:      s.st.bytesRecv.Load(),
+		StateBytesSent:     s.st.stateSent.Load(),
+		StateBytesReceived: s.st.stateRecv.Load(),
+		MessagesSent:       s.st.msgsSent.Load(),
+		MessagesReceived:   s.st.msgsRecv.Load(),
+		PushPulls:          s.st.pushPulls.Load(),
+		MergeLag:           time.Duration(s.st.mergeLag.Load()),
 		Dropped: Dropped{
 			Malformed:       s.st.malformed.Load(),
 			Absurd:          s.st.absurd.Load(),
