@@ -44,10 +44,12 @@ type Config struct {
 	// less traffic per round, about log(nodes)/log(fanout+1) rounds).
 	Fanout int
 	// Retransmit is how many rounds a changed counter is sent after its
-	// last change. Zero means 1: a lost packet is repaired by the key's
-	// next change (counters are sent whole, not as increments) or by the
-	// next push/pull; raise it on a lossy network, at that many times
-	// the bytes.
+	// last change. Zero means 1 when Fanout is zero: a lost packet is
+	// repaired by the key's next change (counters are sent whole, not as
+	// increments) or by the next push/pull; raise it on a lossy network,
+	// at that many times the bytes. With a positive Fanout zero means
+	// memberlist's rule for epidemic broadcasts, 4 × ⌈log10(members+1)⌉,
+	// so that a change reaches every node with high probability.
 	Retransmit int
 	// MessageBytes caps one gossip message (one UDP packet), in bytes,
 	// before encryption. Zero means 1400; at most 65,000.
@@ -137,9 +139,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Interval == 0 {
 		c.Interval = DefaultInterval
-	}
-	if c.Retransmit == 0 {
-		c.Retransmit = DefaultRetransmit
 	}
 	if c.MessageBytes == 0 {
 		c.MessageBytes = DefaultMessageBytes

@@ -93,3 +93,51 @@ func TestConvergenceOf32Nodes(t *testing.T) {
 		t.Errorf("worst convergence %v", worst)
 	}
 }
+
+// With a fan-out below the fleet's size a burst still reaches every
+// node, relayed by the nodes that heard it.
+func TestAFanoutReachesEveryNode(t *testing.T) {
+	nodes := startFleet(t, 8, nil, func(c *Config) { c.Fanout = 2; c.Interval = 20 * time.Millisecond })
+	for i := range 3 {
+		t.Logf("burst %d converged in %v", i, burst(t, nodes, fmt.Sprintf("relay-%d", i), 10))
+	}
+}
+
+// A node with a fan-out relays the counters that were new to it, and
+// only those; without a fan-out (every member hears from the source)
+// it relays nothing.
+func TestNewCountersAreRelayedWithAFanout(t *testing.T) {
+	clock := newFakeClock()
+	w := clock.now() / int64(time.Minute)
+	sh := shape{alg: limit.AlgFixedWindow, period: int64(time.Minute), limit: 100}
+	msg := encodeOne("k", sh, counter{Win: w, Cur: 5})
+	for _, fanout := range []int{0, 3} {
+		s := newNode(t, fmt.Sprintf("r%d", fanout), clock, nil, func(c *Config) { c.Fanout = fanout; c.Interval = time.Hour })
+		s.receive(msg, fanout > 0)
+		shd := &s.shards[s.shardIndex("k")]
+		sends := func() int32 {
+			shd.mu.Lock()
+			defer shd.mu.Unlock()
+			e := shd.m["k"]
+			if e == nil || len(e.slots) != 1 {
+				t.Fatalf("fanout %d: entry %+v", fanout, e)
+			}
+			return e.slots[0].sends
+		}
+		got := sends()
+		if fanout == 0 && got != 0 {
+			t.Errorf("fanout 0: relays %d rounds", got)
+		}
+		if fanout > 0 && got <= 0 {
+			t.Errorf("fanout %d: relays nothing", fanout)
+		}
+		// The same counter again is not new: nothing more to relay.
+		shd.mu.Lock()
+		shd.m["k"].slots[0].sends = 0
+		shd.mu.Unlock()
+		s.receive(msg, fanout > 0)
+		if got := sends(); got != 0 {
+			t.Errorf("fanout %d: a duplicate is relayed again (%d rounds)", fanout, got)
+		}
+	}
+}

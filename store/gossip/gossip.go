@@ -23,6 +23,7 @@ type candidate struct {
 func (s *Store) round() {
 	s.roundMu.Lock()
 	defer s.roundMu.Unlock()
+	s.updateRelayRounds()
 	now := s.clock()
 	var cands []candidate
 	for i := range s.shards {
@@ -105,6 +106,12 @@ func (s *Store) round() {
 		s.send(peers, enc.finish(kindDelta))
 	}
 	s.st.mergeLag.Store(lag)
+}
+
+// updateRelayRounds sets the rounds a relayed counter is sent with a
+// fan-out: memberlist's 4 × ⌈log10(members+1)⌉.
+func (s *Store) updateRelayRounds() {
+	s.relayRounds.Store(int32(4 * math.Ceil(math.Log10(float64(s.ml.NumMembers()+1)))))
 }
 
 // redirty puts candidates back on their shards' dirty lists.
@@ -196,7 +203,7 @@ func (s *Store) receive(buf []byte, relay bool) bool {
 			}
 			sl.c = nc
 			if relay && sl.node != s.self {
-				sl.sends = int32(s.cfg.Retransmit)
+				sl.sends = s.retransmits()
 				if sl.since == 0 {
 					sl.since = now
 				}

@@ -58,6 +58,8 @@ type Store struct {
 	st      counters
 	members memberTable
 
+	relayRounds atomic.Int32 // 4 × ⌈log10(members+1)⌉, updated each round
+
 	roundMu sync.Mutex // one round at a time
 	enc     *encoder
 	stop    chan struct{}
@@ -165,6 +167,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("gossip: %w", err)
 	}
 	s.ml = ml
+	s.updateRelayRounds()
 	if len(cfg.Seeds) == 0 {
 		s.setWarm()
 	} else {
@@ -445,12 +448,24 @@ func (e *entry) slot(node uint32) *slot {
 func (s *Store) setOwn(shd *shard, e *entry, c counter, cost, now int64) {
 	sl := e.slot(s.self)
 	sl.c = c
-	sl.sends = int32(s.cfg.Retransmit)
+	sl.sends = s.retransmits()
 	if sl.since == 0 {
 		sl.since = now
 	}
 	e.heat = addSat(e.heat, cost)
 	shd.markDirty(e)
+}
+
+// retransmits is how many rounds a changed counter is sent (see
+// Config.Retransmit).
+func (s *Store) retransmits() int32 {
+	if s.cfg.Retransmit > 0 {
+		return int32(s.cfg.Retransmit)
+	}
+	if s.cfg.Fanout == 0 {
+		return DefaultRetransmit
+	}
+	return int32(s.relayRounds.Load())
 }
 
 func (shd *shard) markDirty(e *entry) {
