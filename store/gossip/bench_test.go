@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/eventual"
+	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
 // The fleet benchmarks measure the gossip tier over real memberlist nodes
@@ -41,15 +44,59 @@ func BenchmarkFleetConvergence(b *testing.B) {
 // BenchmarkFleetOvershoot: 10 nodes, each sending 200 requests a second
 // on one key, evenly, from the start of a 2s fixed window whose limit of
 // 2,000 is reached after about a second: what the fleet admits beyond the
-// limit, against nodes × rate per node × interval. Three windows.
+// limit, against nodes × rate per node × interval. Three windows per tier,
+// side by side: gossip, eventual (one Redis, the same 100ms interval) and
+// strict (every decision in Redis).
 func BenchmarkFleetOvershoot(b *testing.B) {
+	const n = 10
+	b.Run("tier=gossip", func(b *testing.B) {
+		var stores []limit.Store
+		for _, s := range startFleet(b, n, nil) {
+			stores = append(stores, s)
+		}
+		overshoot(b, stores)
+	})
+	srv := redistest.Start(b)
+	redisNodes := func(b *testing.B, prefix string) []*redis.Store {
+		var rs []*redis.Store
+		for range n {
+			r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}, Prefix: prefix, OnFailure: redis.FailClosed})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { r.Close() })
+			rs = append(rs, r)
+		}
+		return rs
+	}
+	b.Run("tier=eventual", func(b *testing.B) {
+		var stores []limit.Store
+		for _, r := range redisNodes(b, "ev:") {
+			e, err := eventual.New(eventual.Config{Redis: r, Interval: DefaultInterval})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { e.Close() })
+			stores = append(stores, e)
+		}
+		overshoot(b, stores)
+	})
+	b.Run("tier=strict", func(b *testing.B) {
+		var stores []limit.Store
+		for _, r := range redisNodes(b, "st:") {
+			stores = append(stores, r)
+		}
+		overshoot(b, stores)
+	})
+}
+
+func overshoot(b *testing.B, nodes []limit.Store) {
 	const (
-		n      = 10
 		rate   = 200 // per node per second
 		window = 2 * time.Second
 		lim    = 2000
 	)
-	nodes := startFleet(b, n, nil)
+	n := len(nodes)
 	p := limit.FixedWindow{Limit: lim, Window: window}
 	ctx := context.Background()
 	b.ResetTimer()
@@ -88,13 +135,13 @@ func BenchmarkFleetOvershoot(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		perNode := float64(sent.Load()) / n / time.Since(start).Seconds()
+		perNode := float64(sent.Load()) / float64(n) / time.Since(start).Seconds()
 		if sent.Load() < lim*5/4 {
 			b.Logf("run %d: %d sent, too few to measure on this machine; skipped", run, sent.Load())
 			continue
 		}
 		over = append(over, float64(admitted.Load()-lim))
-		formula = append(formula, n*perNode*DefaultInterval.Seconds())
+		formula = append(formula, float64(n)*perNode*DefaultInterval.Seconds())
 		b.Logf("run %d: admitted %d of %d sent (limit %d), %.0f req/s per node", run, admitted.Load(), sent.Load(), lim, perNode)
 	}
 }
