@@ -60,7 +60,7 @@ func BenchmarkFleetOvershoot(b *testing.B) {
 	redisNodes := func(b *testing.B, prefix string) []*redis.Store {
 		var rs []*redis.Store
 		for range n {
-			r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}, Prefix: prefix, OnFailure: redis.FailClosed})
+			r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}, Prefix: prefix, Timeout: 5 * time.Second, OnFailure: redis.FailClosed})
 			if err != nil {
 				b.Fatal(err)
 			}

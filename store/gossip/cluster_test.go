@@ -3,6 +3,8 @@ package gossip
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"testing"
 	"time"
 
@@ -33,6 +35,16 @@ func used(t testing.TB, s *Store, key string, p limit.FixedWindow) int64 {
 		t.Fatal(err)
 	}
 	return p.Limit - d.Remaining
+}
+
+// nodeOf returns a memberlist node to send to s directly.
+func nodeOf(t testing.TB, s *Store) *memberlist.Node {
+	host, port, err := net.SplitHostPort(s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	return &memberlist.Node{Name: s.Name(), Addr: net.ParseIP(host), Port: uint16(p)}
 }
 
 // seen returns the count node s sees on a fixed window key, beyond the
@@ -116,7 +128,7 @@ func TestThreeNodes(t *testing.T) {
 		t.Fatalf("a sees %d used after c died, want %d (c's share still counting)", got, total)
 	}
 
-	eventually(t, "a to find c suspect or dead", func() bool { st := a.Stats(); return st.Suspect+st.Dead == 1 && st.Alive == 2 })
+	eventually(t, "a to find c dead", func() bool { st := a.Stats(); return st.Dead == 1 && st.Alive == 2 })
 
 	// A new node joins: warm and up to date at once, from its join.
 	d := newNode(t, "d", clock, []string{b.Addr()})
@@ -245,7 +257,7 @@ func TestANodeWithoutTheKeyCannotJoinOrInject(t *testing.T) {
 	p := limit.FixedWindow{Limit: 100, Window: time.Minute}
 	w := clock.now() / int64(time.Minute)
 	msg := encodeOne("k", shape{alg: limit.AlgFixedWindow, period: int64(time.Minute), limit: 100}, counter{Win: w, Cur: 50})
-	target := &memberlist.Node{Name: "a", Addr: a.ml.LocalNode().Addr, Port: a.ml.LocalNode().Port}
+	target := nodeOf(t, a)
 	before := a.Stats().Dropped.Unauthenticated
 	for _, n := range []*Store{x, y} {
 		if err := n.ml.SendBestEffort(target, msg); err != nil {
@@ -269,7 +281,7 @@ func TestBadMessagesAreDroppedAndCounted(t *testing.T) {
 	clock := newFakeClock()
 	a := newNode(t, "a", clock, nil)
 	b := newNode(t, "b", clock, []string{a.Addr()})
-	target := &memberlist.Node{Name: "a", Addr: a.ml.LocalNode().Addr, Port: a.ml.LocalNode().Port}
+	target := nodeOf(t, a)
 	w := clock.now() / int64(time.Minute)
 	sh := shape{alg: limit.AlgFixedWindow, period: int64(time.Minute), limit: 100}
 	for _, m := range [][]byte{
@@ -288,4 +300,32 @@ func TestBadMessagesAreDroppedAndCounted(t *testing.T) {
 	if got := used(t, a, "k", limit.FixedWindow{Limit: 100, Window: time.Minute}); got != 0 {
 		t.Errorf("a counts %d from dropped messages", got)
 	}
+}
+
+// A node that memberlist declared dead and that comes back missed the
+// rounds in between: the nodes exchange full state at once, without
+// waiting for a change or the periodic push/pull.
+func TestAReturningNodeIsResynced(t *testing.T) {
+	clock := newFakeClock()
+	slow := func(c *Config) { c.PushPullInterval = time.Hour }
+	a := newNode(t, "a", clock, nil, slow)
+	b := newNode(t, "b", clock, []string{a.Addr()}, slow)
+	newNode(t, "c", clock, []string{a.Addr()}, slow) // so that a's rounds go somewhere
+	eventually(t, "a to list b and c", func() bool { return len(a.members.peers("a")) == 2 })
+	p := limit.FixedWindow{Limit: 100, Window: time.Minute}
+	// As if a had declared b dead: a's rounds skip b.
+	var bn *memberlist.Node
+	for _, n := range a.members.peers("a") {
+		if n.Name == "b" {
+			bn = n
+		}
+	}
+	a.members.NotifyLeave(bn)
+	a.Apply(context.Background(), "k", p, 7)
+	time.Sleep(10 * a.cfg.Interval) // rounds (and the change's retransmissions) pass b by
+	if got := seen(b, "k"); got != 0 {
+		t.Fatalf("b saw %d while a counted it dead", got)
+	}
+	a.members.NotifyJoin(bn) // b is back
+	eventually(t, "b to be resynced", func() bool { return seen(b, "k") == 7 })
 }

@@ -44,10 +44,11 @@ type Config struct {
 	// less traffic per round, about log(nodes)/log(fanout+1) rounds).
 	Fanout int
 	// Retransmit is how many rounds a changed counter is sent after its
-	// last change. Zero means 1 when Fanout is zero: a lost packet is
-	// repaired by the key's next change (counters are sent whole, not as
-	// increments) or by the next push/pull; raise it on a lossy network,
-	// at that many times the bytes. With a positive Fanout zero means
+	// last change. Zero means 3 when Fanout is zero: a packet lost (or a
+	// peer briefly unreachable) is repaired by the next of them, or by
+	// the key's next change (counters are sent whole, not as
+	// increments), or at worst by a push/pull. A key that changes every
+	// round costs no more; one that changes once costs three sends. With a positive Fanout zero means
 	// memberlist's rule for epidemic broadcasts, 4 × ⌈log10(members+1)⌉,
 	// so that a change reaches every node with high probability.
 	Retransmit int
@@ -78,7 +79,7 @@ type Config struct {
 // Defaults, applied by New to zero fields.
 const (
 	DefaultInterval         = 100 * time.Millisecond
-	DefaultRetransmit       = 1
+	DefaultRetransmit       = 3
 	DefaultMessageBytes     = 1400
 	DefaultRoundBytes       = 1 << 20
 	DefaultPushPullInterval = 10 * time.Second

@@ -57,8 +57,9 @@
 // what was new to them. A message is at most MessageBytes (default 1400,
 // one UDP packet), a round at most RoundBytes per peer, hottest keys
 // first (the cost changed since last sent); a quiet key sends nothing. A
-// changed counter is sent in Retransmit rounds (default 1); counters go
-// whole, so a lost packet is repaired by the key's next change. Every PushPullInterval (default 10s) memberlist
+// changed counter is sent in Retransmit rounds after its last change
+// (default 3); counters go whole, so a lost packet is also repaired by
+// the key's next change. Every PushPullInterval (default 10s) memberlist
 // exchanges full states with a random member, which also brings a joining
 // or returning node up to date.
 //

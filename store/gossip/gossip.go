@@ -127,9 +127,7 @@ func (s *Store) redirty(cands []candidate) {
 // peers returns the members a round goes to: every other member, or
 // Fanout of them at random.
 func (s *Store) peers() []*memberlist.Node {
-	ms := s.ml.Members()
-	self := s.ml.LocalNode().Name
-	ms = slices.DeleteFunc(ms, func(n *memberlist.Node) bool { return n.Name == self })
+	ms := s.members.peers(s.name)
 	if f := s.cfg.Fanout; f > 0 && f < len(ms) {
 		rand.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
 		ms = ms[:f]

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,11 +12,12 @@ import (
 // Stats are a node's gossip figures, for metrics. Counters are totals
 // since New.
 type Stats struct {
-	// Alive and Suspect count the members (this node included) in those
-	// states; Dead counts the nodes that died or left in the last hour
-	// and have not come back. A dead node's counters keep counting until
-	// their windows end.
-	Alive, Suspect, Dead int
+	// Alive counts the members, this node included, that memberlist has
+	// not declared dead or gone (a suspect member still counts: memberlist
+	// exposes no race-free view of suspicion). Dead counts the nodes that
+	// died or left in the last hour and have not come back. A dead node's
+	// counters keep counting until their windows end.
+	Alive, Dead int
 	// Warm reports whether the node decides (see Store.Warm).
 	Warm bool
 	// Keys is the number of keys tracked, local and learned.
@@ -92,14 +94,7 @@ func (s *Store) Stats() Stats {
 			Full:            s.st.full.Load(),
 		},
 	}
-	for _, n := range s.ml.Members() {
-		switch n.State {
-		case memberlist.StateAlive:
-			st.Alive++
-		case memberlist.StateSuspect:
-			st.Suspect++
-		}
-	}
+	st.Alive = s.ml.NumMembers()
 	st.Dead = s.members.dead(time.Now())
 	for i := range s.shards {
 		shd := &s.shards[i]
@@ -110,29 +105,69 @@ func (s *Store) Stats() Stats {
 	return st
 }
 
-// memberTable follows the nodes that died or left (memberlist's
-// EventDelegate).
+// memberTable follows the members and the nodes that died or left
+// (memberlist's EventDelegate). It keeps copies: the nodes memberlist
+// hands out are changed under its own lock, so reading them later would
+// race.
 type memberTable struct {
+	// returned is called (outside the lock, on its own goroutine) with
+	// the address of a node that comes back after memberlist declared it
+	// dead: it missed the rounds in between.
+	returned func(addr string)
+
 	mu   sync.Mutex
-	gone map[string]int64 // name → when it went (Unix ns, real clock)
+	live map[string]memberlist.Node // name → a copy
+	gone map[string]int64           // name → when it went (Unix ns, real clock)
 }
 
-// NotifyJoin forgets a node that comes back.
+func copyNode(n *memberlist.Node) memberlist.Node {
+	return memberlist.Node{Name: n.Name, Addr: slices.Clone(n.Addr), Port: n.Port,
+		PMin: n.PMin, PMax: n.PMax, PCur: n.PCur, DMin: n.DMin, DMax: n.DMax, DCur: n.DCur}
+}
+
+// NotifyJoin records a member, and forgets it among the gone.
 func (t *memberTable) NotifyJoin(n *memberlist.Node) {
+	c := copyNode(n)
 	t.mu.Lock()
+	t.live[n.Name] = c
+	_, back := t.gone[n.Name]
 	delete(t.gone, n.Name)
 	t.mu.Unlock()
+	if back && t.returned != nil {
+		t.returned(c.Address())
+	}
 }
 
 // NotifyLeave records a node that died or left.
 func (t *memberTable) NotifyLeave(n *memberlist.Node) {
 	t.mu.Lock()
+	delete(t.live, n.Name)
 	t.gone[n.Name] = time.Now().UnixNano()
 	t.mu.Unlock()
 }
 
-// NotifyUpdate does nothing: metadata is not used.
-func (t *memberTable) NotifyUpdate(*memberlist.Node) {}
+// NotifyUpdate records a member's new address.
+func (t *memberTable) NotifyUpdate(n *memberlist.Node) {
+	c := copyNode(n)
+	t.mu.Lock()
+	if _, ok := t.live[n.Name]; ok {
+		t.live[n.Name] = c
+	}
+	t.mu.Unlock()
+}
+
+// peers returns copies of the members but self.
+func (t *memberTable) peers(self string) []*memberlist.Node {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ps := make([]*memberlist.Node, 0, len(t.live))
+	for name, n := range t.live {
+		if name != self {
+			ps = append(ps, &n)
+		}
+	}
+	return ps
+}
 
 // dead counts the nodes gone in the hour before now, forgetting older.
 func (t *memberTable) dead(now time.Time) int {

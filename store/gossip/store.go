@@ -44,7 +44,9 @@ type Store struct {
 	cfg   Config
 	clock func() int64
 	ml    *memberlist.Memberlist
-	self  uint32
+	self  uint32 // this node's id
+	name  string // this node's name
+	addr  string // host:port bound
 	nodes nodeTable
 
 	seed   maphash.Seed
@@ -65,6 +67,7 @@ type Store struct {
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
+	resyncs sync.WaitGroup // push/pulls with returning nodes
 }
 
 type shard struct {
@@ -138,6 +141,8 @@ func New(cfg Config) (*Store, error) {
 		stop: make(chan struct{}), done: make(chan struct{})}
 	s.nodes.ids = make(map[string]uint32)
 	s.members.gone = make(map[string]int64)
+	s.members.live = make(map[string]memberlist.Node)
+	s.members.returned = s.resync
 	if s.clock == nil {
 		s.clock = memory.NewClock()
 	}
@@ -161,12 +166,13 @@ func New(cfg Config) (*Store, error) {
 	mc.Events = &s.members
 	mc.Logger = log.New(logSink{s}, "", 0)
 	self, _ := s.nodes.id([]byte(mc.Name))
-	s.self = self
+	s.self, s.name = self, mc.Name
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		return nil, fmt.Errorf("gossip: %w", err)
 	}
 	s.ml = ml
+	s.addr = ml.LocalNode().Address() // before any other node can change it
 	s.updateRelayRounds()
 	if len(cfg.Seeds) == 0 {
 		s.setWarm()
@@ -179,10 +185,10 @@ func New(cfg Config) (*Store, error) {
 
 // Addr returns the address ("host:port") this node gossips on, with the
 // port it bound (Config.BindPort zero picks one).
-func (s *Store) Addr() string { return s.ml.LocalNode().Address() }
+func (s *Store) Addr() string { return s.addr }
 
 // Name returns this node's name.
-func (s *Store) Name() string { return s.ml.LocalNode().Name }
+func (s *Store) Name() string { return s.name }
 
 // Warm reports whether the node has exchanged full state with a member
 // (or has no seeds): before, Apply refuses to decide with ErrNotWarm.
@@ -207,6 +213,19 @@ func (s *Store) join() {
 	}
 }
 
+// resync exchanges full state with a node that came back after being
+// declared dead (memberlist's Join is a push/pull), on a goroutine that
+// shutdown waits for: the node missed the rounds in between, and this
+// node missed its.
+func (s *Store) resync(addr string) {
+	select {
+	case <-s.stop:
+		return
+	default:
+	}
+	s.resyncs.Go(func() { s.ml.Join([]string{addr}) })
+}
+
 // Close sends the pending changes in one last round, leaves the fleet
 // (its counters keep counting on the other nodes until their windows end)
 // and stops.
@@ -226,6 +245,7 @@ func (s *Store) shutdown(leave bool) error {
 			err = s.ml.Leave(s.cfg.Interval * 5)
 		}
 		err = errors.Join(err, s.ml.Shutdown())
+		s.resyncs.Wait()
 	})
 	return err
 }
