@@ -41,9 +41,10 @@
 // decision made.
 //
 // The sliding log (a log per key) and the leaky bucket (a level and its
-// last update, which do not add up across nodes) cannot be gossiped: New
-// and Apply refuse them with ErrUnsupported, naming the algorithm, and
-// CheckPolicy lets a configuration refuse them before any node starts.
+// last update, which do not add up across nodes) cannot be gossiped:
+// Apply and ApplyAll refuse them with ErrUnsupported, naming the
+// algorithm, and CheckPolicy lets a configuration refuse them before any
+// node starts.
 // Nothing is silently degraded.
 //
 // Each decision is the policy's own Decide (package limit) applied to the
@@ -69,7 +70,8 @@
 // state exchange, at join: a node restarted with an empty view would
 // otherwise admit a whole limit of its own. A node that comes back under
 // its old name takes its own counter back from its peers. A node without
-// seeds is warm at once. The gateway maps ErrNotWarm to its store-failure
+// seeds (or whose only seed is itself) is warm at once; one whose seeds
+// never answer stays cold until another node joins it. The gateway maps ErrNotWarm to its store-failure
 // policy; Ready tells when the node is warm.
 //
 // # Overshoot

@@ -174,7 +174,7 @@ func New(cfg Config) (*Store, error) {
 	s.ml = ml
 	s.addr = ml.LocalNode().Address() // before any other node can change it
 	s.updateRelayRounds()
-	if len(cfg.Seeds) == 0 {
+	if len(s.seeds()) == 0 {
 		s.setWarm()
 	} else {
 		s.join()
@@ -207,10 +207,15 @@ func (s *Store) setWarm() {
 // join tries the seeds once; the push/pull of a successful join warms the
 // node up (MergeRemoteState).
 func (s *Store) join() {
-	seeds := slices.DeleteFunc(slices.Clone(s.cfg.Seeds), func(a string) bool { return a == s.Addr() })
-	if len(seeds) > 0 {
+	if seeds := s.seeds(); len(seeds) > 0 {
 		s.ml.Join(seeds) // an error leaves the node alone: the loop retries
 	}
+}
+
+// seeds returns the configured seeds but this node's own address (a
+// fleet's nodes may share one list).
+func (s *Store) seeds() []string {
+	return slices.DeleteFunc(slices.Clone(s.cfg.Seeds), func(a string) bool { return a == s.addr })
 }
 
 // resync exchanges full state with a node that came back after being
@@ -263,7 +268,7 @@ func (s *Store) loop() {
 		}
 		s.round()
 		if n%rejoin == 0 {
-			if len(s.cfg.Seeds) > 0 && s.ml.NumMembers() <= 1 {
+			if s.ml.NumMembers() <= 1 {
 				s.join()
 			}
 			s.sweep(s.clock())

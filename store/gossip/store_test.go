@@ -3,6 +3,8 @@ package gossip
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -201,4 +203,25 @@ func TestKeysAgeOutAndTheTableIsBounded(t *testing.T) {
 	if n := s.Stats().Keys; n != 1 {
 		t.Errorf("%d keys after the sweep, want 1", n)
 	}
+}
+
+// A node whose only seed is itself (one list shared by a fleet of one)
+// is the fleet: warm at once.
+func TestANodeSeededWithItselfIsWarm(t *testing.T) {
+	port := freeUDPTCPPort(t)
+	s := newNode(t, "a", newFakeClock(), []string{fmt.Sprintf("127.0.0.1:%d", port)}, func(c *Config) { c.BindPort = port })
+	if !s.Warm() {
+		t.Fatal("a node seeded with itself is cold")
+	}
+}
+
+// freeUDPTCPPort returns a port free for TCP on loopback (memberlist
+// binds TCP and UDP on it).
+func freeUDPTCPPort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
