@@ -1,0 +1,229 @@
+package gossip
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/redistest"
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/eventual"
+	"github.com/tollgate-dev/tollgate/store/redis"
+)
+
+// The fleet benchmarks measure the gossip tier over real memberlist nodes
+// on loopback, at the default 100ms interval. Run them once each:
+//
+//	go test -run '^$' -bench 'Fleet' -benchtime 1x ./store/gossip
+//
+// They report metrics, not ns/op.
+
+// BenchmarkFleetConvergence: every node admits 10 on a new key at once;
+// the time until every node's view is within 1% of the fleet's total,
+// over 60 bursts.
+func BenchmarkFleetConvergence(b *testing.B) {
+	for _, n := range []int{10, 32} {
+		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
+			nodes := startFleet(b, n, nil)
+			b.ResetTimer()
+			var ds []time.Duration
+			for i := range 60 {
+				ds = append(ds, burst(b, nodes, fmt.Sprintf("conv-%d-%d", b.N, i), 10))
+			}
+			b.ReportMetric(float64(percentile(ds, 50).Milliseconds()), "p50-ms")
+			b.ReportMetric(float64(percentile(ds, 99).Milliseconds()), "p99-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkFleetOvershoot: 10 nodes, each sending 200 requests a second
+// on one key, evenly, from the start of a 2s fixed window whose limit of
+// 2,000 is reached after about a second: what the fleet admits beyond the
+// limit, against nodes × rate per node × interval. Three windows per tier,
+// side by side: gossip, eventual (one Redis, the same 100ms interval) and
+// strict (every decision in Redis).
+func BenchmarkFleetOvershoot(b *testing.B) {
+	const n = 10
+	b.Run("tier=gossip", func(b *testing.B) {
+		var stores []limit.Store
+		for _, s := range startFleet(b, n, nil) {
+			stores = append(stores, s)
+		}
+		overshoot(b, stores)
+	})
+	srv := redistest.Start(b)
+	redisNodes := func(b *testing.B, prefix string) []*redis.Store {
+		var rs []*redis.Store
+		for range n {
+			r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}, Prefix: prefix, Timeout: 5 * time.Second, OnFailure: redis.FailClosed})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { r.Close() })
+			rs = append(rs, r)
+		}
+		return rs
+	}
+	b.Run("tier=eventual", func(b *testing.B) {
+		var stores []limit.Store
+		for _, r := range redisNodes(b, "ev:") {
+			e, err := eventual.New(eventual.Config{Redis: r, Interval: DefaultInterval})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { e.Close() })
+			stores = append(stores, e)
+		}
+		overshoot(b, stores)
+	})
+	b.Run("tier=strict", func(b *testing.B) {
+		var stores []limit.Store
+		for _, r := range redisNodes(b, "st:") {
+			stores = append(stores, r)
+		}
+		overshoot(b, stores)
+	})
+}
+
+func overshoot(b *testing.B, nodes []limit.Store) {
+	const (
+		rate   = 200 // per node per second
+		window = 2 * time.Second
+		lim    = 2000
+	)
+	n := len(nodes)
+	p := limit.FixedWindow{Limit: lim, Window: window}
+	ctx := context.Background()
+	b.ResetTimer()
+	var over, formula []float64
+	defer func() {
+		if len(over) > 0 {
+			b.ReportMetric(median(over), "overshoot")
+			b.ReportMetric(median(formula), "formula")
+		}
+		b.ReportMetric(0, "ns/op")
+	}()
+	for run := range 3 {
+		// Start at a window's start.
+		now := time.Now()
+		time.Sleep(now.Truncate(window).Add(window + 5*time.Millisecond).Sub(now))
+		key := fmt.Sprintf("over-%d-%d", b.N, run)
+		var admitted, sent atomic.Int64
+		start := time.Now()
+		var wg sync.WaitGroup
+		for _, s := range nodes {
+			wg.Go(func() {
+				t := time.NewTicker(5 * time.Millisecond)
+				defer t.Stop()
+				mine := 0
+				for time.Since(start) < window*9/10 {
+					<-t.C
+					// One request per 5ms, catching up when the machine
+					// is slow.
+					for due := int(time.Since(start) * rate / time.Second); mine < due; mine++ {
+						sent.Add(1)
+						if d, err := s.Apply(ctx, key, p, 1); err == nil && d.Allowed {
+							admitted.Add(1)
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		perNode := float64(sent.Load()) / float64(n) / time.Since(start).Seconds()
+		if sent.Load() < lim*5/4 {
+			b.Logf("run %d: %d sent, too few to measure on this machine; skipped", run, sent.Load())
+			continue
+		}
+		over = append(over, float64(admitted.Load()-lim))
+		formula = append(formula, float64(n)*perNode*DefaultInterval.Seconds())
+		b.Logf("run %d: admitted %d of %d sent (limit %d), %.0f req/s per node", run, admitted.Load(), sent.Load(), lim, perNode)
+	}
+}
+
+// BenchmarkFleetBandwidth: 10 nodes, 10,000 keys, every node sending
+// 1,000 requests a second spread over all of them (each key sees a
+// request a second from somewhere): the gossip bytes each node sends per
+// second, then what a quiet second costs once the traffic stops.
+func BenchmarkFleetBandwidth(b *testing.B) {
+	const (
+		n    = 10
+		keys = 10000
+		rate = 1000 // per node per second
+		dur  = 3 * time.Second
+	)
+	nodes := startFleet(b, n, nil)
+	p := limit.FixedWindow{Limit: 1 << 30, Window: time.Hour}
+	ctx := context.Background()
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = "client:" + strconv.Itoa(i)
+	}
+	sentBytes := func() (total uint64) {
+		for _, s := range nodes {
+			total += s.Stats().BytesSent
+		}
+		return total
+	}
+	b.ResetTimer()
+	before := sentBytes()
+	start := time.Now()
+	var wg sync.WaitGroup
+	var reqs atomic.Int64
+	for i, s := range nodes {
+		wg.Go(func() {
+			t := time.NewTicker(10 * time.Millisecond)
+			defer t.Stop()
+			k, sent := i*keys/n, 0
+			for time.Since(start) < dur {
+				<-t.C
+				// Catch up with the schedule when the machine is slow.
+				for due := int(time.Since(start) * rate / time.Second); sent < due; sent++ {
+					s.Apply(ctx, names[k%keys], p, 1)
+					k++
+				}
+			}
+			reqs.Add(int64(sent))
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	time.Sleep(time.Duration(DefaultRetransmit+1) * DefaultInterval) // the last retransmissions
+	busy := sentBytes() - before
+	quietFrom := sentBytes()
+	time.Sleep(time.Second)
+	quiet := sentBytes() - quietFrom
+	b.ReportMetric(float64(busy)/n/elapsed.Seconds(), "bytes/node/s")
+	b.ReportMetric(float64(busy)/float64(reqs.Load()), "bytes/request")
+	b.ReportMetric(float64(quiet)/n, "quiet-bytes/node/s")
+	b.ReportMetric(float64(reqs.Load())/n/elapsed.Seconds(), "req/node/s")
+	b.ReportMetric(0, "ns/op")
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s[len(s)/2]
+}
+
+// BenchmarkApply is one decision on one hot key, the hot path.
+func BenchmarkApply(b *testing.B) {
+	s := newNode(b, "a", newFakeClock(), nil, func(c *Config) { c.Interval = time.Hour })
+	p := limit.Policy(limit.TokenBucket{Rate: limit.Per(1<<30, time.Second), Burst: 1 << 30})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Apply(ctx, "hot", p, 1)
+	}
+}

@@ -1,0 +1,104 @@
+// Package gossip is the gossip consistency tier: nodes share their
+// counters with each other over hashicorp/memberlist, with no central
+// store. Each node decides locally, at in-process speed, against its own
+// counter plus the merged view of every other node's, and every gossip
+// interval sends the counters that changed since the last round.
+//
+// # Counters and merge
+//
+// For each key every node owns one counter: the cost it admitted in the
+// current window and in the previous one (a G-counter per window, windows
+// aligned to the Unix epoch). A node changes only its own counter; copies
+// of the others' are merged by maximum, window by window, keeping the two
+// latest windows. The merge is idempotent, commutative and associative, so
+// a duplicated, reordered or late message never counts twice, and two
+// sides of a partition merge, when it heals, into the sum of what each
+// admitted. A node's view of a key is the sum over nodes.
+//
+// # Algorithms
+//
+//	fixed_window    one window of the policy's length; the view is the
+//	                sum of every node's count in the current window
+//	sliding_window  the current and previous windows' sums, blended by
+//	                the policy's own estimate
+//	token_bucket    GCRA over epochs of one burst period τ (burst ×
+//	                emission interval T): each node counts the cost it
+//	                admitted in the epoch (A) and keeps a credit register
+//	                M, so that TAT = M + T × ΣA, with M the largest
+//	                register of the epoch, at least the previous epoch's
+//	                TAT and at least the epoch's start
+//
+// The token bucket's register is the GCRA written in sums: admitting c at
+// now turns TAT = M + T·A into max(TAT, now) + T·c = M' + T·(A + c) with
+// M' = max(M, now − T·A), so a node admitting sets its register to M'
+// (computed on its view) and adds c to its count. Registers merge by
+// maximum and counts by the G-counter, so the merge stays a CRDT; on
+// fresh views it is exactly the single-counter GCRA, and since the TAT
+// never runs more than τ ahead of an admission, an epoch of length τ
+// forgets nothing that still counts. A register sampled on a stale view
+// is too high by the cost the node had not heard of: the key is that
+// much stricter until it goes idle, which repays the overshoot the stale
+// decision made.
+//
+// The sliding log (a log per key) and the leaky bucket (a level and its
+// last update, which do not add up across nodes) cannot be gossiped:
+// Apply and ApplyAll refuse them with ErrUnsupported, naming the
+// algorithm, and CheckPolicy lets a configuration refuse them before any
+// node starts.
+// Nothing is silently degraded.
+//
+// Each decision is the policy's own Decide (package limit) applied to the
+// state the merged view amounts to, so the gossip tier decides as the
+// memory and Redis stores do on the same counts.
+//
+// # Rounds
+//
+// Every Interval (default 100ms) a node sends the counters changed since
+// the last round to every member, or to Fanout random ones that relay
+// what was new to them. A message is at most MessageBytes (default 1400,
+// one UDP packet), a round at most RoundBytes per peer, hottest keys
+// first (the cost changed since last sent); a quiet key sends nothing. A
+// changed counter is sent in Retransmit rounds after its last change
+// (default 3); counters go whole, so a lost packet is also repaired by
+// the key's next change. Every PushPullInterval (default 10s) memberlist
+// exchanges full states with a random member, which also brings a joining
+// or returning node up to date.
+//
+// # Warm-up
+//
+// A node with Seeds refuses to decide (ErrNotWarm) until its first full
+// state exchange, at join: a node restarted with an empty view would
+// otherwise admit a whole limit of its own. A node that comes back under
+// its old name takes its own counter back from its peers. A node without
+// seeds (or whose only seed is itself) is warm at once; one whose seeds
+// never answer stays cold until another node joins it. The gateway maps ErrNotWarm to its store-failure
+// policy; Ready tells when the node is warm.
+//
+// # Overshoot
+//
+// Between rounds a node does not see what the others admitted, so a key
+// can be admitted beyond its limit by about
+//
+//	nodes × (requests per node per second) × interval
+//
+// for steady traffic (a change waits up to one interval on its node and
+// a network hop). With Fanout set, multiply the interval by the rounds
+// of relay, about log(nodes)/log(fanout+1). BENCHMARKS.md measures it.
+//
+// # Departures and partitions
+//
+// A node that leaves or dies stops sending, but its counters stay in the
+// others' views until their windows end (no sudden free quota), then age
+// out with the key. During a partition each side decides on what it
+// knows (so a key can admit up to one limit per side); when it heals,
+// push/pull and the next rounds merge the views without double counting.
+//
+// # Bad input
+//
+// Messages are versioned and length-prefixed (see codec.go). A message
+// that fails to decode, claims a count beyond four times the limit, or a
+// window starting more than a minute ahead is dropped whole and counted
+// in Stats.Dropped; with SecretKey set, memberlist drops anything not
+// sealed with it, counted as Unauthenticated. Counts saturate; none is
+// ever negative or wrapped.
+package gossip

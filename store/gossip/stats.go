@@ -1,0 +1,182 @@
+package gossip
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Stats are a node's gossip figures, for metrics. Counters are totals
+// since New.
+type Stats struct {
+	// Alive counts the members, this node included, that memberlist has
+	// not declared dead or gone (a suspect member still counts: memberlist
+	// exposes no race-free view of suspicion). Dead counts the nodes that
+	// died or left in the last hour and have not come back. A dead node's
+	// counters keep counting until their windows end.
+	Alive, Dead int
+	// Warm reports whether the node decides (see Store.Warm).
+	Warm bool
+	// Keys is the number of keys tracked, local and learned.
+	Keys int
+	// BytesSent and BytesReceived count the rounds' payload bytes
+	// (before encryption).
+	BytesSent, BytesReceived uint64
+	// StateBytesSent and StateBytesReceived count the full states of
+	// push/pulls.
+	StateBytesSent, StateBytesReceived uint64
+	// MessagesSent and MessagesReceived count gossip messages (a message
+	// sent to n peers counts n times).
+	MessagesSent, MessagesReceived uint64
+	// PushPulls counts full state exchanges merged.
+	PushPulls uint64
+	// Dropped counts the messages dropped, by reason.
+	Dropped Dropped
+	// MergeLag is, in the last round that sent anything, the age of the
+	// oldest change it sent: how long an admission waited before it left
+	// this node (the hottest keys go first; the rest wait when the round
+	// is over its byte budget).
+	MergeLag time.Duration
+}
+
+// Dropped counts received messages that were dropped, by reason. None of
+// them changes a count.
+type Dropped struct {
+	// Malformed messages failed to decode.
+	Malformed uint64
+	// Absurd messages claimed a count beyond countFactor × the limit.
+	Absurd uint64
+	// Future messages held a window starting more than a minute ahead.
+	Future uint64
+	// Unauthenticated packets and streams were not sealed with
+	// Config.SecretKey (or were sealed when there is none).
+	Unauthenticated uint64
+	// Mismatch counts keys (not messages) whose policy differs from this
+	// node's: the nodes' configurations disagree.
+	Mismatch uint64
+	// Full counts keys (not messages) not learned because the key table
+	// or the node table was full.
+	Full uint64
+}
+
+type counters struct {
+	bytesSent, bytesRecv      atomic.Uint64
+	stateSent, stateRecv      atomic.Uint64
+	msgsSent, msgsRecv        atomic.Uint64
+	pushPulls                 atomic.Uint64
+	malformed, absurd, future atomic.Uint64
+	unauthenticated           atomic.Uint64
+	mismatch, full            atomic.Uint64
+	mergeLag                  atomic.Int64
+}
+
+// Stats returns the node's figures now.
+func (s *Store) Stats() Stats {
+	st := Stats{
+		Warm:               s.warm.Load(),
+		BytesSent:          s.st.bytesSent.Load(),
+		BytesReceived:      s.st.bytesRecv.Load(),
+		StateBytesSent:     s.st.stateSent.Load(),
+		StateBytesReceived: s.st.stateRecv.Load(),
+		MessagesSent:       s.st.msgsSent.Load(),
+		MessagesReceived:   s.st.msgsRecv.Load(),
+		PushPulls:          s.st.pushPulls.Load(),
+		MergeLag:           time.Duration(s.st.mergeLag.Load()),
+		Dropped: Dropped{
+			Malformed:       s.st.malformed.Load(),
+			Absurd:          s.st.absurd.Load(),
+			Future:          s.st.future.Load(),
+			Unauthenticated: s.st.unauthenticated.Load(),
+			Mismatch:        s.st.mismatch.Load(),
+			Full:            s.st.full.Load(),
+		},
+	}
+	st.Alive = s.ml.NumMembers()
+	st.Dead = s.members.dead(time.Now())
+	for i := range s.shards {
+		shd := &s.shards[i]
+		shd.mu.Lock()
+		st.Keys += len(shd.m)
+		shd.mu.Unlock()
+	}
+	return st
+}
+
+// memberTable follows the members and the nodes that died or left
+// (memberlist's EventDelegate). It keeps copies: the nodes memberlist
+// hands out are changed under its own lock, so reading them later would
+// race.
+type memberTable struct {
+	// returned is called (outside the lock, on its own goroutine) with
+	// the address of a node that comes back after memberlist declared it
+	// dead: it missed the rounds in between.
+	returned func(addr string)
+
+	mu   sync.Mutex
+	live map[string]memberlist.Node // name → a copy
+	gone map[string]int64           // name → when it went (Unix ns, real clock)
+}
+
+func copyNode(n *memberlist.Node) memberlist.Node {
+	return memberlist.Node{Name: n.Name, Addr: slices.Clone(n.Addr), Port: n.Port,
+		PMin: n.PMin, PMax: n.PMax, PCur: n.PCur, DMin: n.DMin, DMax: n.DMax, DCur: n.DCur}
+}
+
+// NotifyJoin records a member, and forgets it among the gone.
+func (t *memberTable) NotifyJoin(n *memberlist.Node) {
+	c := copyNode(n)
+	t.mu.Lock()
+	t.live[n.Name] = c
+	_, back := t.gone[n.Name]
+	delete(t.gone, n.Name)
+	t.mu.Unlock()
+	if back && t.returned != nil {
+		t.returned(c.Address())
+	}
+}
+
+// NotifyLeave records a node that died or left.
+func (t *memberTable) NotifyLeave(n *memberlist.Node) {
+	t.mu.Lock()
+	delete(t.live, n.Name)
+	t.gone[n.Name] = time.Now().UnixNano()
+	t.mu.Unlock()
+}
+
+// NotifyUpdate records a member's new address.
+func (t *memberTable) NotifyUpdate(n *memberlist.Node) {
+	c := copyNode(n)
+	t.mu.Lock()
+	if _, ok := t.live[n.Name]; ok {
+		t.live[n.Name] = c
+	}
+	t.mu.Unlock()
+}
+
+// peers returns copies of the members but self.
+func (t *memberTable) peers(self string) []*memberlist.Node {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ps := make([]*memberlist.Node, 0, len(t.live))
+	for name, n := range t.live {
+		if name != self {
+			ps = append(ps, &n)
+		}
+	}
+	return ps
+}
+
+// dead counts the nodes gone in the hour before now, forgetting older.
+func (t *memberTable) dead(now time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name, at := range t.gone {
+		if now.UnixNano()-at > int64(time.Hour) {
+			delete(t.gone, name)
+		}
+	}
+	return len(t.gone)
+}

@@ -1,0 +1,560 @@
+package gossip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"io"
+	"log"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/memory"
+)
+
+// ErrUnsupported reports a policy whose algorithm cannot be gossiped (the
+// sliding log, the leaky bucket); the error names the algorithm.
+var ErrUnsupported = fmt.Errorf("%w: gossip: algorithm not supported (want fixed_window, sliding_window or token_bucket)", limit.ErrInvalidPolicy)
+
+// ErrNotWarm is returned by Apply and ApplyAll before the node's first
+// full state exchange with a member (see Store.Warm): a node that has not
+// heard the fleet's counters refuses to decide rather than admit a whole
+// limit of its own.
+var ErrNotWarm = errors.New("gossip: node not warm: no state exchange with the fleet yet")
+
+// ErrFull is returned by Apply for a new key when MaxKeys keys are all
+// still counting.
+var ErrFull = errors.New("gossip: key table full")
+
+// ErrKeyTooLong reports a key longer than MaxKeyLen bytes.
+var ErrKeyTooLong = fmt.Errorf("gossip: key longer than %d bytes", MaxKeyLen)
+
+// Store is a limit.Store that decides locally against this node's
+// counters plus the merged view of every other node's, shared by gossip.
+// It is safe for concurrent use. Close leaves the fleet and stops.
+type Store struct {
+	cfg   Config
+	clock func() int64
+	ml    *memberlist.Memberlist
+	self  uint32 // this node's id
+	name  string // this node's name
+	addr  string // host:port bound
+	nodes nodeTable
+
+	seed   maphash.Seed
+	shards [32]shard
+	max    int // keys per shard
+
+	warm    atomic.Bool
+	warmCh  chan struct{}
+	warmOne sync.Once
+
+	st      counters
+	members memberTable
+
+	relayRounds atomic.Int32 // 4 × ⌈log10(members+1)⌉, updated each round
+
+	roundMu sync.Mutex // one round at a time
+	enc     *encoder
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	resyncs sync.WaitGroup // push/pulls with returning nodes
+}
+
+type shard struct {
+	mu    sync.Mutex
+	m     map[string]*entry
+	dirty []*entry // entries with counters to send
+}
+
+// entry is one key: its shape, the local policy (nil for a key only
+// heard of), and every node's counter.
+type entry struct {
+	key   string
+	sh    shape
+	slots []slot
+	dirty bool  // listed in its shard's dirty list
+	heat  int64 // cost changed since last sent: the hottest go first
+}
+
+// slot is one node's counter for a key, and what is left to send of it.
+type slot struct {
+	node  uint32
+	c     counter
+	sends int32 // rounds it is still to be sent in
+	since int64 // when its oldest unsent change was made (Unix ns), or 0
+}
+
+// nodeTable interns node names as small integers.
+type nodeTable struct {
+	mu    sync.RWMutex
+	ids   map[string]uint32
+	names []string
+}
+
+func (t *nodeTable) id(name []byte) (uint32, bool) {
+	t.mu.RLock()
+	id, ok := t.ids[string(name)]
+	t.mu.RUnlock()
+	if ok {
+		return id, true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id, ok := t.ids[string(name)]; ok {
+		return id, true
+	}
+	if len(t.names) >= maxNodes {
+		return 0, false
+	}
+	id = uint32(len(t.names))
+	n := string(name)
+	t.ids[n] = id
+	t.names = append(t.names, n)
+	return id, true
+}
+
+func (t *nodeTable) name(id uint32) string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.names[id]
+}
+
+// New starts a node: it binds, joins the seeds (retrying in the
+// background while none answers) and starts gossiping.
+func New(cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s := &Store{cfg: cfg, clock: cfg.Clock, seed: maphash.MakeSeed(), max: max(cfg.MaxKeys/32, 1),
+		warmCh: make(chan struct{}), enc: newEncoder(cfg.MessageBytes),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	s.nodes.ids = make(map[string]uint32)
+	s.members.gone = make(map[string]int64)
+	s.members.live = make(map[string]memberlist.Node)
+	s.members.returned = s.resync
+	if s.clock == nil {
+		s.clock = memory.NewClock()
+	}
+	for i := range s.shards {
+		s.shards[i].m = make(map[string]*entry)
+	}
+	mc := memberlist.DefaultLANConfig()
+	if cfg.Name != "" {
+		mc.Name = cfg.Name
+	} else if h, err := os.Hostname(); err == nil {
+		mc.Name = h
+	}
+	mc.BindAddr, mc.BindPort = cfg.BindAddr, cfg.BindPort
+	mc.AdvertiseAddr, mc.AdvertisePort = "", cfg.BindPort
+	mc.SecretKey = cfg.SecretKey
+	mc.PushPullInterval = cfg.PushPullInterval
+	// Messages are compact varints already; memberlist's LZW would cost
+	// more CPU per packet than it saves bytes.
+	mc.EnableCompression = false
+	mc.Delegate = delegate{s}
+	mc.Events = &s.members
+	mc.Logger = log.New(logSink{s}, "", 0)
+	self, _ := s.nodes.id([]byte(mc.Name))
+	s.self, s.name = self, mc.Name
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return nil, fmt.Errorf("gossip: %w", err)
+	}
+	s.ml = ml
+	s.addr = ml.LocalNode().Address() // before any other node can change it
+	s.updateRelayRounds()
+	if len(s.seeds()) == 0 {
+		s.setWarm()
+	} else {
+		s.join()
+	}
+	go s.loop()
+	return s, nil
+}
+
+// Addr returns the address ("host:port") this node gossips on, with the
+// port it bound (Config.BindPort zero picks one).
+func (s *Store) Addr() string { return s.addr }
+
+// Name returns this node's name.
+func (s *Store) Name() string { return s.name }
+
+// Warm reports whether the node has exchanged full state with a member
+// (or has no seeds): before, Apply refuses to decide with ErrNotWarm.
+func (s *Store) Warm() bool { return s.warm.Load() }
+
+// Ready returns a channel closed when the node becomes warm.
+func (s *Store) Ready() <-chan struct{} { return s.warmCh }
+
+func (s *Store) setWarm() {
+	s.warmOne.Do(func() {
+		s.warm.Store(true)
+		close(s.warmCh)
+	})
+}
+
+// join tries the seeds once; the push/pull of a successful join warms the
+// node up (MergeRemoteState).
+func (s *Store) join() {
+	if seeds := s.seeds(); len(seeds) > 0 {
+		s.ml.Join(seeds) // an error leaves the node alone: the loop retries
+	}
+}
+
+// seeds returns the configured seeds but this node's own address (a
+// fleet's nodes may share one list).
+func (s *Store) seeds() []string {
+	return slices.DeleteFunc(slices.Clone(s.cfg.Seeds), func(a string) bool { return a == s.addr })
+}
+
+// resync exchanges full state with a node that came back after being
+// declared dead (memberlist's Join is a push/pull), on a goroutine that
+// shutdown waits for: the node missed the rounds in between, and this
+// node missed its.
+func (s *Store) resync(addr string) {
+	select {
+	case <-s.stop:
+		return
+	default:
+	}
+	s.resyncs.Go(func() { s.ml.Join([]string{addr}) })
+}
+
+// Close sends the pending changes in one last round, leaves the fleet
+// (its counters keep counting on the other nodes until their windows end)
+// and stops.
+func (s *Store) Close() error {
+	return s.shutdown(true)
+}
+
+// shutdown stops the node, announcing it (leave) or not (a crash, for
+// tests).
+func (s *Store) shutdown(leave bool) error {
+	var err error
+	s.once.Do(func() {
+		close(s.stop)
+		<-s.done
+		if leave {
+			s.round()
+			err = s.ml.Leave(s.cfg.Interval * 5)
+		}
+		err = errors.Join(err, s.ml.Shutdown())
+		s.resyncs.Wait()
+	})
+	return err
+}
+
+func (s *Store) loop() {
+	defer close(s.done)
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	rejoin := max(int(time.Second/s.cfg.Interval), 1)
+	for n := 1; ; n++ {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		s.round()
+		if n%rejoin == 0 {
+			if s.ml.NumMembers() <= 1 {
+				s.join()
+			}
+			s.sweep(s.clock())
+		}
+	}
+}
+
+func (s *Store) shardIndex(key string) int { return int(maphash.String(s.seed, key) & 31) }
+
+// Apply decides locally against the key's counters, this node's and the
+// merged view of the others'.
+func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
+	if cost < 0 {
+		return limit.Decision{}, limit.ErrNegativeCost
+	}
+	if len(key) > MaxKeyLen {
+		return limit.Decision{}, ErrKeyTooLong
+	}
+	sp, sh, err := shapeOf(p)
+	if err != nil {
+		return limit.Decision{}, err
+	}
+	if !s.warm.Load() {
+		return limit.Decision{}, ErrNotWarm
+	}
+	now := s.clock()
+	w := max(now, 0) / sh.period
+	shd := &s.shards[s.shardIndex(key)]
+	shd.mu.Lock()
+	defer shd.mu.Unlock()
+	e := shd.m[key]
+	var own counter
+	if e != nil && e.sh == sh {
+		own = e.own(s.self)
+	}
+	v := e.viewWith(w, s.self, own, sh)
+	st, m := sh.state(v, w, now)
+	_, d := sp.Decide(st, now, cost)
+	d.Policy = p
+	if !d.Allowed || cost == 0 {
+		return d, nil
+	}
+	if e == nil {
+		if e = s.newEntry(shd, key, sh, now); e == nil {
+			return limit.Decision{}, ErrFull
+		}
+	} else if e.sh != sh {
+		e.reshape(sh)
+	}
+	sh.charge(&own, v, m, w, now, cost)
+	s.setOwn(shd, e, own, cost, now)
+	return d, nil
+}
+
+// ApplyAll decides every request locally, all or nothing, under the locks
+// of every shard the requests touch (taken in shard order).
+func (s *Store) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decision, error) {
+	if len(reqs) == 0 {
+		return limit.Decision{Allowed: true}, nil
+	}
+	type work struct {
+		sp  limit.Stateful
+		sh  shape
+		key string
+	}
+	ws := make([]work, len(reqs))
+	idx := make([]int, 0, len(reqs))
+	for i, r := range reqs {
+		if r.Cost < 0 {
+			return limit.Decision{}, limit.ErrNegativeCost
+		}
+		if len(r.Key) > MaxKeyLen {
+			return limit.Decision{}, ErrKeyTooLong
+		}
+		sp, sh, err := shapeOf(r.Policy)
+		if err != nil {
+			return limit.Decision{}, err
+		}
+		ws[i] = work{sp: sp, sh: sh, key: r.Key}
+		if j := s.shardIndex(r.Key); !slices.Contains(idx, j) {
+			idx = append(idx, j)
+		}
+	}
+	if !s.warm.Load() {
+		return limit.Decision{}, ErrNotWarm
+	}
+	slices.Sort(idx)
+	for _, j := range idx {
+		s.shards[j].mu.Lock()
+	}
+	defer func() {
+		for _, j := range idx {
+			s.shards[j].mu.Unlock()
+		}
+	}()
+	now := s.clock()
+	// Decide on working copies of this node's counters, so that a key
+	// named twice sees its first charge, and commit only if all allow.
+	type charge struct {
+		own  counter
+		sh   shape
+		cost int64
+	}
+	owns := make(map[string]*charge, len(reqs))
+	var out limit.Decision
+	for i, r := range reqs {
+		wk := ws[i]
+		e := s.shards[s.shardIndex(r.Key)].m[r.Key]
+		c := owns[r.Key]
+		if c == nil || c.sh != wk.sh {
+			c = &charge{sh: wk.sh}
+			if e != nil && e.sh == wk.sh {
+				c.own = e.own(s.self)
+			}
+			owns[r.Key] = c
+		}
+		w := max(now, 0) / wk.sh.period
+		if e != nil && e.sh != wk.sh {
+			e = nil // a changed policy starts from nothing
+		}
+		v := e.viewWith(w, s.self, c.own, wk.sh)
+		st, m := wk.sh.state(v, w, now)
+		_, d := wk.sp.Decide(st, now, r.Cost)
+		if d.Allowed && r.Cost > 0 {
+			wk.sh.charge(&c.own, v, m, w, now, r.Cost)
+			c.cost += r.Cost
+		}
+		d.Policy, d.Index = r.Policy, i
+		if i == 0 {
+			out = d
+		} else {
+			out = limit.Merge(out, d)
+		}
+	}
+	if !out.Allowed {
+		return out, nil
+	}
+	for key, c := range owns {
+		if c.cost == 0 {
+			continue
+		}
+		shd := &s.shards[s.shardIndex(key)]
+		e := shd.m[key]
+		if e == nil {
+			// A full table takes the key anyway: MaxKeys is exceeded by
+			// at most a batch, and what was admitted is never lost.
+			e = &entry{key: key, sh: c.sh}
+			shd.m[key] = e
+		} else if e.sh != c.sh {
+			e.reshape(c.sh)
+		}
+		s.setOwn(shd, e, c.own, c.cost, now)
+	}
+	return out, nil
+}
+
+// own returns this node's counter in e.
+func (e *entry) own(self uint32) counter {
+	for i := range e.slots {
+		if e.slots[i].node == self {
+			return e.slots[i].c
+		}
+	}
+	return counter{}
+}
+
+// viewWith sums e's counters for window w, with own in place of this
+// node's. A nil e is an empty key.
+func (e *entry) viewWith(w int64, self uint32, own counter, sh shape) view {
+	var v view
+	v.add(own, w)
+	if e == nil || e.sh != sh {
+		return v
+	}
+	for i := range e.slots {
+		if e.slots[i].node != self {
+			v.add(e.slots[i].c, w)
+		}
+	}
+	return v
+}
+
+// reshape puts e under another shape (a changed policy, on a reload):
+// the counters of the old one mean nothing under it.
+func (e *entry) reshape(sh shape) {
+	e.sh, e.slots, e.heat = sh, e.slots[:0], 0
+}
+
+// slot returns node's slot in e, added if absent.
+func (e *entry) slot(node uint32) *slot {
+	for i := range e.slots {
+		if e.slots[i].node == node {
+			return &e.slots[i]
+		}
+	}
+	e.slots = append(e.slots, slot{node: node})
+	return &e.slots[len(e.slots)-1]
+}
+
+// setOwn stores this node's counter c in e after admitting cost at now,
+// and schedules it to be sent. The caller holds shd's lock.
+func (s *Store) setOwn(shd *shard, e *entry, c counter, cost, now int64) {
+	sl := e.slot(s.self)
+	sl.c = c
+	sl.sends = s.retransmits()
+	if sl.since == 0 {
+		sl.since = now
+	}
+	e.heat = addSat(e.heat, cost)
+	shd.markDirty(e)
+}
+
+// retransmits is how many rounds a changed counter is sent (see
+// Config.Retransmit).
+func (s *Store) retransmits() int32 {
+	if s.cfg.Retransmit > 0 {
+		return int32(s.cfg.Retransmit)
+	}
+	if s.cfg.Fanout == 0 {
+		return DefaultRetransmit
+	}
+	return int32(s.relayRounds.Load())
+}
+
+func (shd *shard) markDirty(e *entry) {
+	if !e.dirty {
+		e.dirty = true
+		shd.dirty = append(shd.dirty, e)
+	}
+}
+
+// newEntry adds key to shd, evicting idle keys if the shard is full; nil
+// when still full. The caller holds shd's lock.
+func (s *Store) newEntry(shd *shard, key string, sh shape, now int64) *entry {
+	if len(shd.m) >= s.max && !s.evict(shd, now) {
+		return nil
+	}
+	e := &entry{key: key, sh: sh}
+	shd.m[key] = e
+	return e
+}
+
+// idle reports whether no counter of e counts any more at now (so none
+// is worth sending either).
+func (e *entry) idle(now int64) bool {
+	w := max(now, 0) / e.sh.period
+	for i := range e.slots {
+		if e.slots[i].c.Win >= w-1 {
+			return false
+		}
+	}
+	return true
+}
+
+// evict drops shd's idle keys; it reports whether there is room now.
+func (s *Store) evict(shd *shard, now int64) bool {
+	for k, e := range shd.m {
+		if e.idle(now) {
+			delete(shd.m, k)
+		}
+	}
+	return len(shd.m) < s.max
+}
+
+// sweep drops every idle key: a departed node's counters age out with
+// their windows.
+func (s *Store) sweep(now int64) {
+	for i := range s.shards {
+		shd := &s.shards[i]
+		shd.mu.Lock()
+		s.evict(shd, now)
+		shd.mu.Unlock()
+	}
+}
+
+// logSink counts memberlist's reports of gossip that was not sealed with
+// the secret key, and forwards its log lines to Config.Log.
+type logSink struct{ s *Store }
+
+func (l logSink) Write(p []byte) (int, error) {
+	line := string(p)
+	if strings.Contains(line, "[ERR]") && (strings.Contains(line, "ecrypt") || strings.Contains(line, "encrypt")) {
+		l.s.st.unauthenticated.Add(1)
+	}
+	if l.s.cfg.Log != nil {
+		return l.s.cfg.Log.Write(p)
+	}
+	return io.Discard.Write(p)
+}
