@@ -283,13 +283,13 @@ func (failingStore) ApplyAll(context.Context, []limit.Request) (limit.Decision, 
 	return limit.Decision{}, errDown
 }
 
-func TestStoreFailureFollowsTheEnginesOnStoreError(t *testing.T) {
+func TestStoreFailureFollowsTheEnginesFailureMode(t *testing.T) {
 	rc := twoPerMinute()
 	h := newHandler(t, rc, failingStore{}, Config{})
 	if w := ask(h, proxy, "/auth", forwarded("GET", "/api/x", "203.0.113.7")); w.Code != 200 {
 		t.Errorf("fail open (default): %d, want 200", w.Code)
 	}
-	rc.OnStoreError = "refuse"
+	rc.OnError = rules.OnErrorClosed
 	h = newHandler(t, rc, failingStore{}, Config{})
 	if w := ask(h, proxy, "/auth", forwarded("GET", "/api/x", "203.0.113.7")); w.Code != 503 {
 		t.Errorf("fail closed, forwarded style: %d, want 503", w.Code)

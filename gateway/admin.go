@@ -50,7 +50,7 @@ func (g *Gateway) adminHandler() http.Handler {
 // the gateway ready: it answers, only less exactly.
 func (g *Gateway) unready() string {
 	closed := g.snap.Load().refusesWithoutRedis
-	if len(closed) == 0 || g.tiers.redis.Stats().Up() {
+	if len(closed) == 0 || g.stores.Redis().Stats().Up() {
 		return ""
 	}
 	return "redis is down and these rules refuse while it is (on_error: closed): " + strings.Join(closed, ", ")

@@ -8,10 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
-	"reflect"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,9 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tollgate-dev/tollgate/config"
-	"github.com/tollgate-dev/tollgate/limit"
-	"github.com/tollgate-dev/tollgate/store/memory"
-	"github.com/tollgate-dev/tollgate/store/redis"
+	"github.com/tollgate-dev/tollgate/stores"
 )
 
 // Gateway is a running edge gateway. Create it with New, start it with
@@ -38,11 +32,7 @@ type Gateway struct {
 	clients map[string]*fasthttp.HostClient
 	conns   upstreamConns
 
-	store      limit.Store
-	memStore   *memory.Store // nil unless the store is in memory
-	closeStore func() error
-	storeCfg   config.Store
-	tiers      *tierStores // the rules' consistency tiers' stores
+	stores *stores.Set // the store section's store and the tiers' over it
 
 	server   *fasthttp.Server
 	ln       net.Listener
@@ -88,110 +78,30 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	if err := g.openStore(cfg.Store); err != nil {
+	var err error
+	if g.stores, err = stores.Open(cfg.Store, g.log); err != nil {
 		return nil, err
 	}
 	g.m = newMetrics()
-	if g.memStore != nil {
-		g.m.reg.MustRegister(memoryCollector{g.memStore})
+	if ms := g.stores.Memory(); ms != nil {
+		g.m.reg.MustRegister(memoryCollector{ms})
 	}
-	if g.tiers.redis != nil {
-		g.m.reg.MustRegister(redisCollector{g.tiers.redis})
+	if rs := g.stores.Redis(); rs != nil {
+		g.m.reg.MustRegister(redisCollector{rs})
 	}
 	s, err := g.build(cfg)
 	if err != nil {
-		g.store = nil
-		g.memStoreClose()
+		g.stores.Close()
 		return nil, err
 	}
 	g.snap.Store(s)
 	if cfg.AccessLog.Path != "" {
 		if g.access, err = openAccessLog(cfg.Resolve(cfg.AccessLog.Path), cfg.AccessLog.Format); err != nil {
-			g.memStoreClose()
+			g.stores.Close()
 			return nil, err
 		}
 	}
 	return g, nil
-}
-
-func (g *Gateway) openStore(sc config.Store) error {
-	// Like nginx, the gateway's in-memory decisions read a cached clock
-	// refreshed every millisecond: one atomic load instead of a clock read
-	// (30–50 ns on this project's machines) per decision. Decisions see
-	// time in 1ms steps, nginx's own resolution; a refusal reads the real
-	// clock once more, in case the cache lags (memoryConfig).
-	clock := memory.NewCoarseClock(time.Millisecond)
-	switch {
-	case sc.Redis != nil:
-		rc, err := redisConfig(sc.Redis)
-		if err != nil {
-			return err
-		}
-		rc.Logger = g.log
-		// New returns once the first connection attempt ends: a Redis
-		// that is down does not keep the gateway from starting. Until it
-		// is reached, every rule answers by its failure mode.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		rs, err := redis.New(ctx, rc)
-		if err != nil {
-			clock.Close()
-			return fmt.Errorf("store: %w", err)
-		}
-		g.tiers = &tierStores{redis: rs, clock: clock}
-		g.store, g.closeStore = rs, func() error { g.tiers.close(); err := rs.Close(); clock.Close(); return err }
-	default:
-		ms, err := memory.New(memoryConfig(sc.Memory.MaxKeys, clock))
-		if err != nil {
-			clock.Close()
-			return fmt.Errorf("store: %w", err)
-		}
-		g.tiers = &tierStores{mem: ms, clock: clock}
-		g.store, g.memStore, g.closeStore = ms, ms, func() error { g.tiers.close(); err := ms.Close(); clock.Close(); return err }
-	}
-	g.storeCfg = sc
-	return nil
-}
-
-// memoryConfig configures an in-memory store on the cached clock, read
-// again before a refusal in case the cache lags (memory.Config.Recheck).
-// A nil clock means the store's own.
-func memoryConfig(maxKeys int, clock *memory.CoarseClock) memory.Config {
-	c := memory.Config{MaxKeys: maxKeys}
-	if clock != nil {
-		c.Clock, c.Recheck = clock.Now, clock.Refresh
-	}
-	return c
-}
-
-func (g *Gateway) memStoreClose() {
-	if g.closeStore != nil {
-		g.closeStore()
-	}
-}
-
-// redisConfig translates the file's Redis section.
-func redisConfig(r *config.RedisStore) (redis.Config, error) {
-	u, err := url.Parse(r.URL)
-	if err != nil {
-		return redis.Config{}, errors.New("store.redis.url is malformed")
-	}
-	rc := redis.Config{
-		Addrs:   append([]string{u.Host}, r.Cluster...),
-		Prefix:  r.Prefix,
-		Timeout: r.Timeout,
-	}
-	if u.User != nil {
-		rc.Username = u.User.Username()
-		rc.Password, _ = u.User.Password()
-	}
-	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-		rc.DB, _ = strconv.Atoi(db)
-	}
-	// The failure mode is the rules' (rules.Config.OnErrorOf): every
-	// rule is charged through a view of the store with its own mode
-	// (tierStores), so the store's default is never used.
-	return rc, nil
 }
 
 // Start opens the traffic and admin listeners and serves in the
@@ -323,7 +233,7 @@ func (g *Gateway) reload(cfg *config.Config) error {
 	if cfg.Admin.Addr != old.Admin.Addr {
 		restart = append(restart, "admin.addr")
 	}
-	if !reflect.DeepEqual(storeShape(cfg.Store), storeShape(g.storeCfg)) {
+	if !g.stores.Same(cfg.Store) {
 		restart = append(restart, "store")
 	}
 	if cfg.AccessLog.Path != old.AccessLog.Path || cfg.AccessLog.Format != old.AccessLog.Format {
@@ -351,27 +261,6 @@ func listenShape(l config.Listen) any {
 		MaxConns                               int
 	}
 	return shape{l.Addr, l.TLS != nil, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns}
-}
-
-// storeShape is a store configuration without positions, for comparison.
-func storeShape(s config.Store) any {
-	type shape struct {
-		MaxKeys         int
-		URL, Prefix     string
-		Cluster         string
-		Timeout         time.Duration
-		Memory, IsRedis bool
-	}
-	var sh shape
-	if s.Memory != nil {
-		sh.Memory, sh.MaxKeys = true, s.Memory.MaxKeys
-	}
-	if s.Redis != nil {
-		r := s.Redis
-		sh.IsRedis, sh.URL, sh.Prefix, sh.Timeout = true, r.URL, r.Prefix, r.Timeout
-		sh.Cluster = strings.Join(r.Cluster, ",")
-	}
-	return sh
 }
 
 // ReloadFile loads path and reloads it. A file that does not load is
@@ -464,7 +353,7 @@ func (g *Gateway) Close() error {
 		if g.warns != nil {
 			g.warns.Close()
 		}
-		g.memStoreClose()
+		g.stores.Close()
 	})
 	return nil
 }

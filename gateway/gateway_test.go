@@ -381,7 +381,7 @@ rules:
 	}
 
 	srv.Restart(t)
-	eventually(t, "the gateway reaches Redis", func() bool { return g.tiers.redis.Stats().Connected })
+	eventually(t, "the gateway reaches Redis", func() bool { return g.stores.Redis().Stats().Connected })
 	if code, _, _ := get(t, base+"/login", ""); code != 200 {
 		t.Fatalf("/login once Redis is up: %d", code)
 	}

@@ -64,8 +64,8 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		obs := g.m.newObserver()
 		rc.Observer = obs
 		rc.Logger = g.log
-		rc.Stores = g.tiers.storeFunc(&rc)
-		st, err := g.tiers.engineStore(rc.OnErrorOf(&rules.Rule{}))
+		rc.Stores = g.stores.For(&rc)
+		st, err := g.stores.Engine(&rc)
 		if err != nil {
 			return nil, fmt.Errorf("rules: on_error: %w", err)
 		}
@@ -75,7 +75,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		}
 		obs.bind(&rc, e)
 		s.engine = e
-		s.refusesWithoutRedis = refusesWithoutRedis(&rc, g.tiers.redis != nil)
+		s.refusesWithoutRedis = refusesWithoutRedis(&rc, g.stores.Redis() != nil)
 	}
 	for _, rc := range cfg.Routes {
 		r, err := g.buildRoute(cfg, rc)

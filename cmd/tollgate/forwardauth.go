@@ -9,11 +9,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
-	"reflect"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,10 +18,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/forwardauth"
-	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
-	"github.com/tollgate-dev/tollgate/store/memory"
-	"github.com/tollgate-dev/tollgate/store/redis"
+	"github.com/tollgate-dev/tollgate/stores"
 )
 
 var forwardAuthCommand = &command{
@@ -74,13 +69,13 @@ func forwardAuth(ctx context.Context, file, listen string, hup <-chan os.Signal,
 		fmt.Fprintf(stderr, "tollgate forward-auth: %s: %v\n", file, err)
 		return exitFail
 	}
-	st, closeStore, err := openStore(cfg.Store)
+	set, err := stores.Open(cfg.Store, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate forward-auth: %s: %v\n", file, err)
 		return exitFail
 	}
-	defer closeStore()
-	h, err := newForwardAuth(cfg, st, log)
+	defer set.Close()
+	h, err := newForwardAuth(cfg, set, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate forward-auth: %s: %v\n", file, err)
 		return exitFail
@@ -107,7 +102,7 @@ func forwardAuth(ctx context.Context, file, listen string, hup <-chan os.Signal,
 			log.Error("listener failed", "err", err)
 			return exitFail
 		case <-hup:
-			h, err := reloadForwardAuth(file, cfg.Store, st, log)
+			h, err := reloadForwardAuth(file, set, log)
 			if err != nil {
 				for _, line := range strings.Split(err.Error(), "\n") {
 					log.Error("reload failed; the previous configuration keeps serving", "err", line)
@@ -136,22 +131,20 @@ func checkForwardAuth(cfg *config.Config) error {
 		return errors.New("client_ip.trusted_proxies is empty: list the proxies that ask " +
 			"(every auth request comes from one; nothing is trusted by default)")
 	}
-	for i, r := range cfg.Rules {
-		if r.Consistency != "" && r.Consistency != rules.ConsistencyDefault {
-			// The gateway's tier stores are not exported yet: refuse
-			// rather than charge the rule somewhere it did not ask for.
-			return fmt.Errorf("rules[%d] (%s): consistency %q is not served by forward-auth yet; "+
-				"leave it out to charge the rule on the store section's store", i, r.Name, r.Consistency)
-		}
-	}
 	return nil
 }
 
-// newForwardAuth builds the handler over st, trusting the file's
+// newForwardAuth builds the handler over the stores of set (each rule's by
+// its tier and failure mode, as the gateway's), trusting the file's
 // client_ip.trusted_proxies for the forwarded fields too.
-func newForwardAuth(cfg *config.Config, st limit.Store, log *slog.Logger) (*forwardauth.Handler, error) {
+func newForwardAuth(cfg *config.Config, set *stores.Set, log *slog.Logger) (*forwardauth.Handler, error) {
 	rc := cfg.Config
 	rc.Logger = log
+	rc.Stores = set.For(&rc)
+	st, err := set.Engine(&rc)
+	if err != nil {
+		return nil, err
+	}
 	e, err := rules.New(rc, st)
 	if err != nil {
 		return nil, err
@@ -160,8 +153,8 @@ func newForwardAuth(cfg *config.Config, st limit.Store, log *slog.Logger) (*forw
 }
 
 // reloadForwardAuth loads file again and builds its handler over the
-// running store st, opened from the store section running.
-func reloadForwardAuth(file string, running config.Store, st limit.Store, log *slog.Logger) (*forwardauth.Handler, error) {
+// running stores.
+func reloadForwardAuth(file string, set *stores.Set, log *slog.Logger) (*forwardauth.Handler, error) {
 	cfg, err := config.Load(file)
 	if err != nil {
 		return nil, err
@@ -169,65 +162,8 @@ func reloadForwardAuth(file string, running config.Store, st limit.Store, log *s
 	if err := checkForwardAuth(cfg); err != nil {
 		return nil, err
 	}
-	if !sameStore(cfg.Store, running) {
+	if !set.Same(cfg.Store) {
 		return nil, errors.New("the store section changed: that needs a restart")
 	}
-	return newForwardAuth(cfg, st, log)
-}
-
-// sameStore reports whether a and b configure the same store, wherever
-// in their files they are written.
-func sameStore(a, b config.Store) bool {
-	if (a.Memory == nil) != (b.Memory == nil) || (a.Redis == nil) != (b.Redis == nil) {
-		return false
-	}
-	if a.Memory != nil && a.Memory.MaxKeys != b.Memory.MaxKeys {
-		return false
-	}
-	if a.Redis != nil {
-		ra, rb := *a.Redis, *b.Redis
-		ra.Pos, rb.Pos = config.Pos{}, config.Pos{}
-		return reflect.DeepEqual(ra, rb)
-	}
-	return true
-}
-
-// openStore opens the store section's store: memory unless Redis is
-// given. The Redis translation is the gateway's (gateway.redisConfig,
-// unexported); the two should share one exported function.
-func openStore(sc config.Store) (limit.Store, func() error, error) {
-	if sc.Redis == nil {
-		maxKeys := 0
-		if sc.Memory != nil {
-			maxKeys = sc.Memory.MaxKeys
-		}
-		ms, err := memory.New(memory.Config{MaxKeys: maxKeys})
-		if err != nil {
-			return nil, nil, fmt.Errorf("store: %w", err)
-		}
-		return ms, ms.Close, nil
-	}
-	r := sc.Redis
-	u, err := url.Parse(r.URL)
-	if err != nil {
-		return nil, nil, errors.New("store.redis.url is malformed")
-	}
-	rc := redis.Config{Addrs: append([]string{u.Host}, r.Cluster...), Prefix: r.Prefix, Timeout: r.Timeout}
-	if u.User != nil {
-		rc.Username = u.User.Username()
-		rc.Password, _ = u.User.Password()
-	}
-	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-		rc.DB, _ = strconv.Atoi(db)
-	}
-	if rc.OnFailure, err = redis.ParseFailMode(r.OnError); err != nil {
-		return nil, nil, fmt.Errorf("store.redis.on_error: %w", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	rs, err := redis.New(ctx, rc)
-	if err != nil {
-		return nil, nil, fmt.Errorf("store: %w", err)
-	}
-	return rs, rs.Close, nil
+	return newForwardAuth(cfg, set, log)
 }

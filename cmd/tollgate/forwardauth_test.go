@@ -27,7 +27,7 @@ func writeConfig(t *testing.T, text string) string {
 func TestForwardAuthRefusesConfigurationsItCannotServe(t *testing.T) {
 	for _, tc := range []struct{ name, cfg, want string }{
 		{"no trusted proxy", "rules: [{name: r, policies: [{rate: 10/s}]}]\n", "client_ip.trusted_proxies is empty"},
-		{"a consistency tier", "client_ip: {trusted_proxies: [127.0.0.1]}\nrules: [{name: r, consistency: local, policies: [{rate: 10/s}]}]\n", `consistency "local"`},
+		{"a strict tier without Redis", "client_ip: {trusted_proxies: [127.0.0.1]}\nrules: [{name: r, consistency: strict, policies: [{rate: 10/s}]}]\n", "store.redis"},
 		{"an invalid file", "rules: [{name: r, policies: [{rate: ten}]}]\n", "rate"},
 	} {
 		code, _, stderr := runCLI("forward-auth", "-config", writeConfig(t, tc.cfg), "-listen", freeAddr(t))

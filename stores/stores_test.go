@@ -1,35 +1,31 @@
-package gateway
+package stores
 
 import (
-	"context"
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/eventual"
 	"github.com/tollgate-dev/tollgate/store/memory"
-	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
-// TestTierStores: the stores the gateway gives each tier, over one Redis
+// TestTierStores: the stores a Set gives each tier, over one Redis
 // store: strict with the rules' failure mode is the engine's store (so it
 // is charged atomically with the default rules), another mode another
 // view; one eventual store per sync interval; one memory store for local
 // rules.
 func TestTierStores(t *testing.T) {
 	rs := redistest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	st, err := redis.New(ctx, redis.Config{Addrs: []string{rs.Addr}, OnFailure: redis.FailLocal})
+	ts, err := Open(config.Store{Redis: &config.RedisStore{URL: "redis://" + rs.Addr, Timeout: time.Second}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	ts := &tierStores{redis: st}
+	defer ts.Close()
 	cfg := &rules.Config{OnError: rules.OnErrorLocal}
-	byRule := ts.storeFunc(cfg)
+	byRule := ts.For(cfg)
 	get := func(r rules.Rule) limit.Store {
 		t.Helper()
 		s, err := byRule(r)
@@ -38,7 +34,7 @@ func TestTierStores(t *testing.T) {
 		}
 		return s
 	}
-	engine, err := ts.engineStore(cfg.OnErrorOf(&rules.Rule{}))
+	engine, err := ts.Engine(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,16 +57,41 @@ func TestTierStores(t *testing.T) {
 	if _, ok := l1.(*memory.Store); !ok || l1 != l2 {
 		t.Errorf("local stores %T %T: want one memory store", l1, l2)
 	}
-	ts.close()
+	ts.closeTiers()
 	if _, err := byRule(rules.Rule{Consistency: "eventual", SyncInterval: time.Minute}); err == nil {
 		t.Error("a new eventual store after close")
 	}
 
-	mem := &tierStores{mem: &memory.Store{}}
+	mem, err := Open(config.Store{Memory: &config.MemoryStore{MaxKeys: 1024}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
 	if _, err := mem.store(rules.Rule{Consistency: "strict"}, rules.OnErrorLocal); err == nil {
 		t.Error("strict without Redis accepted")
 	}
 	if s, _ := mem.store(rules.Rule{Consistency: "local"}, rules.OnErrorLocal); s != limit.Store(mem.mem) {
 		t.Error("local on a memory gateway is not its store")
+	}
+}
+
+// TestSameIgnoresPositions: a store section written elsewhere in a file is
+// the same store; another size or address is not.
+func TestSameIgnoresPositions(t *testing.T) {
+	set, err := Open(config.Store{Memory: &config.MemoryStore{MaxKeys: 1024}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if !set.Same(config.Store{Pos: config.Pos{Line: 9}, Memory: &config.MemoryStore{Pos: config.Pos{Line: 10}, MaxKeys: 1024}}) {
+		t.Error("the same memory section at another line is not the same store")
+	}
+	for _, other := range []config.Store{
+		{Memory: &config.MemoryStore{MaxKeys: 2048}},
+		{Redis: &config.RedisStore{URL: "redis://127.0.0.1:6379"}},
+	} {
+		if set.Same(other) {
+			t.Errorf("%+v is the same store as a memory store of 1024 keys", other)
+		}
 	}
 }

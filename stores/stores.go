@@ -1,0 +1,284 @@
+// Package stores opens the counter stores a configuration file names and
+// gives each rule its store: the store section's (memory or Redis) and,
+// over the same connection, the consistency tiers' (strict and eventual on
+// Redis, local in memory). Every view of Redis answers its failures by the
+// failure mode of the rules it serves (rules.Config.OnErrorOf). The
+// gateway and tollgate forward-auth open their stores here, so that both
+// serve every tier alike.
+package stores
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/eventual"
+	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis"
+)
+
+// Set supplies the stores of the rules (the engine's and, through
+// rules.Config.Stores, those of the consistency tiers), all over one
+// store connection:
+//
+//	default   the memory store, or the Redis store answering its failures
+//	          by the rules' failure mode (WithFailure)
+//	strict    the Redis store, with the rule's failure mode (WithFailure)
+//	eventual  an eventual.Store over the Redis store, one per sync interval
+//	local     an in-memory store (the gateway's own when the store is in
+//	          memory); the rule engine divides the policies by nodes
+//
+// Stores are made on first use and kept until Close, so that a reload
+// keeps their counts. A Set is safe for concurrent use.
+type Set struct {
+	redis   *redis.Store        // nil when the store is in memory
+	mem     *memory.Store       // the store section's memory store, if any
+	clock   *memory.CoarseClock // the memory stores' clock, nil for the real one
+	section config.Store        // what was opened, for Same
+
+	mu       sync.Mutex
+	eventual map[time.Duration]*eventual.Store
+	local    *memory.Store // made for local rules when mem is nil
+	closed   bool
+}
+
+// defaultSyncInterval is eventual.Config.Interval's default.
+const defaultSyncInterval = 100 * time.Millisecond
+
+// localMaxKeys bounds the keys of the local rules' own memory store.
+const localMaxKeys = 1 << 20
+
+// Engine returns the store of cfg's rules without a tier (the engine's
+// store, for rules.New): the memory store, or a view of the Redis store
+// answering its failures by cfg's failure mode.
+func (t *Set) Engine(cfg *rules.Config) (limit.Store, error) {
+	return t.engineStore(cfg.OnErrorOf(&rules.Rule{}))
+}
+
+func (t *Set) engineStore(onError string) (limit.Store, error) {
+	if t.redis == nil {
+		return t.mem, nil
+	}
+	return t.onRedis(onError)
+}
+
+// onRedis returns the view of the Redis store that answers its failures
+// by mode. Views of one mode are equal, so the rule engine charges the
+// rules that share a mode together, atomically.
+func (t *Set) onRedis(mode string) (limit.Store, error) {
+	m, err := redis.ParseFailMode(mode)
+	if err != nil {
+		return nil, err
+	}
+	return t.redis.WithFailure(m), nil
+}
+
+// For returns the rules.StoreFunc of cfg (its Stores field): each rule's
+// store by its tier, with its failure mode as cfg.OnErrorOf decides it.
+func (t *Set) For(cfg *rules.Config) rules.StoreFunc {
+	c := *cfg
+	return func(r rules.Rule) (limit.Store, error) { return t.store(r, c.OnErrorOf(&r)) }
+}
+
+// store returns the store of r, a rule with a tier, whose failure mode is
+// onError.
+func (t *Set) store(r rules.Rule, onError string) (limit.Store, error) {
+	switch r.Consistency {
+	case rules.ConsistencyStrict:
+		if t.redis == nil {
+			return nil, errors.New("needs store.redis")
+		}
+		return t.onRedis(onError)
+	case rules.ConsistencyEventual:
+		if t.redis == nil {
+			return nil, errors.New("needs store.redis")
+		}
+		iv := r.SyncInterval
+		if iv == 0 {
+			iv = defaultSyncInterval
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.closed {
+			return nil, errors.New("stores closed")
+		}
+		if s := t.eventual[iv]; s != nil {
+			return s, nil
+		}
+		s, err := eventual.New(eventual.Config{Redis: t.redis, Interval: iv})
+		if err != nil {
+			return nil, err
+		}
+		if t.eventual == nil {
+			t.eventual = map[time.Duration]*eventual.Store{}
+		}
+		t.eventual[iv] = s
+		return s, nil
+	case rules.ConsistencyLocal:
+		if t.mem != nil {
+			return t.mem, nil
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.closed {
+			return nil, errors.New("stores closed")
+		}
+		if t.local == nil {
+			s, err := memory.New(memoryConfig(localMaxKeys, t.clock))
+			if err != nil {
+				return nil, err
+			}
+			t.local = s
+		}
+		return t.local, nil
+	}
+	return nil, fmt.Errorf("unknown consistency %q", r.Consistency)
+}
+
+// closeTiers stops the eventual stores (each pushes its last deltas) and
+// the local store.
+func (t *Set) closeTiers() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for _, s := range t.eventual {
+		s.Close()
+	}
+	if t.local != nil {
+		t.local.Close()
+	}
+}
+
+// Open opens the store the store section sc names: memory unless Redis is
+// given. Decisions in memory read a clock cached every millisecond (one
+// atomic load instead of a clock read per decision, nginx's own
+// resolution); a refusal reads the real clock once more, in case the
+// cache lags (memory.Config.Recheck). A Redis that is down does not fail
+// Open: it returns once the first connection attempt ends, and until
+// Redis is reached every rule answers by its failure mode. log, when not
+// nil, receives the Redis store's state changes.
+func Open(sc config.Store, log *slog.Logger) (*Set, error) {
+	clock := memory.NewCoarseClock(time.Millisecond)
+	t := &Set{clock: clock, section: sc}
+	if sc.Redis != nil {
+		rc, err := redisConfig(sc.Redis)
+		if err != nil {
+			clock.Close()
+			return nil, err
+		}
+		rc.Logger = log
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if t.redis, err = redis.New(ctx, rc); err != nil {
+			clock.Close()
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		return t, nil
+	}
+	maxKeys := 0
+	if sc.Memory != nil {
+		maxKeys = sc.Memory.MaxKeys
+	}
+	var err error
+	if t.mem, err = memory.New(memoryConfig(maxKeys, clock)); err != nil {
+		clock.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return t, nil
+}
+
+// Redis returns the Redis store, or nil when the store is in memory.
+func (t *Set) Redis() *redis.Store { return t.redis }
+
+// Memory returns the store section's memory store, or nil when the store
+// is Redis.
+func (t *Set) Memory() *memory.Store { return t.mem }
+
+// Close stops the tiers' stores (each eventual store pushes its last
+// deltas), then the store section's store and the clock.
+func (t *Set) Close() error {
+	t.closeTiers()
+	var err error
+	if t.redis != nil {
+		err = t.redis.Close()
+	}
+	if t.mem != nil {
+		err = errors.Join(err, t.mem.Close())
+	}
+	t.clock.Close()
+	return err
+}
+
+// Same reports whether sc opens the same store as the one t was opened
+// from, wherever in their files the two are written: a reload that
+// changes it needs a restart.
+func (t *Set) Same(sc config.Store) bool {
+	return reflect.DeepEqual(shape(sc), shape(t.section))
+}
+
+// shape is a store section without positions, for comparison.
+func shape(s config.Store) any {
+	type redisShape struct {
+		URL, Prefix string
+		Cluster     string
+		Timeout     time.Duration
+	}
+	type storeShape struct {
+		Memory  bool
+		MaxKeys int
+		Redis   *redisShape
+	}
+	var sh storeShape
+	if s.Memory != nil {
+		sh.Memory, sh.MaxKeys = true, s.Memory.MaxKeys
+	}
+	if r := s.Redis; r != nil {
+		sh.Redis = &redisShape{URL: r.URL, Prefix: r.Prefix, Cluster: strings.Join(r.Cluster, ","), Timeout: r.Timeout}
+	}
+	return sh
+}
+
+// memoryConfig configures an in-memory store on the cached clock, read
+// again before a refusal in case the cache lags (memory.Config.Recheck).
+// A nil clock means the store's own.
+func memoryConfig(maxKeys int, clock *memory.CoarseClock) memory.Config {
+	c := memory.Config{MaxKeys: maxKeys}
+	if clock != nil {
+		c.Clock, c.Recheck = clock.Now, clock.Refresh
+	}
+	return c
+}
+
+// redisConfig translates the file's Redis section. The failure mode is
+// the rules' (rules.Config.OnErrorOf): every rule is charged through a
+// view of the store with its own mode, so the store's default is never
+// used.
+func redisConfig(r *config.RedisStore) (redis.Config, error) {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return redis.Config{}, errors.New("store.redis.url is malformed")
+	}
+	rc := redis.Config{
+		Addrs:   append([]string{u.Host}, r.Cluster...),
+		Prefix:  r.Prefix,
+		Timeout: r.Timeout,
+	}
+	if u.User != nil {
+		rc.Username = u.User.Username()
+		rc.Password, _ = u.User.Password()
+	}
+	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+		rc.DB, _ = strconv.Atoi(db)
+	}
+	return rc, nil
+}
