@@ -108,16 +108,17 @@ PIDOF[18098]=$!
 # EVENTLOOP=1: a Go server that, like nginx, reads a socket only when epoll
 # reports it ready (one read per request instead of fasthttp's two),
 # answering the same static 429; and two bare proxies on event loops.
-# Sources: bench/peers/gnetpeer (github.com/panjf2000/gnet/v2).
+# Sources: bench/peers/gnetpeer (github.com/panjf2000/gnet/v2); its log goes
+# to standard error.
 if [ "${EVENTLOOP:-}" = 1 ]; then
 	(cd "$ROOT/bench" && go build -o "$RUN/peers/" ./peers/gnetpeer)
-	"$RUN/peers/gnetpeer" -addr 127.0.0.1:18099 </dev/null &
+	"$RUN/peers/gnetpeer" -addr 127.0.0.1:18099 </dev/null >&2 &
 	PIDS+=($!)
 	PIDOF[18099]=$!
-	"$RUN/peers/gnetpeer" -addr 127.0.0.1:18093 -proxy </dev/null &
+	"$RUN/peers/gnetpeer" -addr 127.0.0.1:18093 -proxy </dev/null >&2 &
 	PIDS+=($!)
 	PIDOF[18093]=$!
-	"$RUN/peers/gnetpeer" -addr 127.0.0.1:18094 -proxy -safe </dev/null &
+	"$RUN/peers/gnetpeer" -addr 127.0.0.1:18094 -proxy -safe </dev/null >&2 &
 	PIDS+=($!)
 	PIDOF[18094]=$!
 fi
