@@ -1,5 +1,7 @@
 // Package bench measures tollgate against its peers in the same run. It is
 // a separate module so that the peers (golang.org/x/time/rate,
 // sethvargo/go-limiter, go-redis/redis_rate, ...) never enter the library's
-// go.mod. Commands and figures: ../BENCHMARKS.md.
+// go.mod. Commands and figures: ../BENCHMARKS.md. The programs under peers/
+// are the Go baselines that ../scripts/bench-gateway.sh serves beside the
+// gateway (net/http, fasthttp, gnet).
 package bench

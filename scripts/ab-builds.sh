@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ab-builds.sh: the same gateway configuration served by several commits of
 # tollgate, side by side with nginx, measured with wrk in interleaved
-# rounds: the A/B comparisons of BENCHMARKS.md that weigh one change.
+# rounds: the A/B comparisons that weigh one change (docs/benchmarks-history.md
+# has those made so far).
 #
 #   scripts/ab-builds.sh [-deny|-allow] ROUNDS SECONDS REV...
 #

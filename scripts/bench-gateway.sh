@@ -15,9 +15,10 @@
 # EVENTLOOP=1 adds a static 429 served from gnet's event loops, and two
 # bare proxies on gnet's event loops (gnet-proxy, gnet-proxy-safe).
 #
-# Needs: go, wrk, nginx (Debian nginx-light). Everything listens on
-# 127.0.0.1:18081-18099 and is stopped on exit. The peer configurations come
-# from the templates in scripts/nginx, or from $EDGE.
+# Needs: go, wrk, nginx (Debian nginx-light). The baselines written in Go
+# (net/http, fasthttp, gnet) are built from bench/peers. Everything listens
+# on 127.0.0.1:18081-18099 and is stopped on exit. The nginx configurations
+# come from the templates in scripts/nginx, or from $EDGE.
 set -euo pipefail
 
 ROUNDS=${1:-3}
@@ -84,366 +85,42 @@ tollgate norule 18090 ""
 tollgate allow 18091 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1000000/s, burst: 1000}]}]'
 tollgate deny 18092 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1/h, burst: 1}]}]'
 
-# --- baseline: net/http httputil.ReverseProxy, and a net/http 429 responder --
-mkdir -p "$RUN/stdproxy"
-cat >"$RUN/stdproxy/main.go" <<'GO'
-// stdproxy is the net/http baseline: httputil.ReverseProxy with upstream
-// keep-alive, or (-deny) a handler answering every request 429 with the
-// same header fields and problem body tollgate writes.
-package main
-
-import (
-	"flag"
-	"log"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
-)
-
-func main() {
-	addr := flag.String("addr", "127.0.0.1:18095", "listen address")
-	deny := flag.Bool("deny", false, "answer 429 to everything")
-	flag.Parse()
-	var h http.Handler
-	if *deny {
-		body := []byte(`{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"retry in 3600 seconds","violated-policies":["per-ip"]}`)
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			hd := w.Header()
-			hd["Ratelimit-Policy"] = []string{`"per-ip";q=1;w=3600`}
-			hd["Ratelimit"] = []string{`"per-ip";r=0;t=3600`}
-			hd["Retry-After"] = []string{"3600"}
-			hd["Cache-Control"] = []string{"no-store"}
-			hd["X-Content-Type-Options"] = []string{"nosniff"}
-			hd["Content-Type"] = []string{"application/problem+json"}
-			w.WriteHeader(429)
-			w.Write(body)
-		})
-	} else {
-		u, _ := url.Parse("http://127.0.0.1:18081")
-		p := httputil.NewSingleHostReverseProxy(u)
-		p.Transport = &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512}
-		h = p
-	}
-	log.Fatal(http.ListenAndServe(*addr, h))
-}
-GO
-(cd "$RUN/stdproxy" && GOFLAGS= GO111MODULE=off go build -o stdproxy main.go)
-"$RUN/stdproxy/stdproxy" -addr 127.0.0.1:18095 &
+# --- baselines: built from the bench module (bench/peers) ---------------------
+# stdproxy: net/http's httputil.ReverseProxy, and a net/http 429 responder.
+# fastpeer: a bare fasthttp HostClient proxy and a fasthttp handler answering
+# the same 429: the stack's own cost, without tollgate's work.
+mkdir -p "$RUN/peers"
+(cd "$ROOT/bench" && go build -o "$RUN/peers/" ./peers/stdproxy ./peers/fastpeer)
+"$RUN/peers/stdproxy" -addr 127.0.0.1:18095 &
 PIDS+=($!)
 PIDOF[18095]=$!
-"$RUN/stdproxy/stdproxy" -addr 127.0.0.1:18096 -deny &
+"$RUN/peers/stdproxy" -addr 127.0.0.1:18096 -deny &
 PIDS+=($!)
 PIDOF[18096]=$!
-
-# --- baseline: a bare fasthttp HostClient proxy and a fasthttp handler ------
-# answering the same 429: the stack's own cost, without tollgate's work.
-mkdir -p "$RUN/fastpeer"
-fhver=$(cd "$ROOT" && go list -m -f '{{.Version}}' github.com/valyala/fasthttp)
-cat >"$RUN/fastpeer/go.mod" <<MOD
-module fastpeer
-
-go 1.26
-
-require github.com/valyala/fasthttp $fhver
-MOD
-cp "$ROOT/go.sum" "$RUN/fastpeer/go.sum"
-cat >"$RUN/fastpeer/main.go" <<'GO'
-// fastpeer is the fasthttp baseline: a bare HostClient proxy with upstream
-// keep-alive, or (-deny) a handler answering 429 with the same header
-// fields and problem body tollgate writes.
-package main
-
-import (
-	"flag"
-	"log"
-
-	"github.com/valyala/fasthttp"
-)
-
-func main() {
-	addr := flag.String("addr", "127.0.0.1:18097", "listen address")
-	deny := flag.Bool("deny", false, "answer 429 to everything")
-	flag.Parse()
-	c := &fasthttp.HostClient{Addr: "127.0.0.1:18081", MaxConns: 512}
-	body := []byte(`{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"retry in 3600 seconds","violated-policies":["per-ip"]}`)
-	h := func(ctx *fasthttp.RequestCtx) {
-		if err := c.Do(&ctx.Request, &ctx.Response); err != nil {
-			ctx.Error("bad gateway", 502)
-		}
-	}
-	if *deny {
-		h = func(ctx *fasthttp.RequestCtx) {
-			ctx.SetStatusCode(429)
-			hd := &ctx.Response.Header
-			hd.Set("Ratelimit-Policy", `"per-ip";q=1;w=3600`)
-			hd.Set("Ratelimit", `"per-ip";r=0;t=3600`)
-			hd.Set("Retry-After", "3600")
-			hd.Set("Cache-Control", "no-store")
-			hd.Set("X-Content-Type-Options", "nosniff")
-			hd.SetContentType("application/problem+json")
-			ctx.SetBody(body)
-		}
-	}
-	log.Fatal(fasthttp.ListenAndServe(*addr, h))
-}
-GO
-if (cd "$RUN/fastpeer" && GOFLAGS=-mod=mod go build -o fastpeer . 2>"$RUN/fastpeer/build.log"); then
-	"$RUN/fastpeer/fastpeer" -addr 127.0.0.1:18097 &
-	PIDS+=($!)
-	PIDOF[18097]=$!
-	"$RUN/fastpeer/fastpeer" -addr 127.0.0.1:18098 -deny &
-	PIDS+=($!)
-	PIDOF[18098]=$!
-else
-	echo "bench-gateway: fasthttp baseline did not build, skipped:" >&2
-	cat "$RUN/fastpeer/build.log" >&2
-fi
+"$RUN/peers/fastpeer" -addr 127.0.0.1:18097 &
+PIDS+=($!)
+PIDOF[18097]=$!
+"$RUN/peers/fastpeer" -addr 127.0.0.1:18098 -deny &
+PIDS+=($!)
+PIDOF[18098]=$!
 
 # --- optional baseline: the same 429 from an event loop (gnet) -----------
 # EVENTLOOP=1: a Go server that, like nginx, reads a socket only when epoll
 # reports it ready (one read per request instead of fasthttp's two),
-# answering the same static 429; and two bare proxies on event loops
-# (proxy.go below). They need github.com/panjf2000/gnet/v2 from the
-# module proxy.
+# answering the same static 429; and two bare proxies on event loops.
+# Sources: bench/peers/gnetpeer (github.com/panjf2000/gnet/v2); its log goes
+# to standard error.
 if [ "${EVENTLOOP:-}" = 1 ]; then
-	mkdir -p "$RUN/gnetpeer"
-	cat >"$RUN/gnetpeer/go.mod" <<'MOD'
-module gnetpeer
-
-go 1.26
-
-require (
-	github.com/panjf2000/gnet/v2 v2.9.7
-	github.com/valyala/fasthttp v1.78.0
-)
-MOD
-	cat >"$RUN/gnetpeer/main.go" <<'GO'
-// gnetpeer answers every request with the same 429 as the fasthttp
-// baseline, on gnet's event loops.
-package main
-
-import (
-	"bytes"
-	"flag"
-	"log"
-	"net/http"
-	"strconv"
-	"sync/atomic"
-	"time"
-
-	"github.com/panjf2000/gnet/v2"
-)
-
-var (
-	body = []byte(`{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"retry in 3600 seconds","violated-policies":["per-ip"]}`)
-	date atomic.Pointer[string]
-)
-
-type server struct{ gnet.BuiltinEventEngine }
-
-// OnTraffic answers each complete request head in the buffer (the
-// benchmark's requests have no body).
-func (*server) OnTraffic(c gnet.Conn) gnet.Action {
-	buf, _ := c.Peek(-1)
-	used := 0
-	out := make([]byte, 0, 512)
-	for {
-		i := bytes.Index(buf, []byte("\r\n\r\n"))
-		if i < 0 {
-			break
-		}
-		buf, used = buf[i+4:], used+i+4
-		out = append(out, "HTTP/1.1 429 Too Many Requests\r\nServer: gnetpeer\r\nDate: "...)
-		out = append(out, *date.Load()...)
-		out = append(out, "\r\nContent-Type: application/problem+json\r\nContent-Length: "...)
-		out = strconv.AppendInt(out, int64(len(body)), 10)
-		out = append(out, "\r\nRatelimit-Policy: \"per-ip\";q=1;w=3600\r\nRatelimit: \"per-ip\";r=0;t=3600\r\nRetry-After: 3600\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\r\n"...)
-		out = append(out, body...)
-	}
-	if used > 0 {
-		c.Discard(used) // Discard(0) would drop a partial head
-	}
-	if len(out) > 0 {
-		c.Write(out)
-	}
-	return gnet.None
-}
-
-func main() {
-	addr := flag.String("addr", "127.0.0.1:18099", "listen address")
-	proxy := flag.Bool("proxy", false, "proxy to the origin instead (proxy.go)")
-	safe := flag.Bool("safe", false, "with -proxy: write through the loop owning the socket")
-	flag.Parse()
-	if *proxy {
-		log.Fatal(runProxy(*addr, *safe))
-	}
-	setDate := func() {
-		d := time.Now().UTC().Format(http.TimeFormat)
-		date.Store(&d)
-	}
-	setDate()
-	go func() {
-		for range time.Tick(time.Second) {
-			setDate()
-		}
-	}()
-	log.Fatal(gnet.Run(&server{}, "tcp://"+*addr, gnet.WithMulticore(true)))
-}
-GO
-	# Two proxies on event loops, the ceiling of that design for the
-	# proxy comparison. Each client connection gets its own keep-alive
-	# connection to the origin, registered with a gnet client's event
-	# loops; a request goes upstream and its response back with no
-	# goroutine in between. They parse and rewrite each message with
-	# fasthttp (as tollgate does) and forward heads and Content-Length
-	# bodies only: enough for this benchmark, not a product.
-	# - gnet-proxy writes to the other connection's socket directly from
-	#   whichever loop holds the message: nginx's cost, but the socket
-	#   may belong to another loop, which can close it meanwhile (and the
-	#   descriptor number be reused): unsafe outside a benchmark.
-	# - gnet-proxy-safe hands each message to the loop owning the
-	#   destination (AsyncWrite: a queue and a wake-up), which is what a
-	#   product on gnet would have to do.
-	cat >"$RUN/gnetpeer/proxy.go" <<'GO'
-package main
-
-import (
-	"bufio"
-	"bytes"
-	"log"
-
-	"github.com/panjf2000/gnet/v2"
-	"github.com/valyala/fasthttp"
-	"golang.org/x/sys/unix"
-)
-
-// pair is a client connection and its own upstream connection.
-type pair struct {
-	client, up gnet.Conn
-	req        fasthttp.Request
-	resp       fasthttp.Response
-	rd         bytes.Reader
-	br         *bufio.Reader
-	out        bytes.Buffer
-	bw         *bufio.Writer
-}
-
-type proxyFront struct {
-	gnet.BuiltinEventEngine
-	cli  *gnet.Client
-	safe bool
-}
-
-type proxyBack struct {
-	gnet.BuiltinEventEngine
-	safe bool
-}
-
-// send writes msg to c: from this loop into c's socket, or through c's
-// own loop when safe.
-func send(c gnet.Conn, msg []byte, safe bool) {
-	if safe {
-		c.AsyncWrite(append([]byte(nil), msg...), nil)
-		return
-	}
-	for len(msg) > 0 {
-		n, err := unix.Write(c.Fd(), msg)
-		if err != nil {
-			log.Print(err)
-			return
-		}
-		msg = msg[n:]
-	}
-}
-
-func (f *proxyFront) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
-	p := &pair{client: c}
-	p.br = bufio.NewReaderSize(&p.rd, 4096)
-	p.bw = bufio.NewWriterSize(&p.out, 4096)
-	up, err := f.cli.DialContext("tcp", "127.0.0.1:18081", p)
-	if err != nil {
-		log.Print(err)
-		return nil, gnet.Close
-	}
-	p.up = up
-	c.SetContext(p)
-	return nil, gnet.None
-}
-
-func (f *proxyFront) OnClose(c gnet.Conn, _ error) gnet.Action {
-	if p, ok := c.Context().(*pair); ok {
-		p.up.Close()
-	}
-	return gnet.None
-}
-
-// OnTraffic forwards a complete request head upstream (the benchmark's
-// requests have no body and are not pipelined).
-func (f *proxyFront) OnTraffic(c gnet.Conn) gnet.Action {
-	p := c.Context().(*pair)
-	buf, _ := c.Peek(-1)
-	i := bytes.Index(buf, []byte("\r\n\r\n"))
-	if i < 0 {
-		return gnet.None
-	}
-	p.rd.Reset(buf[:i+4])
-	p.br.Reset(&p.rd)
-	if err := p.req.Read(p.br); err != nil {
-		return gnet.Close
-	}
-	c.Discard(i + 4)
-	p.req.Header.Set("X-Forwarded-For", "127.0.0.1")
-	p.out.Reset()
-	p.bw.Reset(&p.out)
-	p.req.Write(p.bw)
-	p.bw.Flush()
-	send(p.up, p.out.Bytes(), f.safe)
-	return gnet.None
-}
-
-// OnTraffic sends a complete response back to the client.
-func (b *proxyBack) OnTraffic(u gnet.Conn) gnet.Action {
-	p := u.Context().(*pair)
-	buf, _ := u.Peek(-1)
-	p.rd.Reset(buf)
-	p.br.Reset(&p.rd)
-	if err := p.resp.Read(p.br); err != nil {
-		return gnet.None // not complete yet
-	}
-	u.Discard(len(buf) - p.rd.Len() - p.br.Buffered())
-	p.out.Reset()
-	p.bw.Reset(&p.out)
-	p.resp.Write(p.bw)
-	p.bw.Flush()
-	send(p.client, p.out.Bytes(), b.safe)
-	return gnet.None
-}
-
-func runProxy(addr string, safe bool) error {
-	cli, err := gnet.NewClient(&proxyBack{safe: safe}, gnet.WithMulticore(true))
-	if err != nil {
-		return err
-	}
-	if err := cli.Start(); err != nil {
-		return err
-	}
-	return gnet.Run(&proxyFront{cli: cli, safe: safe}, "tcp://"+addr, gnet.WithMulticore(true))
-}
-GO
-	if (cd "$RUN/gnetpeer" && GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 && GOFLAGS=-mod=mod go build -o gnetpeer . 2>"$RUN/gnetpeer/build.log"); then
-		"$RUN/gnetpeer/gnetpeer" -addr 127.0.0.1:18099 </dev/null &
-		PIDS+=($!)
-		PIDOF[18099]=$!
-		"$RUN/gnetpeer/gnetpeer" -addr 127.0.0.1:18093 -proxy </dev/null &
-		PIDS+=($!)
-		PIDOF[18093]=$!
-		"$RUN/gnetpeer/gnetpeer" -addr 127.0.0.1:18094 -proxy -safe </dev/null &
-		PIDS+=($!)
-		PIDOF[18094]=$!
-	else
-		echo "bench-gateway: gnet baseline did not build, skipped:" >&2
-		cat "$RUN/gnetpeer/build.log" >&2
-	fi
+	(cd "$ROOT/bench" && go build -o "$RUN/peers/" ./peers/gnetpeer)
+	"$RUN/peers/gnetpeer" -addr 127.0.0.1:18099 </dev/null >&2 &
+	PIDS+=($!)
+	PIDOF[18099]=$!
+	"$RUN/peers/gnetpeer" -addr 127.0.0.1:18093 -proxy </dev/null >&2 &
+	PIDS+=($!)
+	PIDOF[18093]=$!
+	"$RUN/peers/gnetpeer" -addr 127.0.0.1:18094 -proxy -safe </dev/null >&2 &
+	PIDS+=($!)
+	PIDOF[18094]=$!
 fi
 
 . "$ROOT/scripts/bench-lib.sh" # cputicks, median

@@ -1,0 +1,39 @@
+// stdproxy is the net/http baseline: httputil.ReverseProxy with upstream
+// keep-alive, or (-deny) a handler answering every request 429 with the
+// same header fields and problem body tollgate writes.
+package main
+
+import (
+	"flag"
+	"log"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:18095", "listen address")
+	deny := flag.Bool("deny", false, "answer 429 to everything")
+	flag.Parse()
+	var h http.Handler
+	if *deny {
+		body := []byte(`{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"retry in 3600 seconds","violated-policies":["per-ip"]}`)
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hd := w.Header()
+			hd["Ratelimit-Policy"] = []string{`"per-ip";q=1;w=3600`}
+			hd["Ratelimit"] = []string{`"per-ip";r=0;t=3600`}
+			hd["Retry-After"] = []string{"3600"}
+			hd["Cache-Control"] = []string{"no-store"}
+			hd["X-Content-Type-Options"] = []string{"nosniff"}
+			hd["Content-Type"] = []string{"application/problem+json"}
+			w.WriteHeader(429)
+			w.Write(body)
+		})
+	} else {
+		u, _ := url.Parse("http://127.0.0.1:18081")
+		p := httputil.NewSingleHostReverseProxy(u)
+		p.Transport = &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512}
+		h = p
+	}
+	log.Fatal(http.ListenAndServe(*addr, h))
+}
