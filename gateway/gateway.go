@@ -124,7 +124,7 @@ func (g *Gateway) Start() error {
 			},
 		})
 	}
-	g.warns = newWarnLog(g.log, time.Minute, 10, time.Now)
+	g.warns = newWarnLog(g.log, time.Minute, 10, nil)
 	server := &fasthttp.Server{
 		Handler:      g.serve,
 		Name:         "tollgate",

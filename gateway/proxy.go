@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"errors"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -361,7 +362,7 @@ func (g *Gateway) upstreamError(ctx *fasthttp.RequestCtx, rt *route, err error) 
 	}
 	// One line per failed request would flood the log while an
 	// upstream is down: a few per route, then a count.
-	g.warns.Warn("upstream error "+rt.name, "upstream error", "route", rt.name, "err", err)
+	g.warns.Warn("upstream error "+rt.name, "upstream error", slog.String("route", rt.name), slog.Any("err", err))
 }
 
 func isTimeout(err error) bool {

@@ -552,7 +552,7 @@ func TestUpstreamErrorsLogLimited(t *testing.T) {
 	if n := strings.Count(out, "msg=\"upstream error\""); n != 10 {
 		t.Errorf("%d upstream error lines for 30 failed requests, want 10:\n%s", n, out)
 	}
-	if !strings.Contains(out, "suppressed=20") {
+	if !strings.Contains(out, "similar=20") {
 		t.Errorf("no summary of the 20 others:\n%s", out)
 	}
 }

@@ -38,7 +38,7 @@ func TestWarnLogRedactsAndLimits(t *testing.T) {
 	now = now.Add(time.Minute)
 	l.Printf(serveConnFormat, local, remote, err)
 	out = buf.String()
-	if !strings.Contains(out, "suppressed=995") {
+	if !strings.Contains(out, "similar=995") {
 		t.Errorf("no summary of the 995 suppressed at the window's end:\n%s", out)
 	}
 	if n := strings.Count(out, "\n"); n != 8 {
@@ -58,13 +58,13 @@ func TestWarnLogRedactsAndLimits(t *testing.T) {
 // without another message to trigger it, and at Close.
 func TestWarnLogSummarizesAfterQuiet(t *testing.T) {
 	var buf syncBuffer
-	l := newWarnLog(slog.New(slog.NewTextHandler(&buf, nil)), 50*time.Millisecond, 1, time.Now)
+	l := newWarnLog(slog.New(slog.NewTextHandler(&buf, nil)), 50*time.Millisecond, 1, nil)
 	defer l.Close()
 	for range 3 {
 		l.Printf("bad request %q", "secret")
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(buf.String(), "suppressed=2") {
+	for !strings.Contains(buf.String(), "similar=2") {
 		if time.Now().After(deadline) {
 			t.Fatalf("no summary after the window:\n%s", buf.String())
 		}
@@ -73,7 +73,7 @@ func TestWarnLogSummarizesAfterQuiet(t *testing.T) {
 	l.Printf("bad request %q", "secret")
 	l.Printf("bad request %q", "secret")
 	l.Close()
-	if out := buf.String(); strings.Count(out, "suppressed=") != 2 || strings.Contains(out, "secret") {
+	if out := buf.String(); strings.Count(out, "similar=") != 2 || strings.Contains(out, "secret") {
 		t.Fatalf("want a second summary at Close, and no secret:\n%s", out)
 	}
 }
@@ -125,7 +125,7 @@ func TestMalformedRequestsLogNoCredentials(t *testing.T) {
 	if n := strings.Count(out, "\n"); n > 12 {
 		t.Errorf("%d log lines for 200 malformed requests, want at most the burst and a summary:\n%s", n, out)
 	}
-	if !strings.Contains(out, "suppressed=") {
+	if !strings.Contains(out, "similar=") {
 		t.Errorf("no summary of the suppressed messages:\n%s", out)
 	}
 }

@@ -32,6 +32,9 @@ type Config struct {
 	// MaxMessages bounds the distinct messages tracked; lines of further
 	// messages are written unthrottled. Zero means 256.
 	MaxMessages int
+	// Burst is how many lines of a message are written in a window
+	// before the rest are counted. Zero means 1.
+	Burst int
 }
 
 // Logger writes to a slog.Logger, throttled per message. It is safe for
@@ -43,6 +46,7 @@ type Logger struct {
 	now   func() time.Time
 	timed bool // summaries by timer (real clock)
 	max   int
+	burst int
 
 	mu     sync.Mutex
 	lines  map[string]*window
@@ -51,8 +55,10 @@ type Logger struct {
 
 // window is one message's current window.
 type window struct {
-	since   time.Time // when the window's line was written
+	since   time.Time // when the window's first line was written
+	written int       // lines written in the window
 	n       int       // lines counted since
+	msg     string    // the last counted line's message
 	level   slog.Level
 	attrs   []slog.Attr // the last counted line's
 	pending *time.Timer // the summary's, when counting under a real clock
@@ -70,25 +76,39 @@ func New(log *slog.Logger, cfg Config) *Logger {
 	if l.max <= 0 {
 		l.max = 256
 	}
+	l.burst = max(cfg.Burst, 1)
 	return l
 }
 
-// Log writes msg with attrs at level, unless a line with the same msg was
-// written less than Every ago: then it is counted for the window's
-// summary.
+// Log writes msg with attrs at level, unless Burst lines with the same
+// msg were written less than Every ago: then it is counted for the
+// window's summary.
 func (l *Logger) Log(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
+	l.LogKind(ctx, level, msg, msg, attrs...)
+}
+
+// LogKind is Log for a message that varies: lines are throttled by kind (a
+// constant, such as the format string msg was made from), and the
+// summary repeats the last message counted.
+func (l *Logger) LogKind(ctx context.Context, level slog.Level, kind, msg string, attrs ...slog.Attr) {
 	if l == nil || l.log == nil || !l.log.Enabled(ctx, level) {
 		return
 	}
 	now := l.now()
 	l.mu.Lock()
-	w := l.lines[msg]
+	w := l.lines[kind]
 	if w != nil && now.Sub(w.since) < l.every {
+		if w.written < l.burst {
+			w.written++
+			l.mu.Unlock()
+			l.log.LogAttrs(ctx, level, msg, attrs...)
+			return
+		}
 		w.n++
-		w.level = level
+		w.level, w.msg = level, msg
 		w.attrs = append(w.attrs[:0], attrs...)
 		if l.timed && w.pending == nil && !l.closed {
-			w.pending = time.AfterFunc(w.since.Add(l.every).Sub(now), func() { l.summarize(msg, w) })
+			w.pending = time.AfterFunc(w.since.Add(l.every).Sub(now), func() { l.summarize(kind, w) })
 		}
 		l.mu.Unlock()
 		return
@@ -98,17 +118,17 @@ func (l *Logger) Log(ctx context.Context, level slog.Level, msg string, attrs ..
 		summary = l.take(w)
 	}
 	if w != nil || len(l.lines) < l.max {
-		l.lines[msg] = &window{since: now}
+		l.lines[kind] = &window{since: now, written: 1}
 	}
 	l.mu.Unlock()
-	l.write(ctx, msg, summary)
+	l.write(ctx, summary)
 	l.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
 // take returns w's count and last line and resets them; l.mu is held.
 func (l *Logger) take(w *window) window {
-	out := window{n: w.n, level: w.level, attrs: w.attrs}
-	w.n, w.attrs = 0, nil
+	out := window{n: w.n, level: w.level, msg: w.msg, attrs: w.attrs}
+	w.n, w.msg, w.attrs = 0, "", nil
 	if w.pending != nil {
 		w.pending.Stop()
 		w.pending = nil
@@ -116,26 +136,27 @@ func (l *Logger) take(w *window) window {
 	return out
 }
 
-// summarize writes the summary of msg's window w, if it is still msg's
+// summarize writes the summary of kind's window w, if it is still kind's
 // and counted anything: its timer's function.
-func (l *Logger) summarize(msg string, w *window) {
+func (l *Logger) summarize(kind string, w *window) {
 	l.mu.Lock()
-	if l.lines[msg] != w || w.n == 0 {
+	if l.lines[kind] != w || w.n == 0 {
 		l.mu.Unlock()
 		return
 	}
 	s := l.take(w)
 	l.mu.Unlock()
-	l.write(context.Background(), msg, s)
+	l.write(context.Background(), s)
 }
 
-// write writes the summary s of msg, if it counted anything.
-func (l *Logger) write(ctx context.Context, msg string, s window) {
+// write writes the summary s, if it counted anything: the last message
+// counted, with the count.
+func (l *Logger) write(ctx context.Context, s window) {
 	if s.n == 0 {
 		return
 	}
 	attrs := append([]slog.Attr{slog.Int("similar", s.n), slog.Duration("in_last", l.every)}, s.attrs...)
-	l.log.LogAttrs(ctx, s.level, msg+" (repeated)", attrs...)
+	l.log.LogAttrs(ctx, s.level, s.msg+" (repeated)", attrs...)
 }
 
 // Flush writes the summary of every window that counted lines.
@@ -143,20 +164,16 @@ func (l *Logger) Flush() {
 	if l == nil || l.log == nil {
 		return
 	}
-	type pending struct {
-		msg string
-		s   window
-	}
-	var out []pending
+	var out []window
 	l.mu.Lock()
-	for msg, w := range l.lines {
+	for _, w := range l.lines {
 		if w.n > 0 {
-			out = append(out, pending{msg, l.take(w)})
+			out = append(out, l.take(w))
 		}
 	}
 	l.mu.Unlock()
-	for _, p := range out {
-		l.write(context.Background(), p.msg, p.s)
+	for _, s := range out {
+		l.write(context.Background(), s)
 	}
 }
 

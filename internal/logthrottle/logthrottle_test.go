@@ -3,6 +3,7 @@ package logthrottle
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -108,4 +109,23 @@ func TestNilLoggerDiscards(t *testing.T) {
 	l.Flush()
 	l.Close()
 	New(nil, Config{}).Log(context.Background(), slog.LevelError, "x")
+}
+
+// TestBurstAndKinds: with a Burst, that many lines of a kind are written
+// per window before the rest are counted; lines are grouped by kind, not
+// by their varying message, and the summary repeats the last message.
+func TestBurstAndKinds(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(1_700_000_000, 0)
+	l := New(slog.New(slog.NewTextHandler(&buf, nil)), Config{Every: time.Minute, Burst: 3, Now: func() time.Time { return now }})
+	for i := range 10 {
+		l.LogKind(context.Background(), slog.LevelWarn, "bad request %d", fmt.Sprintf("bad request %d", i))
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 3 {
+		t.Fatalf("%d lines for 10 of one kind with a burst of 3:\n%s", n, buf.String())
+	}
+	l.Flush()
+	if out := buf.String(); !strings.Contains(out, `msg="bad request 9 (repeated)" similar=7`) {
+		t.Fatalf("the summary does not count the 7 others with the last message:\n%s", out)
+	}
 }
