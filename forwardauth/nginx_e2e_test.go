@@ -1,7 +1,6 @@
 package forwardauth
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
@@ -120,29 +120,11 @@ func renderSnippet(t *testing.T, name string, repl map[string]string) string {
 	return s
 }
 
-// syncBuffer collects a process's output for the test's log.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // startProcess runs cmd until the test ends, waits for addr to accept
 // connections, and returns a function that stops it at once.
 func startProcess(t *testing.T, cmd *exec.Cmd, addr string) (stop func()) {
 	t.Helper()
-	out := &syncBuffer{}
+	out := &logtest.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -8,11 +8,11 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 )
 
@@ -292,27 +292,9 @@ func TestForwardedForTrust(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // startRedisGateway starts a gateway on the Redis at addr, logging to the
 // returned buffer.
-func startRedisGateway(t *testing.T, addr, yaml string) (*Gateway, string, string, *syncBuffer) {
+func startRedisGateway(t *testing.T, addr, yaml string) (*Gateway, string, string, *logtest.Buffer) {
 	t.Helper()
 	cfg, err := config.Parse("test.yaml", []byte(`listen: {addr: "127.0.0.1:0"}
 admin: {addr: "127.0.0.1:0"}
@@ -323,7 +305,7 @@ store: {redis: {url: "redis://`+addr+`", timeout: 2s}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	g, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -20,6 +20,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/internal/logtest"
 )
 
 // dialRaw opens a connection to addr, writes raw on it and returns a
@@ -527,7 +528,7 @@ func TestUpstreamErrorsLogLimited(t *testing.T) {
 	}
 	down := "http://" + ln.Addr().String()
 	ln.Close()
-	var buf syncBuffer
+	var buf logtest.Buffer
 	cfg, err := config.Parse("test.yaml", []byte("listen: {addr: \"127.0.0.1:0\"}\nadmin: {addr: \"off\"}\nreload: {watch: false}\n"+
 		"routes: [{path: /, upstream: \""+down+"\"}]\n"))
 	if err != nil {

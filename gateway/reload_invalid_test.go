@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/internal/logtest"
 )
 
 // A reloaded file whose Redis URL does not parse is a failed reload with
@@ -38,7 +39,7 @@ func TestReloadWithoutRoutesWarns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs logtest.Buffer
 	g, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/internal/logtest"
 )
 
 // fasthttp's message for a connection it could not read a request from.
@@ -19,7 +20,7 @@ const serveConnFormat = "error when serving connection %q<->%q: %v"
 // lines, then one summary with the count, when the window ends (or at
 // Close): never the key.
 func TestWarnLogRedactsAndLimits(t *testing.T) {
-	var buf syncBuffer
+	var buf logtest.Buffer
 	now := time.Unix(1_700_000_000, 0)
 	l := newWarnLog(slog.New(slog.NewTextHandler(&buf, nil)), time.Minute, 5, func() time.Time { return now })
 	defer l.Close()
@@ -57,7 +58,7 @@ func TestWarnLogRedactsAndLimits(t *testing.T) {
 // The summary of a flood that stops is written when its window ends,
 // without another message to trigger it, and at Close.
 func TestWarnLogSummarizesAfterQuiet(t *testing.T) {
-	var buf syncBuffer
+	var buf logtest.Buffer
 	l := newWarnLog(slog.New(slog.NewTextHandler(&buf, nil)), 50*time.Millisecond, 1, nil)
 	defer l.Close()
 	for range 3 {
@@ -95,7 +96,7 @@ func TestRedactQuoted(t *testing.T) {
 // Through a running gateway: malformed requests carrying an API key leave
 // the key out of the log, and a bounded number of lines.
 func TestMalformedRequestsLogNoCredentials(t *testing.T) {
-	var buf syncBuffer
+	var buf logtest.Buffer
 	cfg, err := config.Parse("test.yaml", []byte("listen: {addr: \"127.0.0.1:0\"}\nadmin: {addr: \"off\"}\nreload: {watch: false}\nroutes: [{path: /, upstream: demo}]\n"))
 	if err != nil {
 		t.Fatal(err)

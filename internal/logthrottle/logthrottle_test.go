@@ -6,35 +6,23 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/logtest"
 )
 
-// buffer is a concurrency-safe log sink.
-type buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *buffer) lines() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := strings.TrimSpace(b.b.String())
+// lines returns what b holds, a line each.
+func lines(b *logtest.Buffer) []string {
+	s := strings.TrimSpace(b.String())
 	if s == "" {
 		return nil
 	}
 	return strings.Split(s, "\n")
 }
 
-func newLogger(every time.Duration, now func() time.Time) (*Logger, *buffer) {
-	var buf buffer
+func newLogger(every time.Duration, now func() time.Time) (*Logger, *logtest.Buffer) {
+	var buf logtest.Buffer
 	h := slog.NewTextHandler(&buf, &slog.HandlerOptions{ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
 		if a.Key == slog.TimeKey {
 			return slog.Attr{}
@@ -52,12 +40,12 @@ func TestRepeatedLinesAreSummarizedOncePerWindow(t *testing.T) {
 		l.Log(ctx, slog.LevelError, "store failed", slog.Int("i", i))
 	}
 	l.Log(ctx, slog.LevelWarn, "other") // another message is not throttled by the first
-	if got := buf.lines(); len(got) != 2 || !strings.Contains(got[0], "i=0") || !strings.Contains(got[1], "msg=other") {
+	if got := lines(buf); len(got) != 2 || !strings.Contains(got[0], "i=0") || !strings.Contains(got[1], "msg=other") {
 		t.Fatalf("within the window: %q", got)
 	}
 	at = at.Add(10 * time.Second)
 	l.Log(ctx, slog.LevelError, "store failed", slog.Int("i", 1000))
-	got := buf.lines()
+	got := lines(buf)
 	if len(got) != 4 {
 		t.Fatalf("after the window: %q", got)
 	}
@@ -77,7 +65,7 @@ func TestFlushWritesPendingSummaries(t *testing.T) {
 	}
 	l.Flush()
 	l.Flush() // nothing more to say
-	got := buf.lines()
+	got := lines(buf)
 	if len(got) != 2 || !strings.Contains(got[1], `msg="x (repeated)" similar=2`) {
 		t.Fatalf("lines = %q", got)
 	}
@@ -92,13 +80,13 @@ func TestSummaryIsWrittenWhenTheWindowEnds(t *testing.T) {
 		l.Log(context.Background(), slog.LevelError, "burst")
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(buf.lines()) < 2 {
+	for len(lines(buf)) < 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("no summary within 10s: %q", buf.lines())
+			t.Fatalf("no summary within 10s: %q", lines(buf))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if got := buf.lines(); len(got) != 2 || !strings.Contains(got[1], "similar=4") {
+	if got := lines(buf); len(got) != 2 || !strings.Contains(got[1], "similar=4") {
 		t.Fatalf("lines = %q", got)
 	}
 }

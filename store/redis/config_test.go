@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 )
@@ -91,7 +92,7 @@ func TestSharedDeadlineCarriesNoCallerValues(t *testing.T) {
 // the password, and answers by its failure mode.
 func TestPassword(t *testing.T) {
 	srv := redistest.Start(t, "--requirepass", "s3cret")
-	var logs syncBuffer
+	var logs logtest.Buffer
 	bad, err := New(context.Background(), Config{Addrs: []string{srv.Addr}, Password: "hunter2-wrong",
 		OnFailure: FailClosed, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {

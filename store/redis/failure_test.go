@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 )
@@ -135,24 +135,6 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestStartsWhileRedisIsDown creates the store with nothing listening at
 // its address: New succeeds, every decision follows its failure mode, and
 // once redis-server starts on that address the store reaches it and
@@ -160,7 +142,7 @@ func (b *syncBuffer) String() string {
 func TestStartsWhileRedisIsDown(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Kill() // the port is known and nothing listens on it
-	var logs syncBuffer
+	var logs logtest.Buffer
 	s, err := New(context.Background(), Config{
 		// A generous timeout: the first scripts after the connection must
 		// not time out on a loaded machine (a refused dial fails at once).
@@ -215,7 +197,7 @@ func TestStartsWhileRedisIsDown(t *testing.T) {
 // meet it.
 func TestErrorReplyFollowsTheFailureMode(t *testing.T) {
 	srv := redistest.Start(t)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	s := open(t, srv.Addr, Config{CacheSize: -1, BreakerFailures: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx := context.Background()
 	const key = "api\x1f203.0.113.9-secret-api-key"
