@@ -47,7 +47,7 @@ type Config struct {
 // /auth) the forwarded style. See the package documentation.
 type Handler struct {
 	engine  atomic.Pointer[rules.Engine]
-	trusted []netip.Prefix
+	trusted rules.Proxies
 	wait    func(ctx context.Context, d time.Duration) error
 	log     *slog.Logger
 }
@@ -77,12 +77,9 @@ func New(e *rules.Engine, cfg Config) (*Handler, error) {
 	if h.wait == nil {
 		h.wait = httplimit.Sleep
 	}
-	for i, s := range cfg.TrustedProxies {
-		p, err := parsePrefix(s)
-		if err != nil {
-			return nil, fmt.Errorf("forwardauth: trusted_proxies[%d]: %q is not a CIDR or address", i, s)
-		}
-		h.trusted = append(h.trusted, p)
+	var err error
+	if h.trusted, err = rules.ParseProxies(cfg.TrustedProxies); err != nil {
+		return nil, fmt.Errorf("forwardauth: %w", err)
 	}
 	h.engine.Store(e)
 	return h, nil
@@ -97,38 +94,12 @@ func (h *Handler) Swap(e *rules.Engine) {
 	h.engine.Store(e)
 }
 
-func parsePrefix(s string) (netip.Prefix, error) {
-	s = strings.TrimSpace(s)
-	if strings.Contains(s, "/") {
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return p, err
-		}
-		if p.Addr().Is4In6() {
-			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
-		}
-		return p.Masked(), nil
-	}
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	a = a.Unmap().WithZone("")
-	return netip.PrefixFrom(a, a.BitLen()), nil
-}
-
 func (h *Handler) isTrusted(r *http.Request) bool {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
 		return false
 	}
-	a := ap.Addr().Unmap().WithZone("")
-	for _, p := range h.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return h.trusted.Contains(ap.Addr().Unmap().WithZone(""))
 }
 
 // ServeHTTP decides on the original request r describes and answers in

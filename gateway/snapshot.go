@@ -31,7 +31,7 @@ type snapshot struct {
 	logAccess bool
 	// trusted are client_ip.trusted_proxies: only from them is an
 	// incoming X-Forwarded-For kept (and appended to).
-	trusted []netip.Prefix
+	trusted rules.Proxies
 	// refusesWithoutRedis names the enforced rules on Redis whose failure
 	// mode is closed: while Redis is down they refuse, and /readyz says
 	// so. Empty when the store is in memory.
@@ -101,13 +101,11 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		}
 		s.cert = &cert
 	}
-	for _, t := range cfg.ClientIP.TrustedProxies {
-		p, err := parsePrefix(t)
-		if err != nil {
-			return nil, fmt.Errorf("client_ip.trusted_proxies: %w", err)
-		}
-		s.trusted = append(s.trusted, p)
+	trusted, err := rules.ParseProxies(cfg.ClientIP.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("client_ip: %w", err)
 	}
+	s.trusted = trusted
 	shown, err := cfg.Masked()
 	if err != nil {
 		return nil, err
@@ -179,38 +177,8 @@ func (g *Gateway) client(u config.Upstream, addr string, isTLS bool) *fasthttp.H
 	return c
 }
 
-// parsePrefix reads a CIDR or a bare address (its own /32 or /128), IPv4
-// unmapped, as the rule engine reads client_ip.trusted_proxies.
-func parsePrefix(s string) (netip.Prefix, error) {
-	s = strings.TrimSpace(s)
-	if !strings.Contains(s, "/") {
-		a, err := netip.ParseAddr(s)
-		if err != nil {
-			return netip.Prefix{}, err
-		}
-		a = a.Unmap()
-		return netip.PrefixFrom(a, a.BitLen()), nil
-	}
-	p, err := netip.ParsePrefix(s)
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	p = p.Masked()
-	if p.Addr().Is4In6() {
-		p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
-	}
-	return p, nil
-}
-
 // isTrusted reports whether a is a trusted proxy.
-func (s *snapshot) isTrusted(a netip.Addr) bool {
-	for _, p := range s.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
+func (s *snapshot) isTrusted(a netip.Addr) bool { return s.trusted.Contains(a) }
 
 // match returns the route for ctx, or nil.
 func (s *snapshot) match(host, path []byte) *route {

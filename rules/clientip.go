@@ -9,7 +9,7 @@ import (
 
 // ipResolver finds the client address of a request.
 type ipResolver struct {
-	trusted []netip.Prefix
+	trusted Proxies
 	header  string // canonical
 	kind    headerKind
 	v6bits  int
@@ -27,24 +27,10 @@ const (
 func compileClientIP(c ClientIP, ps *problems) ipResolver {
 	r := ipResolver{v6bits: 64, v4bits: 32}
 	for i, s := range c.TrustedProxies {
-		s = strings.TrimSpace(s)
-		var p netip.Prefix
-		var err error
-		if strings.Contains(s, "/") {
-			p, err = netip.ParsePrefix(s)
-		} else {
-			var a netip.Addr
-			if a, err = netip.ParseAddr(s); err == nil {
-				p = netip.PrefixFrom(a, a.BitLen())
-			}
-		}
+		p, err := parseProxy(s)
 		if err != nil {
-			ps.add(fmt.Sprintf("client_ip.trusted_proxies[%d]", i), "%q is not a CIDR or address", c.TrustedProxies[i])
+			ps.add(fmt.Sprintf("client_ip.trusted_proxies[%d]", i), "%q is not a CIDR or address", s)
 			continue
-		}
-		p = p.Masked()
-		if p.Addr().Is4In6() {
-			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
 		}
 		r.trusted = append(r.trusted, p)
 	}
@@ -73,14 +59,7 @@ func compileClientIP(c ClientIP, ps *problems) ipResolver {
 	return r
 }
 
-func (r *ipResolver) isTrusted(a netip.Addr) bool {
-	for _, p := range r.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
+func (r *ipResolver) isTrusted(a netip.Addr) bool { return r.trusted.Contains(a) }
 
 // clientAddr returns the client's address (unmapped, without zone), or
 // the zero Addr when unknown. Forwarding headers are read only when the
