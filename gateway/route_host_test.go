@@ -25,3 +25,17 @@ func TestRouteHostTrailingDot(t *testing.T) {
 		}
 	}
 }
+
+// An IPv6 Host takes the route of its address however the route spells
+// it, with or without brackets, as a rule's hosts match it (the gateway
+// kept the brackets, the rule engine dropped them).
+func TestRouteHostIPv6MatchesAsRulesDo(t *testing.T) {
+	for _, spelled := range []string{"::1", "[::1]"} {
+		g := newTestGateway(t, "routes: [{host: \""+spelled+"\", path: /, upstream: demo}]\n")
+		for _, host := range []string{"[::1]", "[::1]:8080"} {
+			if g.snap.Load().match([]byte(host), []byte("/x")) == nil {
+				t.Errorf("route host %q: Host %q has no route", spelled, host)
+			}
+		}
+	}
+}

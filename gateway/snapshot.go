@@ -117,7 +117,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*route, error) {
 	r := &route{
 		name:        rc.Host + rc.Path,
-		host:        strings.TrimSuffix(strings.ToLower(rc.Host), "."), // as a request's (match)
+		host:        strings.ToLower(rules.HostOnly(rc.Host)), // as a request's (match)
 		path:        rc.Path,
 		dialTimeout: cfg.Upstream.DialTimeout,
 	}
@@ -182,12 +182,7 @@ func (s *snapshot) isTrusted(a netip.Addr) bool { return s.trusted.Contains(a) }
 
 // match returns the route for ctx, or nil.
 func (s *snapshot) match(host, path []byte) *route {
-	if i := lastColon(host); i >= 0 {
-		host = host[:i]
-	}
-	if n := len(host); n > 1 && host[n-1] == '.' {
-		host = host[:n-1] // "api.example.com." is api.example.com
-	}
+	host = rules.HostOnly(host) // as the rule engine reads it
 	for _, r := range s.routes {
 		if r.host != "" && !equalFold(host, r.host) {
 			continue
@@ -197,19 +192,6 @@ func (s *snapshot) match(host, path []byte) *route {
 		}
 	}
 	return nil
-}
-
-// lastColon finds a port separator in a host (not inside an IPv6 literal).
-func lastColon(h []byte) int {
-	for i := len(h) - 1; i >= 0; i-- {
-		switch h[i] {
-		case ':':
-			return i
-		case ']':
-			return -1
-		}
-	}
-	return -1
 }
 
 func equalFold(b []byte, s string) bool {

@@ -416,7 +416,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 	if len(e.enforced) == 0 && len(e.shadow) == 0 {
 		return res, nil
 	}
-	d := decision{e: e, req: req, method: req.Method(), host: hostOnly(req.Host()), path: req.Path()}
+	d := decision{e: e, req: req, method: req.Method(), host: HostOnly(req.Host()), path: req.Path()}
 	res.path = d.path
 
 	var b batch

@@ -142,22 +142,33 @@ func (h hostPattern) matches(host string) bool {
 	return strings.EqualFold(host, h.name)
 }
 
-// hostOnly returns host without its port, IPv6 brackets and the
-// trailing dot of a fully qualified name: "api.example.com." names the
-// same host as "api.example.com", and must match the same rules and
-// share its counters.
-func hostOnly(host string) string {
-	if strings.HasPrefix(host, "[") {
-		if i := strings.IndexByte(host, ']'); i > 0 {
-			return host[1:i]
+// HostOnly returns host (a Host field or an authority) without its port,
+// IPv6 brackets and the trailing dot of a fully qualified name:
+// "api.example.com." names the same host as "api.example.com", and must
+// match the same rules and share its counters. "[::1]:8080" gives "::1".
+// It is the one host normalisation of the rule engine and the gateway's
+// routes, so that both match the same requests. It returns a part of
+// host and does not allocate.
+func HostOnly[T string | []byte](host T) T {
+	if len(host) > 0 && host[0] == '[' {
+		for i := 1; i < len(host); i++ {
+			if host[i] == ']' {
+				return host[1:i]
+			}
 		}
 		return host
 	}
-	if i := strings.LastIndexByte(host, ':'); i >= 0 && strings.IndexByte(host, ':') == i {
-		host = host[:i]
+	colons, last := 0, -1
+	for i := 0; i < len(host); i++ {
+		if host[i] == ':' {
+			colons, last = colons+1, i
+		}
 	}
-	if len(host) > 1 && host[len(host)-1] == '.' {
-		host = host[:len(host)-1]
+	if colons == 1 {
+		host = host[:last]
+	}
+	if n := len(host); n > 1 && host[n-1] == '.' {
+		host = host[:n-1]
 	}
 	return host
 }

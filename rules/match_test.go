@@ -116,7 +116,7 @@ func TestMatch(t *testing.T) {
 			if tt.r.header == nil {
 				tt.r.header = map[string]string{}
 			}
-			if got := m.match(tt.r, tt.r.method, hostOnly(tt.r.host), tt.r.path); got != tt.want {
+			if got := m.match(tt.r, tt.r.method, HostOnly(tt.r.host), tt.r.path); got != tt.want {
 				t.Fatalf("match %v, want %v", got, tt.want)
 			}
 		})
