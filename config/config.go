@@ -159,7 +159,7 @@ type Store struct {
 // MemoryStore is the in-process store.
 type MemoryStore struct {
 	Pos Pos `yaml:"-"`
-	// MaxKeys bounds the number of live keys (memory). Default 1000000.
+	// MaxKeys bounds the number of live keys (memory). Default 1,000,000.
 	MaxKeys int `yaml:"max_keys"`
 }
 

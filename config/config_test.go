@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
 func TestDefaultIsValid(t *testing.T) {
@@ -479,5 +482,20 @@ func TestEmptyValuesProblemsHaveLines(t *testing.T) {
 	c, err := Parse("c.yaml", []byte("listen: {tls: ~}\nstore: {redis: null, memory: {max_keys: 10}}\n"))
 	if err != nil || c.Listen.TLS != nil || c.Store.Redis != nil {
 		t.Fatalf("explicit nulls: %v, %+v", err, c)
+	}
+}
+
+// TestStoreDefaultsAreTheStoresOwn checks that the configuration's store
+// defaults are the stores' own (one definition each).
+func TestStoreDefaultsAreTheStoresOwn(t *testing.T) {
+	c := &Config{Store: Store{Redis: &RedisStore{URL: "redis://127.0.0.1:6379"}}}
+	c.Defaults()
+	if c.Store.Redis.Timeout != redis.DefaultTimeout {
+		t.Errorf("store.redis.timeout defaults to %v, the store to %v", c.Store.Redis.Timeout, redis.DefaultTimeout)
+	}
+	c = &Config{}
+	c.Defaults()
+	if c.Store.Memory.MaxKeys != memory.DefaultMaxKeys {
+		t.Errorf("store.memory.max_keys defaults to %d, the store to %d", c.Store.Memory.MaxKeys, memory.DefaultMaxKeys)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
 // Load reads, decodes, defaults and validates the file at path. Every
@@ -137,11 +139,11 @@ func (c *Config) Defaults() {
 		c.Store.Memory = &MemoryStore{}
 	}
 	if m := c.Store.Memory; m != nil && m.MaxKeys == 0 {
-		m.MaxKeys = 1_000_000
+		m.MaxKeys = memory.DefaultMaxKeys
 	}
 	if r := c.Store.Redis; r != nil {
 		if r.Timeout == 0 {
-			r.Timeout = 50 * time.Millisecond
+			r.Timeout = redis.DefaultTimeout
 		}
 	}
 	if c.OnError == "" {

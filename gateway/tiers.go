@@ -37,12 +37,6 @@ type tierStores struct {
 	closed   bool
 }
 
-// defaultSyncInterval is eventual.Config.Interval's default.
-const defaultSyncInterval = 100 * time.Millisecond
-
-// localMaxKeys bounds the keys of the local rules' own memory store.
-const localMaxKeys = 1 << 20
-
 // engineStore returns the store of the rules without a tier, whose
 // failure mode is onError (rules.Config.OnErrorOf): the memory store, or
 // a view of the Redis store answering by that mode.
@@ -86,7 +80,7 @@ func (t *tierStores) store(r rules.Rule, onError string) (limit.Store, error) {
 		}
 		iv := r.SyncInterval
 		if iv == 0 {
-			iv = defaultSyncInterval
+			iv = eventual.DefaultInterval
 		}
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -115,7 +109,7 @@ func (t *tierStores) store(r rules.Rule, onError string) (limit.Store, error) {
 			return nil, errors.New("gateway closed")
 		}
 		if t.local == nil {
-			s, err := memory.New(memoryConfig(localMaxKeys, t.clock))
+			s, err := memory.New(memoryConfig(memory.DefaultMaxKeys, t.clock))
 			if err != nil {
 				return nil, err
 			}

@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/eventual"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
@@ -214,7 +214,7 @@ func describeTier(r rules.Rule) string {
 	case "eventual":
 		every := r.SyncInterval
 		if every == 0 {
-			every = 100 * time.Millisecond
+			every = eventual.DefaultInterval
 		}
 		return "eventual (decided locally, synced with Redis every " + every.String() + ")"
 	case "local":
