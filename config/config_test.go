@@ -3,6 +3,8 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -281,8 +283,11 @@ func TestRelativePathsResolved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Rules[0].Tiers.MembersFile; got != filepath.Join(dir, "members.txt") {
-		t.Fatalf("members_file = %q", got)
+	if got := c.EngineConfig().Rules[0].Tiers.MembersFile; got != filepath.Join(dir, "members.txt") {
+		t.Fatalf("the engine's members_file = %q", got)
+	}
+	if got := c.Rules[0].Tiers.MembersFile; got != "members.txt" {
+		t.Fatalf("the file's members_file became %q", got)
 	}
 	if k := c.Rules[0].Key; len(k) != 1 || k[0] != "header:X-API-Key" {
 		t.Fatalf("a scalar key must read as a one-element list, got %q", k)
@@ -497,5 +502,66 @@ func TestStoreDefaultsAreTheStoresOwn(t *testing.T) {
 	c.Defaults()
 	if c.Store.Memory.MaxKeys != memory.DefaultMaxKeys {
 		t.Errorf("store.memory.max_keys defaults to %d, the store to %d", c.Store.Memory.MaxKeys, memory.DefaultMaxKeys)
+	}
+}
+
+// TestRuleProblemPlacedByItsPath checks that a problem the rule engine
+// finds is placed at its field's line by the path it carries, even when
+// the path holds ": " (a quoted plan name), so that cutting the message
+// at its first ": " would place it elsewhere.
+func TestRuleProblemPlacedByItsPath(t *testing.T) {
+	src := `rules:
+  - name: api
+    key: header:X-API-Key
+    tiers:
+      default: free
+      plans:
+        free: [{rate: 10/m}]
+        "pro: gold": [{rate: 100/s}]
+`
+	_, err := Parse("c.yaml", []byte(src))
+	ps := Problems(err)
+	if len(ps) == 0 {
+		t.Fatal("want a problem with the plan name")
+	}
+	for _, p := range ps {
+		if strings.Contains(p.Msg, "pro: gold") && p.Pos.Line != 8 {
+			t.Errorf("%v: want line 8", p)
+		}
+	}
+}
+
+// TestValidateLeavesConfigUnchanged checks that validation reads the
+// configuration and never rewrites it (a relative members_file stays as
+// written).
+func TestValidateLeavesConfigUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "members.txt"), []byte("key-a pro\n"), 0o644)
+	src := `rules:
+  - name: api
+    key: header:X-API-Key
+    tiers:
+      default: free
+      plans:
+        free: [{rate: 10/m}]
+        pro: [{rate: 100/s, burst: 200}]
+      members_file: members.txt
+`
+	c, err := Parse(filepath.Join(dir, "c.yaml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Rules[0].Tiers.MembersFile = "members.txt" // as written, relative
+	before := *c
+	before.Rules = slices.Clone(c.Rules)
+	tiers := *c.Rules[0].Tiers
+	before.Rules[0].Tiers = &tiers
+	ps := &problems{}
+	c.validate(ps)
+	if err := ps.err(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&before, c) {
+		t.Fatalf("validation changed the config:\nbefore %+v\nafter  %+v", before.Rules[0].Tiers, c.Rules[0].Tiers)
 	}
 }

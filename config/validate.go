@@ -2,16 +2,19 @@ package config
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // The least values of the durations that a tiny value makes pathological
@@ -246,15 +249,12 @@ func redactErr(err error) string {
 	return err.Error()
 }
 
-// validateRules runs the rule engine's own validation and places each of
-// its problems ("rules[2].policies[0]: ...") at the line of that path.
+// validateRules runs the rule engine's own validation (on EngineConfig:
+// c itself is not changed) and places each of its problems, a
+// *rules.FieldError, at the line of its path.
 func (c *Config) validateRules(ps *problems) {
-	for i := range c.Rules {
-		if t := c.Rules[i].Tiers; t != nil && t.MembersFile != "" {
-			t.MembersFile = c.Resolve(t.MembersFile)
-		}
-	}
-	err := c.Config.Validate()
+	rc := c.EngineConfig()
+	err := rc.Validate()
 	if err == nil {
 		return
 	}
@@ -265,19 +265,34 @@ func (c *Config) validateRules(ps *problems) {
 		list = []error{err}
 	}
 	for _, e := range list {
-		msg := e.Error()
-		ps.add(c.pathPos(msg), "%s", msg)
+		p := c.Pos
+		if fe := (*rules.FieldError)(nil); errors.As(e, &fe) {
+			p = c.pathPos(fe.Path)
+		}
+		ps.add(p, "%s", e.Error())
 	}
 }
 
-// pathPos returns the position of the longest recorded path that msg
-// starts with, or the file's.
-func (c *Config) pathPos(msg string) Pos {
-	path, _, ok := strings.Cut(msg, ": ")
-	if !ok {
-		return c.Pos
+// EngineConfig returns the rule engine's part of c, ready for rules.New:
+// a copy, with each tiers' members_file resolved against the
+// configuration file's directory (see Resolve). c is not changed.
+func (c *Config) EngineConfig() rules.Config {
+	rc := c.Config
+	rc.Rules = slices.Clone(c.Rules)
+	for i := range rc.Rules {
+		if t := rc.Rules[i].Tiers; t != nil && t.MembersFile != "" {
+			resolved := *t
+			resolved.MembersFile = c.Resolve(t.MembersFile)
+			rc.Rules[i].Tiers = &resolved
+		}
 	}
-	path = strings.TrimSpace(path)
+	return rc
+}
+
+// pathPos returns the position of the longest recorded prefix of path
+// ("rules[2].policies[0].rate", then "rules[2].policies[0]", ...), or the
+// file's.
+func (c *Config) pathPos(path string) Pos {
 	for path != "" {
 		if p, ok := c.paths[path]; ok {
 			return p

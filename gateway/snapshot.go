@@ -60,7 +60,7 @@ type route struct {
 func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 	s := &snapshot{cfg: cfg, logAccess: cfg.AccessLog.Path != ""}
 	if len(cfg.Rules) > 0 {
-		rc := cfg.Config // a copy: the observer and logger are per snapshot
+		rc := cfg.EngineConfig() // a copy: the observer and logger are per snapshot
 		obs := g.m.newObserver()
 		rc.Observer = obs
 		rc.Logger = g.log

@@ -112,10 +112,11 @@ func (s fileStamp) equal(o fileStamp) bool {
 }
 
 // watched are the files to watch while cfg runs: the configuration file
-// first, then the members files of cfg's tiers (resolved by config.Load).
+// first, then the members files of cfg's tiers (resolved against the
+// configuration file's directory).
 func (w *watcher) watched(cfg *config.Config) []string {
 	paths := []string{w.path}
-	for _, r := range cfg.Rules {
+	for _, r := range cfg.EngineConfig().Rules {
 		if r.Tiers != nil && r.Tiers.MembersFile != "" {
 			paths = append(paths, r.Tiers.MembersFile)
 		}

@@ -41,7 +41,7 @@ var checkCommand = &command{
 			st, err := memory.New(memory.Config{MaxKeys: 1, SweepInterval: -1})
 			if err == nil {
 				defer st.Close()
-				_, err = rules.New(cfg.Config, st)
+				_, err = rules.New(cfg.EngineConfig(), st)
 			}
 			if err != nil {
 				fmt.Fprintf(stderr, "%s: %v\n", args[0], err)
@@ -96,7 +96,7 @@ func summarize(w io.Writer, c *config.Config) {
 		return
 	}
 	fmt.Fprintf(w, "\nrules (every matching rule applies; all must allow):\n")
-	for _, r := range c.Rules {
+	for _, r := range c.EngineConfig().Rules { // members files resolved
 		flags := ""
 		if r.Shadow {
 			flags = " [shadow: counted, never refused]"
