@@ -143,7 +143,7 @@ access_log: {path: /nonexistent-dir/x.log, format: xml}
 		{5, "must not share the traffic listener's port"},
 		{7, `must start with /`},
 		{7, "scheme must be http or https"},
-		{9, "choose one of memory or redis"},
+		{8, "choose one of memory or redis"}, // at the store key
 		{11, "directory /nonexistent-dir does not exist"},
 		{11, `format "xml"`},
 	})

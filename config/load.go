@@ -33,9 +33,6 @@ func Parse(name string, data []byte) (*Config, error) {
 	d := &decoder{file: name, ps: ps, paths: map[string]Pos{}}
 	d.parseDocument(data, c)
 	c.paths = d.paths
-	if c.Pos.File == "" {
-		c.Pos = Pos{File: name}
-	}
 	if d.failed[""] {
 		// Nothing decoded (a syntax error, no document, aliases
 		// expanding too far): there is nothing to validate.
@@ -45,7 +42,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	// file's author rarely means.
 	if len(c.Routes) == 0 && !d.failed["routes"] {
 		at := Pos{File: name} // not written: no line to point at
-		if p, ok := c.Pos.keys["routes"]; ok {
+		if p, ok := c.paths["routes"]; ok {
 			at = p
 		}
 		c.warnings = append(c.warnings, &Error{Pos: at, Msg: noRoutes})
@@ -128,7 +125,7 @@ func (c *Config) Defaults() {
 		u.MaxConns = 1024
 	}
 	if len(c.Routes) == 0 {
-		c.Routes = []Route{{Path: "/", Upstream: "demo", Pos: c.Pos}}
+		c.Routes = []Route{{Path: "/", Upstream: "demo"}}
 	}
 	for i := range c.Routes {
 		if c.Routes[i].Path == "" {
