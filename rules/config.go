@@ -113,8 +113,8 @@ type Rule struct {
 	// it.
 	SyncInterval time.Duration `yaml:"sync_interval" json:"sync_interval"`
 	// Nodes is how many gateways share a local rule's limit: each one
-	// enforces its share, the policies divided by Nodes (package
-	// store/local's Divide: limits and bursts rounded down, at least one).
+	// enforces its share, the policies divided by Nodes
+	// (limit.Divide: limits and bursts rounded down, at least one).
 	// Zero means 1. Only a local rule takes it.
 	Nodes int `yaml:"nodes" json:"nodes"`
 }
