@@ -283,8 +283,12 @@ func TestRelativePathsResolved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.EngineConfig().Rules[0].Tiers.MembersFile; got != filepath.Join(dir, "members.txt") {
-		t.Fatalf("the engine's members_file = %q", got)
+	rc, err := c.EngineConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rc.Rules[0].Tiers; got.MembersFile != filepath.Join(dir, "members.txt") || got.FileMembers["key-a"] != "pro" {
+		t.Fatalf("the engine's members_file = %q, members %v", got.MembersFile, got.FileMembers)
 	}
 	if got := c.Rules[0].Tiers.MembersFile; got != "members.txt" {
 		t.Fatalf("the file's members_file became %q", got)
@@ -563,5 +567,27 @@ func TestValidateLeavesConfigUnchanged(t *testing.T) {
 	}
 	if !reflect.DeepEqual(&before, c) {
 		t.Fatalf("validation changed the config:\nbefore %+v\nafter  %+v", before.Rules[0].Tiers, c.Rules[0].Tiers)
+	}
+}
+
+// TestMembersFileReadByConfig checks that the configuration reads a
+// members_file, relative to its own directory, and places a problem in it
+// at the members_file line, naming the file's line (never the identity).
+func TestMembersFileReadByConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "members.txt"), []byte("secret-key pro extra\n"), 0o644)
+	src := `rules:
+  - name: api
+    key: header:X-API-Key
+    tiers:
+      default: free
+      plans:
+        free: [{rate: 10/m}]
+      members_file: members.txt
+`
+	_, err := Parse(filepath.Join(dir, "c.yaml"), []byte(src))
+	ps := Problems(err)
+	if len(ps) != 1 || ps[0].Pos.Line != 8 || !strings.Contains(ps[0].Msg, "members.txt:1:") || strings.Contains(ps[0].Msg, "secret-key") {
+		t.Fatalf("problems %v: want one at line 8 naming members.txt:1", ps)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -249,12 +248,17 @@ func redactErr(err error) string {
 	return err.Error()
 }
 
-// validateRules runs the rule engine's own validation (on EngineConfig:
-// c itself is not changed) and places each of its problems, a
-// *rules.FieldError, at the line of its path.
+// validateRules reads the members files and runs the rule engine's own
+// validation (on EngineConfig: c itself is not changed), and places each
+// of their problems, a *rules.FieldError, at the line of its path.
 func (c *Config) validateRules(ps *problems) {
-	rc := c.EngineConfig()
-	err := rc.Validate()
+	rc, err := c.EngineConfig()
+	c.placeRuleProblems(ps, err)
+	c.placeRuleProblems(ps, rc.Validate())
+}
+
+// placeRuleProblems adds the problems err joins, each at its path.
+func (c *Config) placeRuleProblems(ps *problems, err error) {
 	if err == nil {
 		return
 	}
@@ -271,22 +275,6 @@ func (c *Config) validateRules(ps *problems) {
 		}
 		ps.add(p, "%s", e.Error())
 	}
-}
-
-// EngineConfig returns the rule engine's part of c, ready for rules.New:
-// a copy, with each tiers' members_file resolved against the
-// configuration file's directory (see Resolve). c is not changed.
-func (c *Config) EngineConfig() rules.Config {
-	rc := c.Config
-	rc.Rules = slices.Clone(c.Rules)
-	for i := range rc.Rules {
-		if t := rc.Rules[i].Tiers; t != nil && t.MembersFile != "" {
-			resolved := *t
-			resolved.MembersFile = c.Resolve(t.MembersFile)
-			rc.Rules[i].Tiers = &resolved
-		}
-	}
-	return rc
 }
 
 // at returns the position of the longest recorded prefix of path

@@ -41,7 +41,10 @@ var checkCommand = &command{
 			st, err := memory.New(memory.Config{MaxKeys: 1, SweepInterval: -1})
 			if err == nil {
 				defer st.Close()
-				_, err = rules.New(cfg.EngineConfig(), st)
+				var rc rules.Config
+				if rc, err = cfg.EngineConfig(); err == nil {
+					_, err = rules.New(rc, st)
+				}
 			}
 			if err != nil {
 				fmt.Fprintf(stderr, "%s: %v\n", args[0], err)
@@ -96,7 +99,7 @@ func summarize(w io.Writer, c *config.Config) {
 		return
 	}
 	fmt.Fprintf(w, "\nrules (every matching rule applies; all must allow):\n")
-	for _, r := range c.EngineConfig().Rules { // members files resolved
+	for _, r := range c.Rules {
 		flags := ""
 		if r.Shadow {
 			flags = " [shadow: counted, never refused]"
@@ -118,7 +121,7 @@ func summarize(w io.Writer, c *config.Config) {
 		if t := r.Tiers; t != nil {
 			fmt.Fprintf(w, "    tiers  default plan %q, %d member(s) listed", t.Default, len(t.Members))
 			if t.MembersFile != "" {
-				fmt.Fprintf(w, " + file %s", t.MembersFile)
+				fmt.Fprintf(w, " + file %s", c.Resolve(t.MembersFile))
 			}
 			fmt.Fprintln(w)
 			for _, plan := range slices.Sorted(maps.Keys(t.Plans)) {

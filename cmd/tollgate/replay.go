@@ -136,7 +136,11 @@ func runReplay(ctx context.Context, o *replayOptions, file string, stdin io.Read
 		if err != nil {
 			return err
 		}
-		cfg.Rules = &replay.Rules{Name: "rules of " + o.configFile, Config: c.Config}
+		rc, err := c.EngineConfig()
+		if err != nil {
+			return err
+		}
+		cfg.Rules = &replay.Rules{Name: "rules of " + o.configFile, Config: rc}
 	}
 	if len(cfg.Policies) == 0 && cfg.Rules == nil {
 		return badReplayUsage(errors.New("give at least one -policy or a -config file; see tollgate replay -h"))
