@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tollgate-dev/tollgate/accesslog"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -129,28 +130,11 @@ func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
 	b := buf[:0]
 	now := time.Now()
 	if a.combined {
-		b = append(b, remote...)
-		b = append(b, " - - ["...)
-		b = now.AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
-		b = append(b, "] \""...)
-		b = appendEscaped(b, e.method)
-		b = append(b, ' ')
-		b = appendCombined(b, e.uri)
-		b = append(b, ' ')
-		b = appendEscaped(b, e.proto)
-		b = append(b, "\" "...)
-		b = strconv.AppendInt(b, int64(status), 10)
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, int64(size), 10)
-		b = append(b, " \""...)
-		b = appendCombined(b, e.referer)
-		b = append(b, "\" \""...)
-		b = appendCombined(b, e.ua)
-		b = append(b, "\" rule="...)
-		b = append(b, orDash(e.rule)...)
-		b = append(b, " decision="...)
-		b = append(b, orDash(e.outcome)...)
-		b = append(b, '\n')
+		b = accesslog.AppendCombined(b, &accesslog.Entry{
+			Time: now, Remote: remote, Method: e.method, URI: e.uri, Proto: e.proto,
+			Referer: e.referer, UserAgent: e.ua, Status: status, Bytes: size,
+			Rule: e.rule, Decision: e.outcome,
+		})
 	} else {
 		b = append(b, `{"time":"`...)
 		b = now.UTC().AppendFormat(b, time.RFC3339Nano)
@@ -181,43 +165,7 @@ func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
 	a.mu.Unlock()
 }
 
-// orDash returns s, or "-" when it is empty. Rule names and outcomes
-// need no escaping: the configuration allows only letters, digits, '-',
-// '_' and '.' in a rule's name.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 const hexDigits = "0123456789abcdef"
-
-// appendCombined appends a quoted field's value with '"', '\\' and control
-// bytes escaped as \xHH, as nginx does, or "-" when empty.
-func appendCombined(b, v []byte) []byte {
-	if len(v) == 0 {
-		return append(b, '-')
-	}
-	return appendEscaped(b, v)
-}
-
-// appendEscaped appends v with '"', '\\', control bytes and bytes from 0x7f
-// escaped as \xHH, as nginx does in its combined log, so that no value can
-// end a quoted field or the line.
-func appendEscaped[T string | []byte](b []byte, v T) []byte {
-	for i := range len(v) {
-		c := v[i]
-		switch {
-		case c == '"' || c == '\\' || c < 0x20 || c >= 0x7f:
-			b = append(b, `\x`...)
-			b = append(b, "0123456789ABCDEF"[c>>4], "0123456789ABCDEF"[c&15])
-		default:
-			b = append(b, c)
-		}
-	}
-	return b
-}
 
 // appendJSONString appends v as a JSON string: '"' and '\\' escaped, control
 // bytes as \n, \r, \t or \u00XX, each byte of invalid UTF-8 replaced by
