@@ -16,12 +16,15 @@ type Entry struct {
 	Time time.Time
 	// Remote is the client's address, without its port.
 	Remote []byte
-	// Method, URI and Proto are the request line's parts.
-	Method, URI, Proto []byte
+	// Method, URI and Proto are the request line's parts, and Host the
+	// request's host (JSON only).
+	Method, URI, Proto, Host []byte
 	// Referer and UserAgent are the request's headers of those names.
 	Referer, UserAgent []byte
 	// Status is the response's status code and Bytes its body's size.
 	Status, Bytes int
+	// Duration is how long the request took (JSON only).
+	Duration time.Duration
 	// Rule is the decisive rule and Decision the outcome ("" when no
 	// rule matched). Rule names need no escaping: the configuration
 	// allows only letters, digits, '-', '_' and '.'.

@@ -1,7 +1,7 @@
-// Package accesslog owns the combined access-log format as tollgate
-// writes and reads it: the gateway writes its lines with AppendCombined,
-// and tollgate replay decodes their quoted fields with Unquote, so a log
-// the gateway writes is one replay reads.
+// Package accesslog owns the access-log formats as tollgate writes and
+// reads them: the gateway writes its lines with AppendCombined or
+// AppendJSON, and tollgate replay decodes the combined format's quoted
+// fields with Unquote, so a log the gateway writes is one replay reads.
 //
 // The combined format is nginx's:
 //
