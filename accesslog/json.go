@@ -6,23 +6,34 @@ import (
 	"unicode/utf8"
 )
 
+// The names of the JSON format's fields that tollgate replay reads (its
+// DefaultFields list them first).
+const (
+	FieldTime   = "time"
+	FieldRemote = "remote_addr"
+	FieldMethod = "method"
+	FieldHost   = "host"
+	FieldURI    = "uri"
+	FieldStatus = "status"
+)
+
 // AppendJSON appends e to b as one JSON line, newline included: the
 // fields time (RFC 3339, UTC), remote_addr, method, host, uri, status,
 // bytes, duration_ms, user_agent, rule and decision ("" when no rule
 // matched), names tollgate replay finds without a flag. It does not
 // allocate beyond growing b.
 func AppendJSON(b []byte, e *Entry) []byte {
-	b = append(b, `{"time":"`...)
+	b = append(b, `{"`+FieldTime+`":"`...)
 	b = e.Time.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","remote_addr":`...)
+	b = append(b, `","`+FieldRemote+`":`...)
 	b = appendJSONString(b, e.Remote)
-	b = append(b, `,"method":`...)
+	b = append(b, `,"`+FieldMethod+`":`...)
 	b = appendJSONString(b, e.Method)
-	b = append(b, `,"host":`...)
+	b = append(b, `,"`+FieldHost+`":`...)
 	b = appendJSONString(b, e.Host)
-	b = append(b, `,"uri":`...)
+	b = append(b, `,"`+FieldURI+`":`...)
 	b = appendJSONString(b, e.URI)
-	b = append(b, `,"status":`...)
+	b = append(b, `,"`+FieldStatus+`":`...)
 	b = strconv.AppendInt(b, int64(e.Status), 10)
 	b = append(b, `,"bytes":`...)
 	b = strconv.AppendInt(b, int64(e.Bytes), 10)
