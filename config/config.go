@@ -10,7 +10,6 @@ import (
 // documented default, filled by [Config.Defaults]; a Config returned by
 // [Load] or [Parse] has them filled and is valid.
 type Config struct {
-	Pos Pos `yaml:"-"`
 	// File is the path the configuration was read from ("" for the
 	// embedded default). Relative paths in the file are resolved against
 	// its directory.
@@ -60,7 +59,6 @@ type Config struct {
 
 // Listen is the traffic listener.
 type Listen struct {
-	Pos Pos `yaml:"-"`
 	// Addr is host:port. Default ":8080".
 	Addr string `yaml:"addr"`
 	// TLS, when set, terminates TLS with a certificate and key.
@@ -88,7 +86,6 @@ type Listen struct {
 
 // TLS names PEM files holding a certificate chain and its private key.
 type TLS struct {
-	Pos Pos `yaml:"-"`
 	// Cert is the PEM file of the certificate chain, leaf first; a
 	// relative path is resolved against the configuration file's
 	// directory.
@@ -99,14 +96,12 @@ type TLS struct {
 
 // Admin is the admin listener. It never shares the traffic port.
 type Admin struct {
-	Pos Pos `yaml:"-"`
 	// Addr is host:port. Default "127.0.0.1:9090"; "off" disables it.
 	Addr string `yaml:"addr"`
 }
 
 // Upstream holds the connection settings towards the upstreams.
 type Upstream struct {
-	Pos Pos `yaml:"-"`
 	// DialTimeout bounds connecting to an upstream. Default 5s; at least
 	// 1ms (no connection can be made in less).
 	DialTimeout time.Duration `yaml:"dial_timeout"`
@@ -131,7 +126,6 @@ type Upstream struct {
 
 // Route sends requests matching Host and Path to Upstream.
 type Route struct {
-	Pos Pos `yaml:"-"`
 	// Host matches the request's host (without port), exactly; empty
 	// matches every host.
 	Host string `yaml:"host"`
@@ -148,7 +142,6 @@ type Route struct {
 
 // Store chooses the counter store: exactly one of Memory or Redis.
 type Store struct {
-	Pos Pos `yaml:"-"`
 	// Memory keeps the counters in the gateway's own memory (the default
 	// when neither is given): nothing shared between gateways.
 	Memory *MemoryStore `yaml:"memory"`
@@ -158,14 +151,12 @@ type Store struct {
 
 // MemoryStore is the in-process store.
 type MemoryStore struct {
-	Pos Pos `yaml:"-"`
-	// MaxKeys bounds the number of live keys (memory). Default 1000000.
+	// MaxKeys bounds the number of live keys (memory). Default 1,000,000.
 	MaxKeys int `yaml:"max_keys"`
 }
 
 // RedisStore is the shared store on Redis.
 type RedisStore struct {
-	Pos Pos `yaml:"-"`
 	// URL is redis://[user:password@]host:port[/db]; the password is
 	// masked wherever the config is shown.
 	URL string `yaml:"url"`
@@ -187,7 +178,6 @@ type RedisStore struct {
 
 // AccessLog writes one line per request.
 type AccessLog struct {
-	Pos Pos `yaml:"-"`
 	// Path is a file to append to, or "-" for standard output. Empty
 	// (the default): no access log.
 	Path string `yaml:"path"`
@@ -207,7 +197,6 @@ type AccessLog struct {
 // or most configuration management tools do): the watcher then sees the
 // old file or the new one, never a mix. SIGHUP reloads at once.
 type Reload struct {
-	Pos Pos `yaml:"-"`
 	// Watch polls the files for changes and reloads them. Default true.
 	Watch *bool `yaml:"watch"`
 	// Interval is the polling period. Default 2s; at least 10ms, whether

@@ -3,8 +3,13 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
 func TestDefaultIsValid(t *testing.T) {
@@ -138,7 +143,7 @@ access_log: {path: /nonexistent-dir/x.log, format: xml}
 		{5, "must not share the traffic listener's port"},
 		{7, `must start with /`},
 		{7, "scheme must be http or https"},
-		{9, "choose one of memory or redis"},
+		{8, "choose one of memory or redis"}, // at the store key
 		{11, "directory /nonexistent-dir does not exist"},
 		{11, `format "xml"`},
 	})
@@ -278,8 +283,15 @@ func TestRelativePathsResolved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := c.Rules[0].Tiers.MembersFile; got != filepath.Join(dir, "members.txt") {
-		t.Fatalf("members_file = %q", got)
+	rc, err := c.EngineConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rc.Rules[0].Tiers; got.MembersFile != filepath.Join(dir, "members.txt") || got.FileMembers["key-a"] != "pro" {
+		t.Fatalf("the engine's members_file = %q, members %v", got.MembersFile, got.FileMembers)
+	}
+	if got := c.Rules[0].Tiers.MembersFile; got != "members.txt" {
+		t.Fatalf("the file's members_file became %q", got)
 	}
 	if k := c.Rules[0].Key; len(k) != 1 || k[0] != "header:X-API-Key" {
 		t.Fatalf("a scalar key must read as a one-element list, got %q", k)
@@ -479,5 +491,103 @@ func TestEmptyValuesProblemsHaveLines(t *testing.T) {
 	c, err := Parse("c.yaml", []byte("listen: {tls: ~}\nstore: {redis: null, memory: {max_keys: 10}}\n"))
 	if err != nil || c.Listen.TLS != nil || c.Store.Redis != nil {
 		t.Fatalf("explicit nulls: %v, %+v", err, c)
+	}
+}
+
+// TestStoreDefaultsAreTheStoresOwn checks that the configuration's store
+// defaults are the stores' own (one definition each).
+func TestStoreDefaultsAreTheStoresOwn(t *testing.T) {
+	c := &Config{Store: Store{Redis: &RedisStore{URL: "redis://127.0.0.1:6379"}}}
+	c.Defaults()
+	if c.Store.Redis.Timeout != redis.DefaultTimeout {
+		t.Errorf("store.redis.timeout defaults to %v, the store to %v", c.Store.Redis.Timeout, redis.DefaultTimeout)
+	}
+	c = &Config{}
+	c.Defaults()
+	if c.Store.Memory.MaxKeys != memory.DefaultMaxKeys {
+		t.Errorf("store.memory.max_keys defaults to %d, the store to %d", c.Store.Memory.MaxKeys, memory.DefaultMaxKeys)
+	}
+}
+
+// TestRuleProblemPlacedByItsPath checks that a problem the rule engine
+// finds is placed at its field's line by the path it carries, even when
+// the path holds ": " (a quoted plan name), so that cutting the message
+// at its first ": " would place it elsewhere.
+func TestRuleProblemPlacedByItsPath(t *testing.T) {
+	src := `rules:
+  - name: api
+    key: header:X-API-Key
+    tiers:
+      default: free
+      plans:
+        free: [{rate: 10/m}]
+        "pro: gold": [{rate: 100/s}]
+`
+	_, err := Parse("c.yaml", []byte(src))
+	ps := Problems(err)
+	if len(ps) == 0 {
+		t.Fatal("want a problem with the plan name")
+	}
+	for _, p := range ps {
+		if strings.Contains(p.Msg, "pro: gold") && p.Pos.Line != 8 {
+			t.Errorf("%v: want line 8", p)
+		}
+	}
+}
+
+// TestValidateLeavesConfigUnchanged checks that validation reads the
+// configuration and never rewrites it (a relative members_file stays as
+// written).
+func TestValidateLeavesConfigUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "members.txt"), []byte("key-a pro\n"), 0o644)
+	src := `rules:
+  - name: api
+    key: header:X-API-Key
+    tiers:
+      default: free
+      plans:
+        free: [{rate: 10/m}]
+        pro: [{rate: 100/s, burst: 200}]
+      members_file: members.txt
+`
+	c, err := Parse(filepath.Join(dir, "c.yaml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Rules[0].Tiers.MembersFile = "members.txt" // as written, relative
+	before := *c
+	before.Rules = slices.Clone(c.Rules)
+	tiers := *c.Rules[0].Tiers
+	before.Rules[0].Tiers = &tiers
+	ps := &problems{}
+	c.validate(ps)
+	if err := ps.err(); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&before, c) {
+		t.Fatalf("validation changed the config:\nbefore %+v\nafter  %+v", before.Rules[0].Tiers, c.Rules[0].Tiers)
+	}
+}
+
+// TestMembersFileReadByConfig checks that the configuration reads a
+// members_file, relative to its own directory, and places a problem in it
+// at the members_file line, naming the file's line (never the identity).
+func TestMembersFileReadByConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "members.txt"), []byte("secret-key pro extra\n"), 0o644)
+	src := `rules:
+  - name: api
+    key: header:X-API-Key
+    tiers:
+      default: free
+      plans:
+        free: [{rate: 10/m}]
+      members_file: members.txt
+`
+	_, err := Parse(filepath.Join(dir, "c.yaml"), []byte(src))
+	ps := Problems(err)
+	if len(ps) != 1 || ps[0].Pos.Line != 8 || !strings.Contains(ps[0].Msg, "members.txt:1:") || strings.Contains(ps[0].Msg, "secret-key") {
+		t.Fatalf("problems %v: want one at line 8 naming members.txt:1", ps)
 	}
 }

@@ -52,7 +52,6 @@ const (
 
 var (
 	durationType = reflect.TypeFor[time.Duration]()
-	posType      = reflect.TypeFor[Pos]()
 )
 
 func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
@@ -192,13 +191,8 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 		// section left out: its required keys are reported missing
 		// rather than the section silently ignored. An explicit null
 		// (~, null) leaves it out.
-		switch {
-		case v.Kind() == reflect.Struct:
-			setPos(v, d.pos(n))
-		case v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Struct && n.Value == "" && n.Style&yaml.TaggedStyle == 0:
-			p := reflect.New(v.Type().Elem())
-			setPos(p.Elem(), d.pos(n))
-			v.Set(p)
+		if v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Struct && n.Value == "" && n.Style&yaml.TaggedStyle == 0 {
+			v.Set(reflect.New(v.Type().Elem()))
 		}
 		return
 	}
@@ -402,10 +396,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
 	}
 	fields := map[string][]int{}
 	var names []string
-	var posFields [][]int
-	collectFields(v.Type(), nil, fields, &names, &posFields)
-	p := d.pos(n)
-	p.keys = map[string]Pos{}
+	collectFields(v.Type(), nil, fields, &names)
 	seen := map[string]bool{}
 	var meant []string // the fields misspelled keys were probably meant to set
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -430,7 +421,6 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
 			continue
 		}
 		seen[k.Value] = true
-		p.keys[k.Value] = d.pos(k)
 		sub := join(what, k.Value)
 		if d.paths != nil {
 			d.paths[sub] = d.pos(k)
@@ -443,18 +433,6 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
 		if !seen[name] {
 			d.failed[join(what, name)] = true
 		}
-	}
-	for _, idx := range posFields {
-		v.FieldByIndex(idx).Set(reflect.ValueOf(p))
-	}
-}
-
-// setPos sets the Pos fields of the struct v to p.
-func setPos(v reflect.Value, p Pos) {
-	var posFields [][]int
-	collectFields(v.Type(), nil, map[string][]int{}, new([]string), &posFields)
-	for _, idx := range posFields {
-		v.FieldByIndex(idx).Set(reflect.ValueOf(p))
 	}
 }
 
@@ -554,19 +532,14 @@ func mentions(s, word string) bool {
 }
 
 // collectFields lists the keys of struct type t by their yaml tags,
-// descending into fields tagged ",inline", and the index paths of its Pos
-// fields.
-func collectFields(t reflect.Type, prefix []int, fields map[string][]int, names *[]string, posFields *[][]int) {
+// descending into fields tagged ",inline".
+func collectFields(t reflect.Type, prefix []int, fields map[string][]int, names *[]string) {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		idx := append(slices.Clone(prefix), i)
-		if f.Type == posType && f.Name == "Pos" {
-			*posFields = append(*posFields, idx)
-			continue
-		}
 		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		if opts == "inline" && f.Type.Kind() == reflect.Struct {
-			collectFields(f.Type, idx, fields, names, posFields)
+			collectFields(f.Type, idx, fields, names)
 			continue
 		}
 		if name == "" || name == "-" || !f.IsExported() {

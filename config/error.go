@@ -13,9 +13,6 @@ import (
 type Pos struct {
 	File      string
 	Line, Col int
-	// keys holds the position of each key of the mapping this Pos belongs
-	// to, so that a problem found during validation points at the key.
-	keys map[string]Pos
 }
 
 // String returns "file:line:col", "file" or "".
@@ -26,15 +23,6 @@ func (p Pos) String() string {
 	default:
 		return p.File
 	}
-}
-
-// Of returns the position of the key named k in the mapping p belongs to,
-// or p itself when that key was not written in the file.
-func (p Pos) Of(k string) Pos {
-	if q, ok := p.keys[k]; ok {
-		return q
-	}
-	return Pos{File: p.File, Line: p.Line, Col: p.Col}
 }
 
 // Error is one problem in a configuration file, at a position.
@@ -55,7 +43,7 @@ func (e *Error) Error() string {
 type problems struct{ list []*Error }
 
 func (ps *problems) add(p Pos, format string, args ...any) {
-	ps.list = append(ps.list, &Error{Pos: Pos{File: p.File, Line: p.Line, Col: p.Col}, Msg: fmt.Sprintf(format, args...)})
+	ps.list = append(ps.list, &Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
 }
 
 // err returns the problems sorted by position and joined, or nil.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
 // Load reads, decodes, defaults and validates the file at path. Every
@@ -31,9 +33,6 @@ func Parse(name string, data []byte) (*Config, error) {
 	d := &decoder{file: name, ps: ps, paths: map[string]Pos{}}
 	d.parseDocument(data, c)
 	c.paths = d.paths
-	if c.Pos.File == "" {
-		c.Pos = Pos{File: name}
-	}
 	if d.failed[""] {
 		// Nothing decoded (a syntax error, no document, aliases
 		// expanding too far): there is nothing to validate.
@@ -43,7 +42,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	// file's author rarely means.
 	if len(c.Routes) == 0 && !d.failed["routes"] {
 		at := Pos{File: name} // not written: no line to point at
-		if p, ok := c.Pos.keys["routes"]; ok {
+		if p, ok := c.paths["routes"]; ok {
 			at = p
 		}
 		c.warnings = append(c.warnings, &Error{Pos: at, Msg: noRoutes})
@@ -126,7 +125,7 @@ func (c *Config) Defaults() {
 		u.MaxConns = 1024
 	}
 	if len(c.Routes) == 0 {
-		c.Routes = []Route{{Path: "/", Upstream: "demo", Pos: c.Pos}}
+		c.Routes = []Route{{Path: "/", Upstream: "demo"}}
 	}
 	for i := range c.Routes {
 		if c.Routes[i].Path == "" {
@@ -137,11 +136,11 @@ func (c *Config) Defaults() {
 		c.Store.Memory = &MemoryStore{}
 	}
 	if m := c.Store.Memory; m != nil && m.MaxKeys == 0 {
-		m.MaxKeys = 1_000_000
+		m.MaxKeys = memory.DefaultMaxKeys
 	}
 	if r := c.Store.Redis; r != nil {
 		if r.Timeout == 0 {
-			r.Timeout = 50 * time.Millisecond
+			r.Timeout = redis.DefaultTimeout
 		}
 	}
 	if c.OnError == "" {

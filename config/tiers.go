@@ -17,7 +17,7 @@ func (c *Config) validateTiers(ps *problems) {
 	for i, r := range c.Rules {
 		if r.Consistency == rules.ConsistencyEventual {
 			path := fmt.Sprintf("rules[%d].sync_interval", i)
-			checkMin(ps, c.pathPos(path+": "), path, r.SyncInterval, minSyncInterval)
+			checkMin(ps, c.at(path), path, r.SyncInterval, minSyncInterval)
 		}
 	}
 	if c.Store.Redis != nil {
@@ -26,7 +26,7 @@ func (c *Config) validateTiers(ps *problems) {
 	for i, r := range c.Rules {
 		if r.Consistency == rules.ConsistencyStrict || r.Consistency == rules.ConsistencyEventual {
 			path := fmt.Sprintf("rules[%d].consistency", i)
-			ps.add(c.pathPos(path+": "), "%s: %s needs store.redis (the store is in memory)", path, r.Consistency)
+			ps.add(c.at(path), "%s: %s needs store.redis (the store is in memory)", path, r.Consistency)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // The least values of the durations that a tiny value makes pathological
@@ -33,32 +35,32 @@ func checkMin(ps *problems, p Pos, what string, d, least time.Duration) {
 
 // validate records every impossible value in c, which has its defaults.
 func (c *Config) validate(ps *problems) {
-	checkAddr(ps, c.Listen.Pos.Of("addr"), "listen.addr", c.Listen.Addr)
+	checkAddr(ps, c.at("listen.addr"), "listen.addr", c.Listen.Addr)
 	if t := c.Listen.TLS; t != nil {
 		c.validateTLS(ps, t)
 	}
 	if c.Listen.MaxConns < 0 {
-		ps.add(c.Listen.Pos.Of("max_conns"), "listen.max_conns %d must not be negative", c.Listen.MaxConns)
+		ps.add(c.at("listen.max_conns"), "listen.max_conns %d must not be negative", c.Listen.MaxConns)
 	}
 	if c.Listen.MaxRequestBody < 0 {
-		ps.add(c.Listen.Pos.Of("max_request_body"), "listen.max_request_body %d must not be negative", c.Listen.MaxRequestBody)
+		ps.add(c.at("listen.max_request_body"), "listen.max_request_body %d must not be negative", c.Listen.MaxRequestBody)
 	}
 	if c.Admin.Addr != "off" {
-		checkAddr(ps, c.Admin.Pos.Of("addr"), "admin.addr", c.Admin.Addr)
+		checkAddr(ps, c.at("admin.addr"), "admin.addr", c.Admin.Addr)
 		if samePort(c.Admin.Addr, c.Listen.Addr) {
-			ps.add(c.Admin.Pos.Of("addr"), "admin.addr %q must not share the traffic listener's port (%q)", c.Admin.Addr, c.Listen.Addr)
+			ps.add(c.at("admin.addr"), "admin.addr %q must not share the traffic listener's port (%q)", c.Admin.Addr, c.Listen.Addr)
 		}
 	}
-	checkMin(ps, c.Listen.Pos.Of("read_timeout"), "listen.read_timeout", c.Listen.ReadTimeout, minTimeout)
-	checkMin(ps, c.Listen.Pos.Of("write_timeout"), "listen.write_timeout", c.Listen.WriteTimeout, minTimeout)
-	checkMin(ps, c.Upstream.Pos.Of("dial_timeout"), "upstream.dial_timeout", c.Upstream.DialTimeout, minTimeout)
-	checkMin(ps, c.Upstream.Pos.Of("response_timeout"), "upstream.response_timeout", c.Upstream.ResponseTimeout, minTimeout)
+	checkMin(ps, c.at("listen.read_timeout"), "listen.read_timeout", c.Listen.ReadTimeout, minTimeout)
+	checkMin(ps, c.at("listen.write_timeout"), "listen.write_timeout", c.Listen.WriteTimeout, minTimeout)
+	checkMin(ps, c.at("upstream.dial_timeout"), "upstream.dial_timeout", c.Upstream.DialTimeout, minTimeout)
+	checkMin(ps, c.at("upstream.response_timeout"), "upstream.response_timeout", c.Upstream.ResponseTimeout, minTimeout)
 	// The watcher polls every interval whether or not watch is on (a
 	// reload may turn it on), so a tiny interval spins a core either way.
-	checkMin(ps, c.Reload.Pos.Of("interval"), "reload.interval", c.Reload.Interval, minReloadInterval)
-	checkMin(ps, c.Reload.Pos.Of("settle"), "reload.settle", c.Reload.Settle, minReloadInterval)
+	checkMin(ps, c.at("reload.interval"), "reload.interval", c.Reload.Interval, minReloadInterval)
+	checkMin(ps, c.at("reload.settle"), "reload.settle", c.Reload.Settle, minReloadInterval)
 	if c.Upstream.MaxConns < 0 {
-		ps.add(c.Upstream.Pos.Of("max_conns"), "upstream.max_conns %d must not be negative", c.Upstream.MaxConns)
+		ps.add(c.at("upstream.max_conns"), "upstream.max_conns %d must not be negative", c.Upstream.MaxConns)
 	}
 	c.validateRoutes(ps)
 	c.validateStore(ps)
@@ -102,18 +104,18 @@ func (c *Config) validateTLS(ps *problems, t *TLS) {
 	ok := true
 	for _, f := range []struct{ key, path string }{{"cert", t.Cert}, {"key", t.Key}} {
 		if f.path == "" {
-			ps.add(t.Pos, "listen.tls.%s is required", f.key)
+			ps.add(c.at("listen.tls"), "listen.tls.%s is required", f.key)
 			ok = false
 			continue
 		}
 		if _, err := os.Stat(c.Resolve(f.path)); err != nil {
-			ps.add(t.Pos.Of(f.key), "listen.tls.%s: %v", f.key, err)
+			ps.add(c.at("listen.tls."+f.key), "listen.tls.%s: %v", f.key, err)
 			ok = false
 		}
 	}
 	if ok {
 		if _, err := tls.LoadX509KeyPair(c.Resolve(t.Cert), c.Resolve(t.Key)); err != nil {
-			ps.add(t.Pos, "listen.tls: %v", err)
+			ps.add(c.at("listen.tls"), "listen.tls: %v", err)
 		}
 	}
 }
@@ -123,36 +125,36 @@ func (c *Config) validateRoutes(ps *problems) {
 	for i, r := range c.Routes {
 		what := fmt.Sprintf("routes[%d]", i)
 		if !strings.HasPrefix(r.Path, "/") {
-			ps.add(r.Pos.Of("path"), "%s.path %q must start with /", what, r.Path)
+			ps.add(c.at(what+".path"), "%s.path %q must start with /", what, r.Path)
 		}
 		if k := r.Host + " " + r.Path; seen[k] {
-			ps.add(r.Pos, "%s: another route already has host %q and path %q", what, r.Host, r.Path)
+			ps.add(c.at(what), "%s: another route already has host %q and path %q", what, r.Host, r.Path)
 		} else {
 			seen[k] = true
 		}
 		switch {
 		case r.Upstream == "":
-			ps.add(r.Pos, "%s.upstream is required (an http:// URL, or demo)", what)
+			ps.add(c.at(what), "%s.upstream is required (an http:// URL, or demo)", what)
 		case r.Upstream == "demo":
 		default:
 			u, err := url.Parse(r.Upstream)
 			switch {
 			case hostPort(r.Upstream):
-				ps.add(r.Pos.Of("upstream"), "%s.upstream %q: want a URL such as http://%s (http://HOST:PORT, or https://)", what, r.Upstream, r.Upstream)
+				ps.add(c.at(what+".upstream"), "%s.upstream %q: want a URL such as http://%s (http://HOST:PORT, or https://)", what, r.Upstream, r.Upstream)
 			case err != nil:
-				ps.add(r.Pos.Of("upstream"), "%s.upstream: %v (want http://HOST:PORT, or https://)", what, redactErr(err))
+				ps.add(c.at(what+".upstream"), "%s.upstream: %v (want http://HOST:PORT, or https://)", what, redactErr(err))
 			case u.User != nil:
 				// Before any message that quotes the URL: it would
 				// show the password.
-				ps.add(r.Pos.Of("upstream"), "%s.upstream: credentials in the URL are not supported (the gateway would not send them to the upstream)", what)
+				ps.add(c.at(what+".upstream"), "%s.upstream: credentials in the URL are not supported (the gateway would not send them to the upstream)", what)
 			case u.Scheme != "http" && u.Scheme != "https":
-				ps.add(r.Pos.Of("upstream"), "%s.upstream %q: scheme must be http or https (want http://HOST:PORT)", what, r.Upstream)
+				ps.add(c.at(what+".upstream"), "%s.upstream %q: scheme must be http or https (want http://HOST:PORT)", what, r.Upstream)
 			case u.Host == "":
-				ps.add(r.Pos.Of("upstream"), "%s.upstream %q has no host (want http://HOST:PORT)", what, r.Upstream)
+				ps.add(c.at(what+".upstream"), "%s.upstream %q has no host (want http://HOST:PORT)", what, r.Upstream)
 			case u.RawQuery != "" || u.Fragment != "":
-				ps.add(r.Pos.Of("upstream"), "%s.upstream %q must not have a query or fragment", what, r.Upstream)
+				ps.add(c.at(what+".upstream"), "%s.upstream %q must not have a query or fragment", what, r.Upstream)
 			case !validPort(u.Port()):
-				ps.add(r.Pos.Of("upstream"), "%s.upstream %q: port %q is not a number from 1 to 65535", what, r.Upstream, u.Port())
+				ps.add(c.at(what+".upstream"), "%s.upstream %q: port %q is not a number from 1 to 65535", what, r.Upstream, u.Port())
 			}
 		}
 	}
@@ -161,34 +163,34 @@ func (c *Config) validateRoutes(ps *problems) {
 func (c *Config) validateStore(ps *problems) {
 	s := c.Store
 	if s.Memory != nil && s.Redis != nil {
-		ps.add(s.Pos, "store: choose one of memory or redis, not both")
+		ps.add(c.at("store"), "store: choose one of memory or redis, not both")
 	}
 	if m := s.Memory; m != nil && m.MaxKeys < 0 {
-		ps.add(m.Pos.Of("max_keys"), "store.memory.max_keys %d must be positive", m.MaxKeys)
+		ps.add(c.at("store.memory.max_keys"), "store.memory.max_keys %d must be positive", m.MaxKeys)
 	}
 	if r := s.Redis; r != nil {
-		checkRedisURL(ps, r)
+		c.checkRedisURL(ps, r)
 		for i, a := range r.Cluster {
 			if _, port, err := net.SplitHostPort(a); err != nil || port == "" || !validPort(port) {
-				ps.add(r.Pos.Of("cluster"), "store.redis.cluster[%d] %q: want host:port, the port from 1 to 65535", i, a)
+				ps.add(c.at("store.redis.cluster"), "store.redis.cluster[%d] %q: want host:port, the port from 1 to 65535", i, a)
 			}
 		}
 		if strings.ContainsAny(r.Prefix, "{}") {
-			ps.add(r.Pos.Of("prefix"), "store.redis.prefix %q must not contain { or }", r.Prefix)
+			ps.add(c.at("store.redis.prefix"), "store.redis.prefix %q must not contain { or }", r.Prefix)
 		}
 		if r.OnError != "" {
-			ps.add(r.Pos.Of("on_error"), "store.redis.on_error: the failure mode moved to the top level: write on_error: %s (for every rule; a strict rule may set its own)", newOnError(r.OnError))
+			ps.add(c.at("store.redis.on_error"), "store.redis.on_error: the failure mode moved to the top level: write on_error: %s (for every rule; a strict rule may set its own)", newOnError(r.OnError))
 		}
 	}
 }
 
 // checkRedisURL records what is wrong with r.URL, at its line.
-func checkRedisURL(ps *problems, r *RedisStore) {
+func (c *Config) checkRedisURL(ps *problems, r *RedisStore) {
 	if r.URL == "" {
-		ps.add(r.Pos, "store.redis.url is required")
+		ps.add(c.at("store.redis"), "store.redis.url is required")
 		return
 	}
-	at := r.Pos.Of("url")
+	at := c.at("store.redis.url")
 	if hostPort(r.URL) {
 		ps.add(at, "store.redis.url %q: want a URL such as redis://%s", r.URL, r.URL)
 		return
@@ -246,15 +248,17 @@ func redactErr(err error) string {
 	return err.Error()
 }
 
-// validateRules runs the rule engine's own validation and places each of
-// its problems ("rules[2].policies[0]: ...") at the line of that path.
+// validateRules reads the members files and runs the rule engine's own
+// validation (on EngineConfig: c itself is not changed), and places each
+// of their problems, a *rules.FieldError, at the line of its path.
 func (c *Config) validateRules(ps *problems) {
-	for i := range c.Rules {
-		if t := c.Rules[i].Tiers; t != nil && t.MembersFile != "" {
-			t.MembersFile = c.Resolve(t.MembersFile)
-		}
-	}
-	err := c.Config.Validate()
+	rc, err := c.EngineConfig()
+	c.placeRuleProblems(ps, err)
+	c.placeRuleProblems(ps, rc.Validate())
+}
+
+// placeRuleProblems adds the problems err joins, each at its path.
+func (c *Config) placeRuleProblems(ps *problems, err error) {
 	if err == nil {
 		return
 	}
@@ -265,19 +269,19 @@ func (c *Config) validateRules(ps *problems) {
 		list = []error{err}
 	}
 	for _, e := range list {
-		msg := e.Error()
-		ps.add(c.pathPos(msg), "%s", msg)
+		p := c.at("")
+		if fe := (*rules.FieldError)(nil); errors.As(e, &fe) {
+			p = c.at(fe.Path)
+		}
+		ps.add(p, "%s", e.Error())
 	}
 }
 
-// pathPos returns the position of the longest recorded path that msg
-// starts with, or the file's.
-func (c *Config) pathPos(msg string) Pos {
-	path, _, ok := strings.Cut(msg, ": ")
-	if !ok {
-		return c.Pos
-	}
-	path = strings.TrimSpace(path)
+// at returns the position of the longest recorded prefix of path
+// ("rules[2].policies[0].rate", then "rules[2].policies[0]", ...), or the
+// file's. It is the one way validation places a problem: the decoder
+// records every key's position by its path.
+func (c *Config) at(path string) Pos {
 	for path != "" {
 		if p, ok := c.paths[path]; ok {
 			return p
@@ -288,24 +292,24 @@ func (c *Config) pathPos(msg string) Pos {
 		}
 		path = path[:i]
 	}
-	return c.Pos
+	return Pos{File: c.File}
 }
 
 func (c *Config) validateAccessLog(ps *problems) {
 	a := c.AccessLog
 	if a.Path == "" {
 		if a.Format != "" {
-			ps.add(a.Pos.Of("format"), "access_log.format is set but access_log.path is not")
+			ps.add(c.at("access_log.format"), "access_log.format is set but access_log.path is not")
 		}
 		return
 	}
 	if a.Format != "json" && a.Format != "combined" {
-		ps.add(a.Pos.Of("format"), "access_log.format %q: want json or combined%s", a.Format, didYouMean(a.Format, "json", "combined"))
+		ps.add(c.at("access_log.format"), "access_log.format %q: want json or combined%s", a.Format, didYouMean(a.Format, "json", "combined"))
 	}
 	if a.Path != "-" {
 		dir := filepath.Dir(c.Resolve(a.Path))
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			ps.add(a.Pos.Of("path"), "access_log.path %q: directory %s does not exist", a.Path, dir)
+			ps.add(c.at("access_log.path"), "access_log.path %q: directory %s does not exist", a.Path, dir)
 		}
 	}
 }

@@ -5,13 +5,12 @@ import (
 	"io"
 	"net"
 	"os"
-	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tollgate-dev/tollgate/accesslog"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -129,140 +128,19 @@ func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
 	b := buf[:0]
 	now := time.Now()
 	if a.combined {
-		b = append(b, remote...)
-		b = append(b, " - - ["...)
-		b = now.AppendFormat(b, "02/Jan/2006:15:04:05 -0700")
-		b = append(b, "] \""...)
-		b = appendEscaped(b, e.method)
-		b = append(b, ' ')
-		b = appendCombined(b, e.uri)
-		b = append(b, ' ')
-		b = appendEscaped(b, e.proto)
-		b = append(b, "\" "...)
-		b = strconv.AppendInt(b, int64(status), 10)
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, int64(size), 10)
-		b = append(b, " \""...)
-		b = appendCombined(b, e.referer)
-		b = append(b, "\" \""...)
-		b = appendCombined(b, e.ua)
-		b = append(b, "\" rule="...)
-		b = append(b, orDash(e.rule)...)
-		b = append(b, " decision="...)
-		b = append(b, orDash(e.outcome)...)
-		b = append(b, '\n')
+		b = accesslog.AppendCombined(b, &accesslog.Entry{
+			Time: now, Remote: remote, Method: e.method, URI: e.uri, Proto: e.proto,
+			Referer: e.referer, UserAgent: e.ua, Status: status, Bytes: size,
+			Rule: e.rule, Decision: e.outcome,
+		})
 	} else {
-		b = append(b, `{"time":"`...)
-		b = now.UTC().AppendFormat(b, time.RFC3339Nano)
-		b = append(b, `","remote_addr":"`...)
-		b = append(b, remote...)
-		b = append(b, `","method":`...)
-		b = appendJSONString(b, e.method)
-		b = append(b, `,"host":`...)
-		b = appendJSONString(b, e.host)
-		b = append(b, `,"uri":`...)
-		b = appendJSONString(b, e.uri)
-		b = append(b, `,"status":`...)
-		b = strconv.AppendInt(b, int64(status), 10)
-		b = append(b, `,"bytes":`...)
-		b = strconv.AppendInt(b, int64(size), 10)
-		b = append(b, `,"duration_ms":`...)
-		b = strconv.AppendFloat(b, float64(now.Sub(e.start).Microseconds())/1000, 'f', 3, 64)
-		b = append(b, `,"user_agent":`...)
-		b = appendJSONString(b, e.ua)
-		b = append(b, `,"rule":`...)
-		b = appendJSONString(b, e.rule)
-		b = append(b, `,"decision":`...)
-		b = appendJSONString(b, e.outcome)
-		b = append(b, "}\n"...)
+		b = accesslog.AppendJSON(b, &accesslog.Entry{
+			Time: now, Remote: remote, Method: e.method, Host: e.host, URI: e.uri,
+			UserAgent: e.ua, Status: status, Bytes: size, Duration: now.Sub(e.start),
+			Rule: e.rule, Decision: e.outcome,
+		})
 	}
 	a.mu.Lock()
 	a.w.Write(b)
 	a.mu.Unlock()
-}
-
-// orDash returns s, or "-" when it is empty. Rule names and outcomes
-// need no escaping: the configuration allows only letters, digits, '-',
-// '_' and '.' in a rule's name.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendCombined appends a quoted field's value with '"', '\\' and control
-// bytes escaped as \xHH, as nginx does, or "-" when empty.
-func appendCombined(b, v []byte) []byte {
-	if len(v) == 0 {
-		return append(b, '-')
-	}
-	return appendEscaped(b, v)
-}
-
-// appendEscaped appends v with '"', '\\', control bytes and bytes from 0x7f
-// escaped as \xHH, as nginx does in its combined log, so that no value can
-// end a quoted field or the line.
-func appendEscaped[T string | []byte](b []byte, v T) []byte {
-	for i := range len(v) {
-		c := v[i]
-		switch {
-		case c == '"' || c == '\\' || c < 0x20 || c >= 0x7f:
-			b = append(b, `\x`...)
-			b = append(b, "0123456789ABCDEF"[c>>4], "0123456789ABCDEF"[c&15])
-		default:
-			b = append(b, c)
-		}
-	}
-	return b
-}
-
-// appendJSONString appends v as a JSON string: '"' and '\\' escaped, control
-// bytes as \n, \r, \t or \u00XX, each byte of invalid UTF-8 replaced by
-// \ufffd, and valid UTF-8 kept as it is. Unlike strconv.AppendQuote, whose
-// \xHH, \a and \U escapes JSON does not allow, the result is always valid
-// JSON. It does not allocate.
-func appendJSONString[T string | []byte](b []byte, v T) []byte {
-	b = append(b, '"')
-	start := 0 // v[start:i] is still to be copied as it is
-	for i := 0; i < len(v); {
-		c := v[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c >= utf8.RuneSelf {
-			// A conversion of at most 4 bytes that does not escape
-			// is made on the stack.
-			r, size := utf8.DecodeRuneInString(string(v[i:min(i+utf8.UTFMax, len(v))]))
-			if r != utf8.RuneError || size != 1 {
-				i += size
-				continue
-			}
-		}
-		b = append(b, v[start:i]...)
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, `\n`...)
-		case '\r':
-			b = append(b, `\r`...)
-		case '\t':
-			b = append(b, `\t`...)
-		default:
-			if c < 0x20 {
-				b = append(b, `\u00`...)
-				b = append(b, hexDigits[c>>4], hexDigits[c&15])
-			} else {
-				b = append(b, `\ufffd`...)
-			}
-		}
-		i++
-		start = i
-	}
-	b = append(b, v[start:]...)
-	return append(b, '"')
 }

@@ -60,7 +60,10 @@ type route struct {
 func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 	s := &snapshot{cfg: cfg, logAccess: cfg.AccessLog.Path != ""}
 	if len(cfg.Rules) > 0 {
-		rc := cfg.Config // a copy: the observer and logger are per snapshot
+		rc, err := cfg.EngineConfig() // a copy: the observer and logger are per snapshot
+		if err != nil {
+			return nil, fmt.Errorf("rules: %w", err)
+		}
 		obs := g.m.newObserver()
 		rc.Observer = obs
 		rc.Logger = g.log

@@ -112,15 +112,10 @@ func (s fileStamp) equal(o fileStamp) bool {
 }
 
 // watched are the files to watch while cfg runs: the configuration file
-// first, then the members files of cfg's tiers (resolved by config.Load).
+// first, then the members files of cfg's tiers (resolved against the
+// configuration file's directory).
 func (w *watcher) watched(cfg *config.Config) []string {
-	paths := []string{w.path}
-	for _, r := range cfg.Rules {
-		if r.Tiers != nil && r.Tiers.MembersFile != "" {
-			paths = append(paths, r.Tiers.MembersFile)
-		}
-	}
-	return paths
+	return append([]string{w.path}, cfg.MembersFiles()...)
 }
 
 // track makes cfg's files the watched ones: call it with the

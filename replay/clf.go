@@ -1,6 +1,10 @@
 package replay
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/tollgate-dev/tollgate/accesslog"
+)
 
 // clfParser reads the NCSA common and combined log formats, which nginx
 // and Apache both write by default:
@@ -79,7 +83,7 @@ func (p *clfParser) parse(line []byte, r *record) error {
 	}
 	req := line[rs:i]
 	if indexByte(req, '\\') >= 0 {
-		p.req = unescapeCLF(p.req[:0], req)
+		p.req = accesslog.Unquote(p.req[:0], req)
 		req = p.req
 	}
 	i++
@@ -107,36 +111,3 @@ func (p *clfParser) parse(line []byte, r *record) error {
 }
 
 func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }
-
-// unescapeCLF appends src to dst with the escapes Apache and nginx write
-// in a log's quoted fields decoded: \" and \\ (Apache), \xHH (both). Any
-// other backslash is kept as written.
-func unescapeCLF(dst, src []byte) []byte {
-	for i := 0; i < len(src); i++ {
-		c := src[i]
-		if c != '\\' || i+1 == len(src) {
-			dst = append(dst, c)
-			continue
-		}
-		switch n := src[i+1]; {
-		case n == '"' || n == '\\':
-			dst = append(dst, n)
-			i++
-		case n == 'x' && i+3 < len(src) && isHex(src[i+2]) && isHex(src[i+3]):
-			dst = append(dst, unhex(src[i+2])<<4|unhex(src[i+3]))
-			i += 3
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return dst
-}
-
-func isHex(c byte) bool { return c >= '0' && c <= '9' || c|0x20 >= 'a' && c|0x20 <= 'f' }
-
-func unhex(c byte) byte {
-	if c <= '9' {
-		return c - '0'
-	}
-	return c | 0x20 - 'a' + 10
-}

@@ -3,6 +3,8 @@ package replay
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tollgate-dev/tollgate/accesslog"
 )
 
 // Fields names the JSON fields (or CSV header columns) that hold each part
@@ -23,18 +25,19 @@ type Fields struct {
 	Extra []string
 }
 
-// DefaultFields are the names tollgate's own gateway access log, slog's
-// JSON handler and the usual nginx/Caddy JSON log recipes use.
+// DefaultFields are the names tollgate's own gateway access log (package
+// accesslog's Field constants), slog's JSON handler and the usual nginx/Caddy JSON
+// log recipes use.
 var DefaultFields = Fields{
-	Time:   []string{"time", "ts", "timestamp", "@timestamp", "time_local", "time_iso8601", "date"},
-	Addr:   []string{"remote_addr", "client_ip", "remote_ip", "ip", "remote", "clientip", "client"},
+	Time:   []string{accesslog.FieldTime, "ts", "timestamp", "@timestamp", "time_local", "time_iso8601", "date"},
+	Addr:   []string{accesslog.FieldRemote, "client_ip", "remote_ip", "ip", "remote", "clientip", "client"},
 	User:   []string{"user", "remote_user", "auth_user"},
-	Method: []string{"method", "request_method", "verb"},
-	Path:   []string{"path", "uri", "request_uri", "url", "request_path"},
-	Status: []string{"status", "status_code", "response"},
+	Method: []string{accesslog.FieldMethod, "request_method", "verb"},
+	Path:   []string{"path", accesslog.FieldURI, "request_uri", "url", "request_path"},
+	Status: []string{accesslog.FieldStatus, "status_code", "response"},
 	Key:    []string{"key"},
 	Cost:   []string{"cost", "weight"},
-	Host:   []string{"host", "server_name", "http_host", "vhost"},
+	Host:   []string{accesslog.FieldHost, "server_name", "http_host", "vhost"},
 }
 
 // SetField overrides the names of one part from a "part=name[|name...]"

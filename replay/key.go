@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // KeySpec says how a request's rate-limit key is built: one or more parts
@@ -16,8 +18,8 @@ import (
 type KeySpec struct {
 	parts []keyPart
 	// IPv6Prefix is how many leading bits of an IPv6 client address form
-	// its key (a /64 is one customer on most networks). Zero means 64;
-	// 128 keeps whole addresses.
+	// its key (a /64 is one customer on most networks). Zero means
+	// rules.DefaultIPv6Prefix, as in the gateway; 128 keeps whole addresses.
 	IPv6Prefix int
 	// IPv4Prefix likewise aggregates IPv4 addresses; zero means 32.
 	IPv4Prefix int
@@ -159,7 +161,7 @@ func (k *KeySpec) appendAddr(dst, a []byte) []byte {
 	}
 	bits := k.IPv6Prefix
 	if bits == 0 {
-		bits = 64
+		bits = rules.DefaultIPv6Prefix
 	}
 	if bits >= 128 {
 		return append(dst, a...)

@@ -24,8 +24,12 @@ const (
 	kindRealIP
 )
 
+// DefaultIPv6Prefix is ClientIP.IPv6Prefix's default, and tollgate
+// replay's: a /64 is one customer on most networks.
+const DefaultIPv6Prefix = 64
+
 func compileClientIP(c ClientIP, ps *problems) ipResolver {
-	r := ipResolver{v6bits: 64, v4bits: 32}
+	r := ipResolver{v6bits: DefaultIPv6Prefix, v4bits: 32}
 	for i, s := range c.TrustedProxies {
 		p, err := parseProxy(s)
 		if err != nil {

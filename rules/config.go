@@ -113,8 +113,8 @@ type Rule struct {
 	// it.
 	SyncInterval time.Duration `yaml:"sync_interval" json:"sync_interval"`
 	// Nodes is how many gateways share a local rule's limit: each one
-	// enforces its share, the policies divided by Nodes (package
-	// store/local's Divide: limits and bursts rounded down, at least one).
+	// enforces its share, the policies divided by Nodes
+	// (limit.Divide: limits and bursts rounded down, at least one).
 	// Zero means 1. Only a local rule takes it.
 	Nodes int `yaml:"nodes" json:"nodes"`
 }
@@ -223,9 +223,14 @@ type Tiers struct {
 	Plans map[string][]Policy `yaml:"plans" json:"plans"`
 	// Members maps an identity (e.g. an API key) to a plan name.
 	Members map[string]string `yaml:"members" json:"members"`
-	// MembersFile, when set, is a file of more members, read by Validate
-	// and New (see LoadPlanMap for its format). Entries in Members win.
+	// MembersFile, when set, is a file of more members (see ParsePlanMap
+	// for its format), resolved against the configuration file's
+	// directory. Entries in Members win.
 	MembersFile string `yaml:"members_file" json:"members_file"`
+	// FileMembers are the members read from MembersFile by whoever loads
+	// the configuration (package config's EngineConfig): the rule engine
+	// reads no files, and decides with FileMembers and Members.
+	FileMembers map[string]string `yaml:"-" json:"-"`
 	// Default is the plan of identities found in neither. Required.
 	Default string `yaml:"default" json:"default"`
 }

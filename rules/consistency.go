@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/tollgate-dev/tollgate/limit"
-	"github.com/tollgate-dev/tollgate/store/local"
 )
 
 // The consistency tiers, the values of Rule.Consistency.
@@ -96,7 +95,7 @@ func (t tier) tierPolicy(p limit.Policy) (limit.Policy, string, error) {
 		}
 	case ConsistencyLocal:
 		if t.nodes > 1 {
-			d, err := local.Divide(p, t.nodes)
+			d, err := limit.Divide(p, t.nodes)
 			if err != nil {
 				return nil, "", err
 			}

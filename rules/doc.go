@@ -35,7 +35,7 @@
 // (decided in process against a view of the global count synced every
 // [Rule].SyncInterval) or "local" (this process only, each of
 // [Rule].Nodes gateways enforcing its share: the policies divided by
-// store/local's Divide). [Config].Stores supplies each tier's store; a
+// limit.Divide). [Config].Stores supplies each tier's store; a
 // rule without a tier, or every rule when Stores is nil, is charged on
 // the store given to New, exactly as before tiers existed.
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"strconv"
 	"sync"
@@ -117,7 +118,7 @@ func New(cfg Config, store limit.Store) (*Engine, error) {
 // Validate reports every problem with c at once (errors.Join of
 // *FieldError, each matching ErrInvalidConfig and starting with the path of
 // its field, "rules[2].policies[0].rate: ..."), so a YAML layer can map it
-// to file:line. It reads Tiers.MembersFile files to check them.
+// to file:line. It reads no files (see Tiers.FileMembers).
 func (c *Config) Validate() error {
 	_, ps := compile(c)
 	return errors.Join(ps...)
@@ -311,15 +312,9 @@ func (e *Engine) compileTiers(rule string, t *Tiers, rt tier, where string, ps *
 	} else if ct.fallback = plans[t.Default]; ct.fallback == nil {
 		ps.add(where+".default", "unknown plan %q", t.Default)
 	}
-	members := map[string]string{}
-	if t.MembersFile != "" {
-		m, err := LoadPlanMap(t.MembersFile)
-		if err != nil {
-			ps.add(where+".members_file", "%w", err)
-		}
-		for k, v := range m {
-			members[k] = v
-		}
+	members := maps.Clone(t.FileMembers)
+	if members == nil {
+		members = map[string]string{}
 	}
 	for k, v := range t.Members {
 		members[k] = v

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 )
 
@@ -19,19 +18,16 @@ const (
 	maxPlanMapJSON = 256 << 20
 )
 
-// LoadPlanMap reads a plan map file: one "IDENTITY PLAN" pair per line,
-// separated by spaces or tabs; blank lines and lines starting with '#'
-// are ignored. A file whose name ends in .json is instead a JSON object
-// mapping identity to plan name, and nothing else. A repeated identity is
-// an error, in either form. Errors name the file and the line (and, for
-// JSON, the column), never the identity (it may be a secret).
-func LoadPlanMap(path string) (map[string]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return parsePlanMap(path, f, strings.HasSuffix(path, ".json"))
+// ParsePlanMap parses r, the contents of the plan map file name (a
+// Tiers.MembersFile, which package config reads: rules opens no file):
+// one "IDENTITY PLAN" pair per line, separated by spaces or tabs; blank
+// lines and lines starting with '#' are ignored. A name ending in .json
+// is instead a JSON object mapping identity to plan name, and nothing
+// else. A repeated identity is an error, in either form. Errors name the
+// file and the line (and, for JSON, the column), never the identity (it
+// may be a secret). The map is never nil without an error.
+func ParsePlanMap(name string, r io.Reader) (map[string]string, error) {
+	return parsePlanMap(name, r, strings.HasSuffix(name, ".json"))
 }
 
 // parsePlanMap parses r, the contents of the plan map file name, as JSON

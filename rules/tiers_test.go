@@ -1,16 +1,14 @@
 package rules
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
 func tieredConfig(t *testing.T) Config {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "plans.txt")
-	if err := os.WriteFile(file, []byte("# API keys and their plans\nkey-pro pro\n\nkey-ent\tenterprise\nkey-both free\n"), 0o600); err != nil {
+	t.Helper()
+	fileMembers, err := ParsePlanMap("plans.txt", strings.NewReader("# API keys and their plans\nkey-pro pro\n\nkey-ent\tenterprise\nkey-both free\n"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	return Config{Rules: []Rule{{
@@ -23,7 +21,7 @@ func tieredConfig(t *testing.T) Config {
 				"enterprise": {{Algorithm: "fixed_window", Limit: 5, Window: "1m"}},
 			},
 			Members:     map[string]string{"key-both": "pro"}, // wins over the file
-			MembersFile: file,
+			FileMembers: fileMembers,
 			Default:     "free",
 		},
 	}}}
@@ -81,26 +79,19 @@ func TestTierIdentityDiffersFromKey(t *testing.T) {
 	}
 }
 
-func TestLoadPlanMap(t *testing.T) {
-	dir := t.TempDir()
-	j := filepath.Join(dir, "plans.json")
-	os.WriteFile(j, []byte(`{"a":"free","b":"pro"}`), 0o600)
-	m, err := LoadPlanMap(j)
+func TestParsePlanMap(t *testing.T) {
+	m, err := ParsePlanMap("plans.json", strings.NewReader(`{"a":"free","b":"pro"}`))
 	if err != nil || m["a"] != "free" || m["b"] != "pro" {
 		t.Fatalf("%v %v", m, err)
 	}
-	bad := filepath.Join(dir, "bad.txt")
-	os.WriteFile(bad, []byte("secret-key free extra\n"), 0o600)
-	if _, err := LoadPlanMap(bad); err == nil || !strings.Contains(err.Error(), "bad.txt:1") || strings.Contains(err.Error(), "secret-key") {
+	if _, err := ParsePlanMap("bad.txt", strings.NewReader("secret-key free extra\n")); err == nil || !strings.Contains(err.Error(), "bad.txt:1") || strings.Contains(err.Error(), "secret-key") {
 		t.Fatalf("error %v: want the line, not the identity", err)
 	}
-	dup := filepath.Join(dir, "dup.txt")
-	os.WriteFile(dup, []byte("k free\nk pro\n"), 0o600)
-	if _, err := LoadPlanMap(dup); err == nil || !strings.Contains(err.Error(), "dup.txt:2") {
+	if _, err := ParsePlanMap("dup.txt", strings.NewReader("k free\nk pro\n")); err == nil || !strings.Contains(err.Error(), "dup.txt:2") {
 		t.Fatalf("error %v", err)
 	}
-	if _, err := LoadPlanMap(filepath.Join(dir, "missing")); err == nil {
-		t.Fatal("missing file: no error")
+	if m, err := ParsePlanMap("empty.txt", strings.NewReader("# none\n")); err != nil || m == nil {
+		t.Fatalf("an empty file: %v, %v; want an empty map", m, err)
 	}
 }
 

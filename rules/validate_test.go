@@ -31,7 +31,7 @@ func TestValidateReportsEveryProblemWithItsPath(t *testing.T) {
 			{Name: "nothing"},
 			{Name: "both", Policies: oneRate, Tiers: &Tiers{Default: "x"}},
 			{Name: "m", Match: Match{Methods: []string{"G T"}, Paths: []string{"x"}, Patterns: []string{"/a/{"}}, Key: Key{"cookie:x"}, Policies: oneRate},
-			{Name: "tiers", Tiers: &Tiers{Plans: map[string][]Policy{"free": {{Rate: "1/s"}}}, Default: "gold", Members: map[string]string{"secret-key": "platinum"}, MembersFile: "/nonexistent/plans.txt"}},
+			{Name: "tiers", Tiers: &Tiers{Plans: map[string][]Policy{"free": {{Rate: "1/s"}}}, Default: "gold", Members: map[string]string{"secret-key": "platinum"}, MembersFile: "/nonexistent/plans.txt"}}, // not read: no problem,
 			{Name: "lb", Policies: []Policy{{Algorithm: "leaky_bucket", Rate: "1/s", Burst: 1, Delay: 2}, {Algorithm: "fixed_window", Limit: 5}}},
 			{Name: "cost", Policies: oneRate, Cost: Cost{Default: -1, By: []CostBy{{Cost: 0}}}},
 		},
@@ -52,7 +52,7 @@ func TestValidateReportsEveryProblemWithItsPath(t *testing.T) {
 		"rules[0].policies[0].rate", "rules[1].name", "rules[1].policies[0]",
 		"rules[2].name", "rules[2].policies[0].algorithm", "rules[3]", "rules[4]",
 		"rules[5].match.methods[0]", "rules[5].match.paths[0]", "rules[5].match.patterns[0]", "rules[5].key[0]",
-		"rules[6].tiers.default", "rules[6].tiers.members", "rules[6].tiers.members_file",
+		"rules[6].tiers.default", "rules[6].tiers.members",
 		"rules[7].policies[0]", "rules[7].policies[1]",
 		"rules[8].cost.default", "rules[8].cost.by[0].cost",
 	}

@@ -52,12 +52,6 @@ type Set struct {
 	closed   bool
 }
 
-// defaultSyncInterval is eventual.Config.Interval's default.
-const defaultSyncInterval = 100 * time.Millisecond
-
-// localMaxKeys bounds the keys of the local rules' own memory store.
-const localMaxKeys = 1 << 20
-
 // Engine returns the store of cfg's rules without a tier (the engine's
 // store, for rules.New): the memory store, or a view of the Redis store
 // answering its failures by cfg's failure mode.
@@ -105,7 +99,7 @@ func (t *Set) store(r rules.Rule, onError string) (limit.Store, error) {
 		}
 		iv := r.SyncInterval
 		if iv == 0 {
-			iv = defaultSyncInterval
+			iv = eventual.DefaultInterval
 		}
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -134,7 +128,7 @@ func (t *Set) store(r rules.Rule, onError string) (limit.Store, error) {
 			return nil, errors.New("stores closed")
 		}
 		if t.local == nil {
-			s, err := memory.New(memoryConfig(localMaxKeys, t.clock))
+			s, err := memory.New(memoryConfig(memory.DefaultMaxKeys, t.clock))
 			if err != nil {
 				return nil, err
 			}
@@ -220,13 +214,12 @@ func (t *Set) Close() error {
 }
 
 // Same reports whether sc opens the same store as the one t was opened
-// from, wherever in their files the two are written: a reload that
-// changes it needs a restart.
+// from: a reload that changes it needs a restart.
 func (t *Set) Same(sc config.Store) bool {
 	return reflect.DeepEqual(shape(sc), shape(t.section))
 }
 
-// shape is a store section without positions, for comparison.
+// shape is what of a store section names the store, for comparison.
 func shape(s config.Store) any {
 	type redisShape struct {
 		URL, Prefix string

@@ -9,10 +9,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/eventual"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
@@ -41,7 +41,10 @@ var checkCommand = &command{
 			st, err := memory.New(memory.Config{MaxKeys: 1, SweepInterval: -1})
 			if err == nil {
 				defer st.Close()
-				_, err = rules.New(cfg.Config, st)
+				var rc rules.Config
+				if rc, err = cfg.EngineConfig(); err == nil {
+					_, err = rules.New(rc, st)
+				}
 			}
 			if err != nil {
 				fmt.Fprintf(stderr, "%s: %v\n", args[0], err)
@@ -118,7 +121,7 @@ func summarize(w io.Writer, c *config.Config) {
 		if t := r.Tiers; t != nil {
 			fmt.Fprintf(w, "    tiers  default plan %q, %d member(s) listed", t.Default, len(t.Members))
 			if t.MembersFile != "" {
-				fmt.Fprintf(w, " + file %s", t.MembersFile)
+				fmt.Fprintf(w, " + file %s", c.Resolve(t.MembersFile))
 			}
 			fmt.Fprintln(w)
 			for _, plan := range slices.Sorted(maps.Keys(t.Plans)) {
@@ -214,7 +217,7 @@ func describeTier(r rules.Rule) string {
 	case "eventual":
 		every := r.SyncInterval
 		if every == 0 {
-			every = 100 * time.Millisecond
+			every = eventual.DefaultInterval
 		}
 		return "eventual (decided locally, synced with Redis every " + every.String() + ")"
 	case "local":

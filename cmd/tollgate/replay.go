@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/replay"
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // replayCommand is `tollgate replay`: what would these limits have done
@@ -79,7 +80,7 @@ func registerReplayFlags(fs *flag.FlagSet) *replayOptions {
 	fs.StringVar(&o.format, "format", "auto", "log `format`: auto, combined, common, json or csv")
 	fs.Var(&o.fields, "field", "JSON field or CSV column of a part, `PART=NAME[|NAME...]` (repeatable); parts: time, addr, user, method, path, status, key, cost, host")
 	fs.StringVar(&o.key, "key", "ip", "rate-limit `key`: ip, user, method, path, status, host, key, field:NAME, all, or a composite such as ip,path")
-	fs.IntVar(&o.v6, "ipv6-prefix", 64, "aggregate IPv6 client addresses to this prefix `length` (128 keeps whole addresses)")
+	fs.IntVar(&o.v6, "ipv6-prefix", rules.DefaultIPv6Prefix, "aggregate IPv6 client addresses to this prefix `length` (128 keeps whole addresses)")
 	fs.IntVar(&o.v4, "ipv4-prefix", 32, "aggregate IPv4 client addresses to this prefix `length`")
 	fs.Var(&o.paths, "path-prefix", "only requests whose path starts with `prefix` (repeatable)")
 	fs.Var(&o.methods, "method", "only requests with this `method` (repeatable)")
@@ -136,7 +137,11 @@ func runReplay(ctx context.Context, o *replayOptions, file string, stdin io.Read
 		if err != nil {
 			return err
 		}
-		cfg.Rules = &replay.Rules{Name: "rules of " + o.configFile, Config: c.Config}
+		rc, err := c.EngineConfig()
+		if err != nil {
+			return err
+		}
+		cfg.Rules = &replay.Rules{Name: "rules of " + o.configFile, Config: rc}
 	}
 	if len(cfg.Policies) == 0 && cfg.Rules == nil {
 		return badReplayUsage(errors.New("give at least one -policy or a -config file; see tollgate replay -h"))

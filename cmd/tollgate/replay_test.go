@@ -239,3 +239,42 @@ func TestReplayProgressBarOnTerminal(t *testing.T) {
 		t.Errorf("through pipes: stderr %q, stdout %.200q", stderr.String(), stdout.String())
 	}
 }
+
+// A members_file is read relative to the configuration file, wherever
+// tollgate replay runs from, and its members get their plan: the client
+// the free plan refuses 35 times is a pro member and is not refused.
+func TestReplayConfigMembersFileRelative(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "members.txt"), []byte("75.97.9.59 pro\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "tollgate.yaml")
+	yaml := `rules:
+  - name: per-ip
+    key: ip
+    tiers:
+      default: free
+      plans:
+        free: [{algorithm: token_bucket, rate: 1/s, burst: 20}]
+        pro: [{algorithm: token_bucket, rate: 1000/s, burst: 1000}]
+      members_file: members.txt
+`
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"replay", "-config", cfg, "-json", "-", excerpt}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var rep struct {
+		Policies []struct {
+			Refused int64 `json:"refused"`
+		} `json:"policies"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Policies) != 1 || rep.Policies[0].Refused != 0 {
+		t.Errorf("replay with the members file: %+v; want the pro member not refused", rep.Policies)
+	}
+}

@@ -15,11 +15,16 @@ import (
 	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
+// DefaultInterval is Config.Interval's default, and an eventual rule's
+// (rules.Rule.SyncInterval) in the gateway.
+const DefaultInterval = 100 * time.Millisecond
+
 // Config configures a Store.
 type Config struct {
 	// Redis holds the global state. Required; the Store does not close it.
 	Redis *redis.Store
-	// Interval is the sync period. Zero means 100ms; negative disables
+	// Interval is the sync period. Zero means
+	// DefaultInterval (100ms); negative disables
 	// the background sync (call Sync yourself, as tests do).
 	Interval time.Duration
 	// Clock returns the local time in Unix ns. Nil means the real clock.
@@ -72,7 +77,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("eventual: MaxKeys %d must not be negative", cfg.MaxKeys)
 	}
 	if cfg.Interval == 0 {
-		cfg.Interval = 100 * time.Millisecond
+		cfg.Interval = DefaultInterval
 	}
 	if cfg.MaxKeys == 0 {
 		cfg.MaxKeys = 1 << 16

@@ -403,3 +403,17 @@ func TestRuleFloodKeepsALimitedClientExact(t *testing.T) {
 		t.Errorf("%d table slots for a cap of %d keys", slots, maxKeys)
 	}
 }
+
+// TestZeroMaxKeysHoldsTheDocumentedDefault checks that a zero MaxKeys
+// bounds the store at DefaultMaxKeys, the 1,000,000 keys the gateway's
+// configuration documents (store.memory.max_keys), not a second value.
+func TestZeroMaxKeysHoldsTheDocumentedDefault(t *testing.T) {
+	s, err := New(Config{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if capacity := s.perShard * len(s.shards); capacity > 1_000_000 || capacity < 1_000_000-len(s.shards) {
+		t.Fatalf("zero MaxKeys holds %d keys, want 1,000,000 (rounded down to the shards)", capacity)
+	}
+}

@@ -12,11 +12,15 @@ import (
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
+// DefaultMaxKeys is Config.MaxKeys' default, and the gateway's
+// (store.memory.max_keys): a million live keys, about 50 MB at most.
+const DefaultMaxKeys = 1_000_000
+
 // Config configures a Store. The zero Config is valid: every field has a
 // documented default.
 type Config struct {
 	// MaxKeys bounds the number of live keys across all shards. Zero means
-	// 1,048,576. Each shard holds at most MaxKeys/Shards (at least 1).
+	// DefaultMaxKeys. Each shard holds at most MaxKeys/Shards (at least 1).
 	MaxKeys int
 	// Shards is the number of independently locked shards, rounded up to a
 	// power of two. Zero means 256.
@@ -105,7 +109,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	if cfg.MaxKeys == 0 {
-		cfg.MaxKeys = 1 << 20
+		cfg.MaxKeys = DefaultMaxKeys
 	}
 	if cfg.Shards == 0 {
 		cfg.Shards = 256

@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// DefaultTimeout is Config.Timeout's default, and the gateway's
+// (store.redis.timeout): 50ms bounds a round trip to Redis.
+const DefaultTimeout = 50 * time.Millisecond
+
 // Config configures a Store. Only Addrs is required; every other field has a
 // documented zero-value default.
 type Config struct {
@@ -29,7 +33,7 @@ type Config struct {
 	// MinTTL is, when Clock is set, the least time to live of a key (an
 	// injected clock need not run at real speed). Zero means 10s.
 	MinTTL time.Duration
-	// Timeout bounds each round trip to Redis. Zero means 50ms. Callers
+	// Timeout bounds each round trip to Redis. Zero means DefaultTimeout. Callers
 	// whose context cannot be cancelled share one deadline per tenth of
 	// the timeout, so a round trip is abandoned after between Timeout and
 	// 1.1×Timeout.
@@ -93,7 +97,7 @@ func (c Config) withDefaults() Config {
 		c.MinTTL = 10 * time.Second
 	}
 	if c.Timeout == 0 {
-		c.Timeout = 50 * time.Millisecond
+		c.Timeout = DefaultTimeout
 	}
 	if c.BreakerFailures == 0 {
 		c.BreakerFailures = 5

@@ -77,5 +77,5 @@
 //
 // This package is the strict tier: every decision is one atomic script.
 // Package store/eventual decides locally and syncs with Redis through
-// Store.Sync; package store/local divides a policy by the node count.
+// Store.Sync; limit.Divide divides a policy by the node count.
 package redis

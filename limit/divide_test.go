@@ -1,4 +1,4 @@
-package local
+package limit_test
 
 import (
 	"context"
@@ -23,17 +23,17 @@ func TestDivide(t *testing.T) {
 		{limit.LeakyBucket{Rate: limit.Per(10, time.Second), Burst: 5, Delay: 3}, limit.LeakyBucket{Rate: limit.Per(10, 3*time.Second), Burst: 1, Delay: 1}, 3},
 		{limit.FixedWindow{Limit: 7, Window: time.Minute}, limit.FixedWindow{Limit: 7, Window: time.Minute}, 1},
 	} {
-		got, err := Divide(c.in, c.nodes)
+		got, err := limit.Divide(c.in, c.nodes)
 		if err != nil || got != c.want {
-			t.Errorf("Divide(%v, %d) = %v, %v; want %v", c.in, c.nodes, got, err, c.want)
+			t.Errorf("limit.Divide(%v, %d) = %v, %v; want %v", c.in, c.nodes, got, err, c.want)
 		}
 		if err == nil {
 			if err := got.Validate(); err != nil {
-				t.Errorf("Divide(%v, %d) is invalid: %v", c.in, c.nodes, err)
+				t.Errorf("limit.Divide(%v, %d) is invalid: %v", c.in, c.nodes, err)
 			}
 		}
 	}
-	if _, err := Divide(limit.FixedWindow{Limit: 1, Window: time.Second}, 0); err == nil {
+	if _, err := limit.Divide(limit.FixedWindow{Limit: 1, Window: time.Second}, 0); err == nil {
 		t.Error("zero nodes accepted")
 	}
 }
@@ -42,7 +42,7 @@ func TestDivide(t *testing.T) {
 // and a third of the limit, admit the limit (rounded down) together when
 // traffic is spread evenly.
 func TestThreeNodesAdmitTheLimit(t *testing.T) {
-	p, _ := Divide(limit.FixedWindow{Limit: 90, Window: time.Hour}, 3)
+	p, _ := limit.Divide(limit.FixedWindow{Limit: 90, Window: time.Hour}, 3)
 	var now int64 = 1
 	admitted := 0
 	for range 3 {
@@ -60,7 +60,7 @@ func TestThreeNodesAdmitTheLimit(t *testing.T) {
 }
 
 func ExampleDivide() {
-	p, _ := Divide(limit.TokenBucket{Rate: limit.Per(300, time.Second), Burst: 60}, 3)
+	p, _ := limit.Divide(limit.TokenBucket{Rate: limit.Per(300, time.Second), Burst: 60}, 3)
 	fmt.Println(p)
 	// Output: token_bucket(rate=300/3s, burst=20)
 }
@@ -76,8 +76,8 @@ func TestDivideRefusesPastMaxSpan(t *testing.T) {
 		if p.Validate() != nil {
 			t.Fatalf("%v: invalid before dividing", p)
 		}
-		if d, err := Divide(p, 2); !errors.Is(err, limit.ErrInvalidPolicy) {
-			t.Errorf("Divide(%v, 2) = %v, %v; want ErrInvalidPolicy", p, d, err)
+		if d, err := limit.Divide(p, 2); !errors.Is(err, limit.ErrInvalidPolicy) {
+			t.Errorf("limit.Divide(%v, 2) = %v, %v; want ErrInvalidPolicy", p, d, err)
 		}
 	}
 }
