@@ -7,10 +7,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/escape"
 	"github.com/valyala/fasthttp"
 )
 
@@ -257,7 +257,7 @@ func setUpstreamPath(req *fasthttp.Request, rt *route, scratch []byte) {
 	}
 	p := append(scratch[:0], rt.basePath...)
 	if dots {
-		p = appendEscapedPath(p, uri.Path())
+		p = escape.AppendPath(p, uri.Path())
 	} else {
 		p = append(p, raw...)
 	}
@@ -305,23 +305,6 @@ func unhex(c byte) int {
 		return int(c - 'A' + 10)
 	}
 	return -1
-}
-
-// appendEscapedPath appends the decoded path p percent-encoded: all but
-// the unreserved characters, sub-delims, ':', '@' and '/'.
-func appendEscapedPath(dst, p []byte) []byte {
-	const hex = "0123456789ABCDEF"
-	for _, c := range p {
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-			dst = append(dst, c)
-		case strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0:
-			dst = append(dst, c)
-		default:
-			dst = append(dst, '%', hex[c>>4], hex[c&15])
-		}
-	}
-	return dst
 }
 
 // setUpstream points the request's URI and Host at rt's upstream, and

@@ -8,6 +8,7 @@ import (
 	"text/template"
 	"unicode/utf8"
 
+	"github.com/tollgate-dev/tollgate/internal/escape"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
@@ -203,9 +204,9 @@ func (e *Engine) compileProblem() {
 			title = statusText(status)
 		}
 		b := []byte(`{"type":`)
-		b = appendJSONString(b, e.problemType)
+		b = escape.AppendJSONString(b, e.problemType)
 		b = append(b, `,"title":`...)
-		b = appendJSONString(b, title)
+		b = escape.AppendJSONString(b, title)
 		b = append(b, `,"status":`...)
 		b = strconv.AppendInt(b, int64(status), 10)
 		b = append(b, `,"detail":`...)
@@ -213,14 +214,14 @@ func (e *Engine) compileProblem() {
 	}
 	e.problemRefused, e.problemErrored = head(e.status), head(e.errorStatus)
 	if e.detail != "" {
-		e.problemDetail = string(appendJSONString(nil, e.detail))
+		e.problemDetail = string(escape.AppendJSONString(nil, e.detail))
 	}
 }
 
 // problemViolated is a policy's violated-policies member, built once.
 func problemViolated(name string) string {
 	b := []byte(`,"violated-policies":[`)
-	b = appendJSONString(b, name)
+	b = escape.AppendJSONString(b, name)
 	return string(append(b, ']'))
 }
 
@@ -238,7 +239,7 @@ var instanceByte = func() (t [256]uint8) {
 
 // appendInstance appends path percent-encoded as a URI path and escaped
 // as the inside of a JSON string, in one pass: what
-// appendJSONString(appendEscapedPath(path)) writes between its quotes.
+// escape.AppendJSONString(escape.AppendPath(path)) writes between its quotes.
 func appendInstance(b []byte, p string) []byte {
 	const hexDigits = "0123456789ABCDEF"
 	for i := 0; i < len(p); i++ {
@@ -253,60 +254,6 @@ func appendInstance(b []byte, p string) []byte {
 		}
 	}
 	return b
-}
-
-// appendEscapedPath appends p percent-encoded as a URI path (RFC 3986
-// pchar and '/'), so the instance member is a URI reference.
-func appendEscapedPath(b []byte, p string) []byte {
-	const hexDigits = "0123456789ABCDEF"
-	for i := 0; i < len(p); i++ {
-		c := p[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0 {
-			b = append(b, c)
-			continue
-		}
-		b = append(b, '%', hexDigits[c>>4], hexDigits[c&0xf])
-	}
-	return b
-}
-
-// appendJSONString appends s as a JSON string; invalid UTF-8 becomes
-// U+FFFD, and <, >, & are escaped as encoding/json does.
-func appendJSONString(b []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
 }
 
 // statusText is the reason phrase of the statuses a refusal uses, without

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 
+	"github.com/tollgate-dev/tollgate/internal/escape"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
@@ -44,14 +45,14 @@ func (r *Result) refusalReference() Response {
 	detail := e.detail
 	b := make([]byte, 0, 256+len(r.path))
 	b = append(b, `{"type":`...)
-	b = appendJSONString(b, e.problemType)
+	b = escape.AppendJSONString(b, e.problemType)
 	b = append(b, `,"title":`...)
-	b = appendJSONString(b, title)
+	b = escape.AppendJSONString(b, title)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(status), 10)
 	b = append(b, `,"detail":`...)
 	if detail != "" {
-		b = appendJSONString(b, detail)
+		b = escape.AppendJSONString(b, detail)
 	} else if r.Outcome == Errored {
 		b = append(b, `"The rate limiter is unavailable."`...)
 	} else if r.Decision.RetryAfter == limit.Never {
@@ -67,7 +68,7 @@ func (r *Result) refusalReference() Response {
 	}
 	if r.path != "" {
 		b = append(b, `,"instance":`...)
-		b = appendJSONString(b, string(appendEscapedPath(make([]byte, 0, len(r.path)), r.path)))
+		b = escape.AppendJSONString(b, string(escape.AppendPath(make([]byte, 0, len(r.path)), r.path)))
 	}
 	if r.Outcome == Refused {
 		b = append(b, `,"retry-after":`...)
@@ -77,7 +78,7 @@ func (r *Result) refusalReference() Response {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendJSONString(b, p)
+			b = escape.AppendJSONString(b, p)
 		}
 		b = append(b, ']')
 	}
