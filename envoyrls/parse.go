@@ -321,6 +321,7 @@ func (p *parser) rateLimit(m *yaml.Node, domain, path string) *Limit {
 	l := &Limit{Path: path, Domain: domain, File: p.file}
 	var unitNode, rpuNode, algNode *yaml.Node
 	var unitName, algName string
+	var replNodes []*yaml.Node
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		k, v := m.Content[i], resolve(m.Content[i+1])
 		switch k.Value {
@@ -338,7 +339,7 @@ func (p *parser) rateLimit(m *yaml.Node, domain, path string) *Limit {
 		case "name":
 			l.Name = p.str(v)
 		case "replaces":
-			l.Replaces = p.replaces(v)
+			l.Replaces, replNodes = p.replaces(v)
 		case ExtAlgorithm:
 			algNode, algName = v, p.str(v)
 		default:
@@ -357,11 +358,11 @@ func (p *parser) rateLimit(m *yaml.Node, domain, path string) *Limit {
 		}
 		p.errorf(at, "invalid rate limit unit '%s'", unitName)
 	}
-	for _, r := range l.Replaces {
+	for i, r := range l.Replaces {
 		if r == "" {
-			p.errorf(m, "should not have an empty replaces entry")
+			p.errorf(replNodes[i], "should not have an empty replaces entry")
 		} else if r == l.Name {
-			p.errorf(m, "replaces should not contain name of same descriptor")
+			p.errorf(replNodes[i], "replaces should not contain name of same descriptor")
 		}
 	}
 	alg := limit.AlgFixedWindow
@@ -388,12 +389,13 @@ func (p *parser) rateLimit(m *yaml.Node, domain, path string) *Limit {
 	return l
 }
 
-func (p *parser) replaces(v *yaml.Node) []string {
+func (p *parser) replaces(v *yaml.Node) ([]string, []*yaml.Node) {
 	if v.Kind != yaml.SequenceNode {
 		p.errorf(v, "replaces must be a list of {name: ...}, not a %s", kindName(v))
-		return nil
+		return nil, nil
 	}
 	out := make([]string, 0, len(v.Content))
+	nodes := make([]*yaml.Node, 0, len(v.Content))
 	for _, e := range v.Content {
 		e = resolve(e)
 		name := ""
@@ -405,8 +407,9 @@ func (p *parser) replaces(v *yaml.Node) []string {
 			}
 		}
 		out = append(out, name)
+		nodes = append(nodes, e)
 	}
-	return out
+	return out, nodes
 }
 
 // str is a scalar's text; null is "". A mapping or list is an error.

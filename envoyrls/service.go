@@ -359,6 +359,11 @@ func (s *Service) respond(req *rlsv3.RateLimitRequest, items []item) *rlsv3.Rate
 		var reset time.Duration
 		if it.decided {
 			allowed, remaining, reset = it.d.Allowed, it.d.Remaining, it.d.ResetAfter
+			if _, fixed := l.Policy.(limit.FixedWindow); fixed && reset == 0 {
+				// An idle window: envoyproxy/ratelimit still names the
+				// end of the current one.
+				reset = untilUnitEnd(s.cfg.Now(), l.Unit)
+			}
 		} else { // requests_per_unit: 0 refuses everything
 			allowed, reset = it.cost == 0, untilUnitEnd(s.cfg.Now(), l.Unit)
 		}
