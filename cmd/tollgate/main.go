@@ -27,6 +27,7 @@ var commands = []*command{
 	serveCommand,
 	checkCommand,
 	replayCommand,
+	envoyRLSCommand,
 	versionCommand,
 }
 
