@@ -92,6 +92,9 @@
 //     detailed_metric or value_to_metric the request's path, for at most
 //     MaxDetailed distinct ones. The dynamic metadata of
 //     RESPONSE_DYNAMIC_METADATA and the metadata key are not sent.
+//   - A known key in the wrong place (shadow_mode inside rate_limit, unit
+//     in a descriptor) is refused; envoyproxy/ratelimit ignores it, so the
+//     setting silently does nothing there.
 //   - Files whose name starts with '.' are skipped; MERGE_DOMAIN_CONFIG
 //     (several files for one domain) and xDS configuration are not
 //     supported. A change is loaded after it settles (WatchConfig.Settle),

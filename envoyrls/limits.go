@@ -64,7 +64,7 @@ type Limit struct {
 	Policy limit.Policy
 	// ShadowMode, QuotaMode and DetailedMetric are the descriptor's flags.
 	ShadowMode, QuotaMode, DetailedMetric bool
-	// Line is where the descriptor starts in its file, for messages.
+	// File and Line are where the descriptor is configured.
 	File string
 	Line int
 }

@@ -319,7 +319,7 @@ func (p *parser) rateLimit(m *yaml.Node, domain, path string) *Limit {
 		return nil
 	}
 	l := &Limit{Path: path, Domain: domain, File: p.file}
-	var unitNode, rpuNode, algNode *yaml.Node
+	var unitNode, algNode *yaml.Node
 	var unitName, algName string
 	var replNodes []*yaml.Node
 	for i := 0; i+1 < len(m.Content); i += 2 {
@@ -328,7 +328,6 @@ func (p *parser) rateLimit(m *yaml.Node, domain, path string) *Limit {
 		case "unit":
 			unitNode, unitName = v, p.str(v)
 		case "requests_per_unit":
-			rpuNode = v
 			if v.Tag != "!!null" {
 				if err := v.Decode(&l.RequestsPerUnit); err != nil {
 					p.errorf(v, "requests_per_unit: %q is not a whole number from 0 to 4294967295", v.Value)
@@ -373,7 +372,6 @@ func (p *parser) rateLimit(m *yaml.Node, domain, path string) *Limit {
 		}
 		alg = a
 	}
-	_ = rpuNode
 	if l.Unlimited || !validUnit || alg == 0 {
 		return l
 	}
