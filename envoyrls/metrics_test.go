@@ -92,3 +92,23 @@ func TestDetailedMetricLabelsAreBounded(t *testing.T) {
 		t.Errorf("configured path: %v hits, want the 7 past the bound", got)
 	}
 }
+
+// A limit override from a request for a domain not configured counts
+// under a fixed label: requests cannot create label values.
+func TestOverrideLimitLabelsAreBounded(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	svc := newBadInputService(t, reg)
+	for i := range 5 {
+		d := desc("k", "v")
+		d.Limit = &rlv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1, Unit: 2}
+		if _, err := svc.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "made-up-" + strconv.Itoa(i), Descriptors: []*rlv3.RateLimitDescriptor{d}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := counter(t, reg, "tollgate_rls_total_hits_total", "_unconfigured", "_override"); got != 5 {
+		t.Errorf("override hits under the fixed label: %v, want 5", got)
+	}
+	if n := countersTouched(t, reg); n != 3 { // total_hits, within_limit, near_limit
+		t.Errorf("%d series, want 3", n)
+	}
+}

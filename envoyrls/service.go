@@ -37,7 +37,7 @@ type Config struct {
 	LimitHeader, RemainingHeader, ResetHeader string
 	// AllOrNothing charges a request's descriptors together: when one is
 	// over the limit none is charged (limit.Store.ApplyAll, one round
-	// trip). False (the default) charges each descriptor on its own, as
+	// trip, then a look at each descriptor for its own status). False (the default) charges each descriptor on its own, as
 	// envoyproxy/ratelimit does unless STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT.
 	AllOrNothing bool
 	// GlobalShadowMode answers OK whatever the limits say, counting what
@@ -245,7 +245,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		it := &items[i]
 		it.cost = hits(req, d)
 		if o := d.GetLimit(); o != nil {
-			it.limit = overrideLimit(req.GetDomain(), o)
+			it.limit = overrideLimit(req.GetDomain(), ls.domains[req.GetDomain()] != nil, o)
 		} else {
 			m := ls.Match(req.GetDomain(), d.GetEntries())
 			it.limit = m.Limit
@@ -417,10 +417,16 @@ func untilUnitEnd(now time.Time, u rlsv3.RateLimitResponse_RateLimit_Unit) time.
 
 // overrideLimit is the limit a descriptor carries itself (the route's
 // limit override): a fixed window, never shadowed, as
-// envoyproxy/ratelimit applies it.
-func overrideLimit(domain string, o *rlv3.RateLimitDescriptor_RateLimitOverride) *Limit {
+// envoyproxy/ratelimit applies it. Its metric labels are the domain when
+// configured (else "_unconfigured", so that requests cannot mint label
+// values) and the path "_override".
+func overrideLimit(domain string, configured bool, o *rlv3.RateLimitDescriptor_RateLimitOverride) *Limit {
 	unit := rlsv3.RateLimitResponse_RateLimit_Unit(o.GetUnit())
-	l := &Limit{Domain: domain, Path: "override", RequestsPerUnit: o.GetRequestsPerUnit(), Unit: unit}
+	label := domain
+	if !configured {
+		label = "_unconfigured"
+	}
+	l := &Limit{Domain: label, Path: "_override", RequestsPerUnit: o.GetRequestsPerUnit(), Unit: unit}
 	if l.RequestsPerUnit > 0 {
 		l.Policy = limit.FixedWindow{Limit: int64(l.RequestsPerUnit), Window: unitLength(unit)}
 	}
