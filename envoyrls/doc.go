@@ -92,6 +92,13 @@
 //     detailed_metric or value_to_metric the request's path, for at most
 //     MaxDetailed distinct ones. The dynamic metadata of
 //     RESPONSE_DYNAMIC_METADATA and the metadata key are not sent.
+//   - Counters live under tollgate's own keys (a hash of domain, entries
+//     and policy, under the Redis store's prefix), not under
+//     envoyproxy/ratelimit's "domain_key_value_..._window" keys
+//     (CACHE_KEY_PREFIX is not read): the two cannot share counters, and a
+//     migration starts every window afresh.
+//   - Metrics are Prometheus counters on the debug listener's /metrics
+//     (6070), not statsd, nor PROMETHEUS_ADDR's 9090.
 //   - A known key in the wrong place (shadow_mode inside rate_limit, unit
 //     in a descriptor) is refused; envoyproxy/ratelimit ignores it, so the
 //     setting silently does nothing there.
