@@ -63,12 +63,19 @@ func startGRPC(t *testing.T, svc *Service) (rlsv3.RateLimitServiceClient, *grpc.
 	svc.Register(g)
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn := dialGRPC(t, lis.Addr().String())
+	return rlsv3.NewRateLimitServiceClient(conn), conn
+}
+
+// dialGRPC is a plaintext client of addr, closed when the test ends.
+func dialGRPC(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return rlsv3.NewRateLimitServiceClient(conn), conn
+	return conn
 }
 
 func desc(kv ...string) *rlv3.RateLimitDescriptor {
