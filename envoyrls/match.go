@@ -25,7 +25,8 @@ type Match struct {
 // matches "key_value", else the child "key" (any value); the limit is the
 // one at the level of the last entry, and none when the descriptor has
 // more entries than the tree has levels or a level does not match.
-// It does not allocate unless a share_threshold level matches.
+// It does not allocate unless a share_threshold level matches or an
+// entry's key and value together exceed 255 bytes.
 func (l *Limits) Match(domain string, entries []*rlv3.RateLimitDescriptor_Entry) Match {
 	var m Match
 	n := l.domains[domain]
@@ -64,9 +65,12 @@ func (l *Limits) Match(domain string, entries []*rlv3.RateLimitDescriptor_Entry)
 // child is n's child for one entry, and the wildcard key it matched
 // through ("" for an exact or key-only match).
 func (n *node) child(key, value string) (*node, string) {
-	// "key_value" without building it: look up by the exact composite
-	// only when a child could have it.
-	if c := n.children[key+"_"+value]; c != nil {
+	// The composite "key_value" is built in a stack buffer: a map index
+	// by string(bytes) does not copy, so nothing is allocated below
+	// compositeBuf bytes.
+	var buf [compositeBuf]byte
+	b := append(append(append(buf[:0], key...), '_'), value...)
+	if c := n.children[string(b)]; c != nil {
 		return c, ""
 	}
 	for _, w := range n.wildcards {
@@ -76,6 +80,9 @@ func (n *node) child(key, value string) (*node, string) {
 	}
 	return n.children[key], ""
 }
+
+// compositeBuf is the longest "key_value" matched without allocating.
+const compositeBuf = 256
 
 // wildcardMatch reports whether key+"_"+value matches a pattern split on
 // '*': each '*' matches any run of bytes, possibly empty.

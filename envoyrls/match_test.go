@@ -1,6 +1,7 @@
 package envoyrls
 
 import (
+	"strings"
 	"testing"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
@@ -95,5 +96,21 @@ func TestShareThresholdSharesTheCounter(t *testing.T) {
 	}
 	if key(wild, "wild", "foo1") == key(wild, "wild", "foo2") {
 		t.Error("plain wildcard: two values share a counter")
+	}
+}
+
+// Matching a descriptor allocates nothing (a share_threshold match, or a
+// key and value beyond compositeBuf, aside).
+func TestMatchDoesNotAllocate(t *testing.T) {
+	l := mustBuild(t, readFixture(t, "wildcard.yaml"))
+	for _, e := range [][]*rlv3.RateLimitDescriptor_Entry{
+		entries("wild", "foo123"),
+		entries("multiWild", "foo1bar2baz"),
+		entries("nestedWild", "val1", "wild", "goo2"),
+		entries("noVal", strings.Repeat("v", compositeBuf-len("noVal_"))),
+	} {
+		if n := testing.AllocsPerRun(100, func() { l.Match("test-domain", e) }); n != 0 {
+			t.Errorf("%v: %v allocations", e, n)
+		}
 	}
 }
