@@ -28,6 +28,7 @@ var commands = []*command{
 	checkCommand,
 	replayCommand,
 	forwardAuthCommand,
+	envoyRLSCommand,
 	versionCommand,
 }
 

@@ -1,0 +1,298 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+
+	"github.com/tollgate-dev/tollgate/envoyrls"
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/eventual"
+	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis"
+)
+
+var envoyRLSCommand = &command{
+	Name:  "envoy-rls",
+	Args:  "",
+	Short: "run Envoy's rate limit service (gRPC, envoyproxy/ratelimit's YAML) on tollgate's stores",
+	Flags: func(fs *flag.FlagSet) func(context.Context, []string, io.Writer, io.Writer) int {
+		env, envErr := envoyRLSEnv(os.Getenv)
+		fs.StringVar(&env.dir, "config-dir", env.dir, "`directory` of envoyproxy/ratelimit configuration files, one domain per file (default $RUNTIME_ROOT/$RUNTIME_SUBDIRECTORY/$RUNTIME_APPDIRECTORY, APPDIRECTORY defaulting to config)")
+		fs.StringVar(&env.grpc, "grpc", env.grpc, "gRPC listener `address` (default from GRPC_HOST, GRPC_PORT)")
+		fs.StringVar(&env.http, "http", env.http, "HTTP listener `address` (/json, /healthcheck), or off (default from HOST, PORT)")
+		fs.StringVar(&env.debug, "debug", env.debug, "debug listener `address` (/metrics), or off (default from DEBUG_HOST, DEBUG_PORT)")
+		fs.StringVar(&env.redis, "redis", env.redis, "Redis `addresses` (host:port, comma-separated); empty decides in memory (default REDIS_URL, with REDIS_SOCKET_TYPE=tcp; REDIS_AUTH is [user:]password)")
+		tier := fs.String("redis-tier", "strict", "with -redis: strict (every decision in Redis) or eventual (local, synced)")
+		headers := fs.String("headers", env.headers, "response headers: draft10, legacy (RateLimit-Limit/-Remaining/-Reset, named by LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER) or none (default legacy when LIMIT_RESPONSE_HEADERS_ENABLED=true)")
+		fs.BoolVar(&env.allOrNothing, "all-or-nothing", env.allOrNothing, "charge no descriptor of a request when one is over its limit (default STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; NEAR_LIMIT_RATIO and GLOBAL_SHADOW_MODE are read too)")
+		reload := fs.Duration("reload", time.Second, "how often the configuration directory is read for changes")
+		logFormat := fs.String("log-format", "text", "log format: text or json")
+		logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+		return func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+			if envErr != nil {
+				fmt.Fprintf(stderr, "tollgate envoy-rls: %v\n", envErr)
+				return exitUsage
+			}
+			if len(args) > 0 {
+				fmt.Fprintf(stderr, "usage: tollgate envoy-rls [flags]\n")
+				return exitUsage
+			}
+			log, err := newLogger(stderr, *logFormat, *logLevel)
+			if err != nil {
+				fmt.Fprintf(stderr, "tollgate envoy-rls: %v\n", err)
+				return exitUsage
+			}
+			style, err := envoyrls.ParseHeaderStyle(*headers)
+			if err != nil {
+				fmt.Fprintf(stderr, "tollgate envoy-rls: -headers: %v\n", err)
+				return exitUsage
+			}
+			if *tier != "strict" && *tier != "eventual" {
+				fmt.Fprintf(stderr, "tollgate envoy-rls: -redis-tier %q: want strict or eventual\n", *tier)
+				return exitUsage
+			}
+			env.tier, env.style, env.reload = *tier, style, *reload
+			return runEnvoyRLS(ctx, env, log, stderr)
+		}
+	},
+}
+
+// envoyRLSSettings are the command's settings, from the environment and
+// then the flags.
+type envoyRLSSettings struct {
+	dir, grpc, http, debug, redis string
+	redisUser, redisPassword      string
+	headers                       string
+	limitH, remainingH, resetH    string
+	allOrNothing, globalShadow    bool
+	nearRatio                     float64
+	tier                          string
+	style                         envoyrls.HeaderStyle
+	reload                        time.Duration
+}
+
+// envoyRLSEnv reads envoyproxy/ratelimit's environment variables. A
+// value it cannot use is an error, never a silent default.
+func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
+	s := envoyRLSSettings{dir: ".", grpc: ":8081", http: ":8080", debug: ":6070", headers: "draft10"}
+	var errs []error
+	if root := getenv("RUNTIME_ROOT"); root != "" {
+		app := getenv("RUNTIME_APPDIRECTORY")
+		if app == "" {
+			app = "config"
+		}
+		s.dir = filepath.Join(root, getenv("RUNTIME_SUBDIRECTORY"), app)
+	}
+	addr := func(hostVar, portVar, def string) string {
+		host, port := getenv(hostVar), getenv(portVar)
+		if host == "" && port == "" {
+			return def
+		}
+		if port == "" {
+			_, port, _ = net.SplitHostPort(def)
+		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: not a port", portVar, port))
+		}
+		return net.JoinHostPort(host, port)
+	}
+	s.grpc = addr("GRPC_HOST", "GRPC_PORT", s.grpc)
+	s.http = addr("HOST", "PORT", s.http)
+	s.debug = addr("DEBUG_HOST", "DEBUG_PORT", s.debug)
+	if u := getenv("REDIS_URL"); u != "" {
+		if t := getenv("REDIS_SOCKET_TYPE"); t != "tcp" {
+			errs = append(errs, fmt.Errorf("REDIS_URL with REDIS_SOCKET_TYPE=%q: only tcp is supported (set REDIS_SOCKET_TYPE=tcp)", t))
+		}
+		s.redis = u
+	}
+	if a := getenv("REDIS_AUTH"); a != "" {
+		if user, pass, ok := strings.Cut(a, ":"); ok {
+			s.redisUser, s.redisPassword = user, pass
+		} else {
+			s.redisPassword = a
+		}
+	}
+	boolVar := func(name string) bool {
+		v := getenv(name)
+		if v == "" {
+			return false
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: not a boolean", name, v))
+		}
+		return b
+	}
+	if boolVar("LIMIT_RESPONSE_HEADERS_ENABLED") {
+		s.headers = "legacy"
+	}
+	s.limitH, s.remainingH, s.resetH = getenv("LIMIT_LIMIT_HEADER"), getenv("LIMIT_REMAINING_HEADER"), getenv("LIMIT_RESET_HEADER")
+	s.globalShadow = boolVar("GLOBAL_SHADOW_MODE")
+	s.allOrNothing = boolVar("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT")
+	if v := getenv("NEAR_LIMIT_RATIO"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r <= 0 || r > 1 {
+			errs = append(errs, fmt.Errorf("NEAR_LIMIT_RATIO=%q: want a number in (0, 1]", v))
+		}
+		s.nearRatio = r
+	}
+	return s, errors.Join(errs...)
+}
+
+// openEnvoyRLSStore opens the store s names, and its closer.
+func openEnvoyRLSStore(ctx context.Context, s envoyRLSSettings) (limit.Store, func(), error) {
+	if s.redis == "" {
+		ms, err := memory.New(memory.Config{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return ms, func() { ms.Close() }, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rs, err := redis.New(ctx, redis.Config{Addrs: strings.Split(s.redis, ","), Username: s.redisUser, Password: s.redisPassword})
+	if err != nil {
+		return nil, nil, fmt.Errorf("redis: %w", err)
+	}
+	if s.tier == "eventual" {
+		es, err := eventual.New(eventual.Config{Redis: rs})
+		if err != nil {
+			rs.Close()
+			return nil, nil, err
+		}
+		return es, func() { es.Close(); rs.Close() }, nil
+	}
+	return rs, func() { rs.Close() }, nil
+}
+
+func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stderr io.Writer) int {
+	srcs, err := envoyrls.ReadDir(s.dir)
+	var limits *envoyrls.Limits
+	if err == nil {
+		limits, err = envoyrls.Build(srcs)
+	}
+	if err != nil {
+		if ps := envoyrls.Problems(err); len(ps) > 0 {
+			for _, p := range ps {
+				fmt.Fprintln(stderr, p)
+			}
+		} else {
+			fmt.Fprintf(stderr, "tollgate envoy-rls: %v\n", err)
+		}
+		return exitFail
+	}
+	st, closeStore, err := openEnvoyRLSStore(ctx, s)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate envoy-rls: store: %v\n", err)
+		return exitFail
+	}
+	defer closeStore()
+	reg := prometheus.NewRegistry()
+	metrics, err := envoyrls.NewMetrics(reg, 0)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate envoy-rls: %v\n", err)
+		return exitFail
+	}
+	svc, err := envoyrls.New(envoyrls.Config{
+		Store: st, Headers: s.style, LimitHeader: s.limitH, RemainingHeader: s.remainingH, ResetHeader: s.resetH,
+		AllOrNothing: s.allOrNothing, GlobalShadowMode: s.globalShadow, NearLimitRatio: s.nearRatio, Metrics: metrics,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate envoy-rls: %v\n", err)
+		return exitFail
+	}
+	svc.SetLimits(limits)
+	metrics.Loaded(nil)
+
+	w := envoyrls.NewWatcher(envoyrls.WatchConfig{Dir: s.dir, Interval: s.reload, OnLoad: func(l *envoyrls.Limits, err error) {
+		metrics.Loaded(err)
+		if err != nil {
+			log.Error("configuration refused; the previous one still runs", "dir", s.dir, "error", err)
+			return
+		}
+		svc.SetLimits(l)
+		log.Info("configuration loaded", "dir", s.dir, "domains", l.Domains(), "files", len(l.Files))
+	}}, srcs)
+	w.Start()
+	defer w.Close()
+
+	gl, err := net.Listen("tcp", s.grpc)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate envoy-rls: -grpc: %v\n", err)
+		return exitFail
+	}
+	g := grpc.NewServer()
+	svc.Register(g)
+	errc := make(chan error, 3)
+	go func() { errc <- g.Serve(gl) }()
+	log.Info("envoy-rls listening", "grpc", gl.Addr().String(), "dir", s.dir, "domains", limits.Domains(), "redis", s.redis != "")
+
+	var servers []*http.Server
+	for _, l := range []struct {
+		flag, addr string
+		h          http.Handler
+	}{
+		{"-http", s.http, svc.HTTPHandler()},
+		{"-debug", s.debug, promhttp.HandlerFor(reg, promhttp.HandlerOpts{})},
+	} {
+		if l.addr == "off" {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			g.Stop()
+			for _, hs := range servers {
+				hs.Close()
+			}
+			fmt.Fprintf(stderr, "tollgate envoy-rls: %s: %v\n", l.flag, err)
+			return exitFail
+		}
+		h := l.h
+		if l.flag == "-debug" {
+			mux := http.NewServeMux()
+			mux.Handle("/metrics", l.h)
+			h = mux
+		}
+		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		servers = append(servers, hs)
+		go func() { errc <- hs.Serve(ln) }()
+		log.Info("envoy-rls listening", "flag", l.flag, "addr", ln.Addr().String())
+	}
+
+	code := exitOK
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		log.Error("listener failed", "error", err)
+		code = exitFail
+	}
+	svc.SetServing(false)
+	stopped := make(chan struct{})
+	go func() { g.GracefulStop(); close(stopped) }()
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, hs := range servers {
+		hs.Shutdown(sctx)
+	}
+	select {
+	case <-stopped:
+	case <-sctx.Done():
+		g.Stop()
+		code = exitFail
+	}
+	return code
+}

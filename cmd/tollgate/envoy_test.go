@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/tollgate-dev/tollgate/internal/redistest"
+)
+
+// syncBuffer is a bytes.Buffer safe for the command's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startEnvoyRLS runs `tollgate envoy-rls args` until the test ends.
+func startEnvoyRLS(t *testing.T, args ...string) *syncBuffer {
+	t.Helper()
+	fs := flag.NewFlagSet("envoy-rls", flag.ContinueOnError)
+	runFn := envoyRLSCommand.Flags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr := &syncBuffer{}
+	done := make(chan int)
+	go func() { done <- runFn(ctx, fs.Args(), io.Discard, stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != exitOK {
+			t.Errorf("exit %d: %s", code, stderr)
+		}
+	})
+	return stderr
+}
+
+// The subcommand serves the configuration directory over gRPC, /json and
+// /metrics, on memory and on Redis.
+func TestEnvoyRLSServesADirectory(t *testing.T) {
+	redisSrv := redistest.Start(t)
+	for _, store := range []string{"", redisSrv.Addr} {
+		t.Run("redis="+store, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "edge.yaml"), []byte("domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: hour, requests_per_unit: 2}\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			grpcAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+			httpAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+			debugAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+			startEnvoyRLS(t, "-config-dir", dir, "-grpc", grpcAddr, "-http", httpAddr, "-debug", debugAddr, "-redis", store)
+
+			conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			client := rlsv3.NewRateLimitServiceClient(conn)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			req := &rlsv3.RateLimitRequest{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{
+				{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "remote_address", Value: "192.0.2.1"}}}}}
+			var codes []rlsv3.RateLimitResponse_Code
+			for range 3 {
+				var resp *rlsv3.RateLimitResponse
+				// The listener opens as the command starts: retry until it does.
+				for {
+					resp, err = client.ShouldRateLimit(ctx, req, grpc.WaitForReady(true))
+					if err == nil || ctx.Err() != nil {
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				codes = append(codes, resp.GetOverallCode())
+			}
+			if codes[0] != rlsv3.RateLimitResponse_OK || codes[1] != rlsv3.RateLimitResponse_OK || codes[2] != rlsv3.RateLimitResponse_OVER_LIMIT {
+				t.Fatalf("codes %v, want OK OK OVER_LIMIT", codes)
+			}
+			resp, err := http.Post("http://"+httpAddr+"/json", "application/json",
+				strings.NewReader(`{"domain":"edge","descriptors":[{"entries":[{"key":"remote_address","value":"192.0.2.1"}]}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusTooManyRequests {
+				t.Errorf("/json: %d, want 429", resp.StatusCode)
+			}
+			resp, err = http.Get("http://" + debugAddr + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), `tollgate_rls_over_limit_total{descriptor="remote_address",domain="edge"} 2`) {
+				t.Errorf("/metrics lacks the over-limit count:\n%s", body)
+			}
+		})
+	}
+}
+
+// A directory that does not load stops the command at start with every
+// problem at file:line.
+func TestEnvoyRLSRefusesABadDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	code := run([]string{"envoy-rls", "-config-dir", dir, "-grpc", "127.0.0.1:0", "-http", "off", "-debug", "off"}, io.Discard, &stderr)
+	if code != exitFail || !strings.Contains(stderr.String(), "bad.yaml:4:") || !strings.Contains(stderr.String(), "invalid rate limit unit 'fortnight'") {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// envoyproxy/ratelimit's environment maps onto the settings; a value
+// that cannot be used is an error.
+func TestEnvoyRLSReadsEnvoyproxyEnvironment(t *testing.T) {
+	env := map[string]string{
+		"RUNTIME_ROOT": "/srv/runtime", "RUNTIME_SUBDIRECTORY": "ratelimit",
+		"GRPC_PORT": "9091", "PORT": "9090", "DEBUG_HOST": "127.0.0.1",
+		"REDIS_URL": "redis-a:6379,redis-b:6379", "REDIS_SOCKET_TYPE": "tcp", "REDIS_AUTH": "user:secret",
+		"LIMIT_RESPONSE_HEADERS_ENABLED": "true", "LIMIT_RESET_HEADER": "X-Reset",
+		"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT": "true", "NEAR_LIMIT_RATIO": "0.9",
+	}
+	s, err := envoyRLSEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.dir != "/srv/runtime/ratelimit/config" || s.grpc != ":9091" || s.http != ":9090" || s.debug != "127.0.0.1:6070" ||
+		s.redis != "redis-a:6379,redis-b:6379" || s.redisUser != "user" || s.redisPassword != "secret" ||
+		s.headers != "legacy" || s.resetH != "X-Reset" || !s.allOrNothing || s.nearRatio != 0.9 {
+		t.Fatalf("settings %+v", s)
+	}
+	for k, v := range map[string]string{"REDIS_URL": "/var/run/nutcracker/ratelimit.sock", "GRPC_PORT": "http", "GLOBAL_SHADOW_MODE": "yes please", "NEAR_LIMIT_RATIO": "2"} {
+		if _, err := envoyRLSEnv(func(name string) string {
+			if name == k {
+				return v
+			}
+			return ""
+		}); err == nil {
+			t.Errorf("%s=%q accepted", k, v)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package envoyrls
+
+import (
+	"crypto/sha256"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// ReadDir reads every configuration file under dir, as
+// envoyproxy/ratelimit reads RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config: every
+// regular file, in subdirectories too, whatever its extension, in lexical
+// order of path. Files and directories whose name starts with '.' are
+// skipped (editors' swap and temporary files), as with
+// RUNTIME_IGNOREDOTFILES=true.
+func ReadDir(dir string) ([]Source, error) {
+	var out []Source
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			if d.Type()&fs.ModeSymlink != 0 {
+				if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+					data, err := os.ReadFile(path)
+					if err != nil {
+						return err
+					}
+					out = append(out, Source{Name: path, Data: data})
+				}
+			}
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out = append(out, Source{Name: path, Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// LoadDir reads and builds the configuration in dir.
+func LoadDir(dir string) (*Limits, error) {
+	srcs, err := ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	return Build(srcs)
+}
+
+// digest identifies a version of a directory's files.
+type digest [sha256.Size]byte
+
+func digestOf(srcs []Source) digest {
+	h := sha256.New()
+	for _, s := range srcs {
+		h.Write([]byte(s.Name))
+		h.Write([]byte{0})
+		var n [8]byte
+		l := len(s.Data)
+		for i := range n {
+			n[i] = byte(l >> (8 * i))
+		}
+		h.Write(n[:])
+		h.Write(s.Data)
+	}
+	var d digest
+	h.Sum(d[:0])
+	return d
+}

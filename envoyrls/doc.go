@@ -1,0 +1,113 @@
+// Package envoyrls is Envoy's rate limit service
+// (envoy.service.ratelimit.v3.RateLimitService, the API of
+// envoyproxy/ratelimit) deciding with tollgate's stores and algorithms,
+// configured by envoyproxy/ratelimit's YAML files, unchanged.
+//
+// A Service answers ShouldRateLimit over gRPC (Register also adds gRPC
+// health checking and server reflection) and over HTTP (HTTPHandler:
+// /json and /healthcheck). Limits are built from a directory of
+// configuration files (LoadDir, Build) and swapped atomically
+// (SetLimits); a Watcher reloads the directory when it changes. Metrics
+// are envoyproxy/ratelimit's counters for Prometheus. The command
+// `tollgate envoy-rls` runs it all.
+//
+// # Configuration
+//
+// The files are envoyproxy/ratelimit's, read as it reads them: every
+// regular file under the directory (RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config
+// there), one domain per file, two files with one domain an error; the
+// keys domain, descriptors, key, value (a '*' anywhere in it is a
+// wildcard), rate_limit with unit (second, minute, hour, day, week,
+// month = 30 days, year = 365 days, any case) and requests_per_unit,
+// unlimited, name, replaces, shadow_mode, quota_mode, detailed_metric,
+// value_to_metric, share_threshold and metadata; any other key is
+// refused. Messages are envoyproxy/ratelimit's, prefixed with file:line:col.
+//
+// By default a limit is a fixed window of its unit aligned to the epoch
+// (limit.FixedWindow), as envoyproxy/ratelimit counts, so a migration
+// changes no decision. tollgate's extension key tollgate_algorithm, beside
+// unit in a rate_limit, chooses another algorithm for the same
+// requests_per_unit and unit: sliding_window, sliding_log, token_bucket
+// (burst = requests_per_unit) or leaky_bucket (policing). A file using it
+// is tollgate's: envoyproxy/ratelimit refuses unknown keys.
+//
+// # Semantics matched
+//
+//   - Matching (Limits.Match) is GetLimit's: per level the child
+//     "key_value", else the first wildcard child matching, else the child
+//     "key"; the limit at the level of the last entry; none when the
+//     descriptor is longer than the tree or a level misses.
+//   - Counters are per descriptor value: two values matching the same
+//     "key" (or wildcard) count apart, unless share_threshold shares the
+//     wildcard's counter. Each descriptor of a request is charged on its
+//     own (one over its limit does not stop the others counting), as
+//     envoyproxy/ratelimit does by default.
+//   - hits_addend: a descriptor's own (zero only looks), else the
+//     request's, where zero means one.
+//   - A descriptor matching nothing, an unknown domain, an empty
+//     descriptor: OK without current_limit. unlimited: OK with
+//     limit_remaining 4294967295. A rate_limit whose name another matched
+//     descriptor replaces is skipped. requests_per_unit 0 refuses all.
+//   - overall_code is OVER_LIMIT when a descriptor not in quota_mode is
+//     over, or every quota_mode one is; shadow_mode descriptors answer OK
+//     and count shadow_mode; Config.GlobalShadowMode answers OK always.
+//   - An OVER_LIMIT status has limit_remaining 0. duration_until_reset of a
+//     fixed window is the time to the end of the unit's current window.
+//   - A descriptor's own limit (the route's limit override) is applied
+//     as a fixed window of its unit, never in shadow mode.
+//   - Counters total_hits, over_limit, near_limit (NEAR_LIMIT_RATIO, 0.8),
+//     within_limit and shadow_mode are counted in hits and split between
+//     near and over limit with envoyproxy/ratelimit's arithmetic.
+//   - /json: 200 OK, 429 OVER_LIMIT, 400 a bad request; /healthcheck "OK".
+//     Ports 8081 (gRPC), 8080 (HTTP), 6070 (debug: /metrics here).
+//
+// # Differences, deliberate
+//
+//   - A request over its limit is not counted (tollgate's algorithms never
+//     charge a refusal); envoyproxy/ratelimit increments the counter
+//     anyway. With hits_addend 1 no decision differs (a full window stays
+//     full); with larger hits a refused request leaves room for a smaller
+//     one in the same window, where envoyproxy/ratelimit refuses the rest
+//     of the window.
+//   - Config.AllOrNothing (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true)
+//     charges a request's descriptors with limit.Store.ApplyAll: none is
+//     charged when one is over. envoyproxy/ratelimit's flag checks before
+//     incrementing, so concurrent requests can still pass the limit there;
+//     here it is exact.
+//   - No over-limit local cache and no ten-second Redis timeout: every
+//     decision is exact (the Redis store has its own breaker and failure
+//     mode). No per-second Redis, no memcached: any tollgate store.
+//   - Bad requests are InvalidArgument before anything is counted: an
+//     empty domain or descriptor list (envoyproxy/ratelimit: Unknown),
+//     more than Config.MaxDescriptors descriptors (256) or MaxEntries
+//     entries (64), a domain, key or value over MaxBytes (8 KiB) or not
+//     UTF-8, a hits_addend over MaxHitsAddend (2^32-1), a limit override
+//     without a unit. Malformed protobuf on the wire is gRPC's Internal.
+//   - Response headers are on by default, in the draft-10 style
+//     (RateLimit-Policy and RateLimit, one item per limited descriptor,
+//     named by the rate_limit's name or its configured path, never by a
+//     request value); HeadersLegacy is envoyproxy/ratelimit's trio
+//     (LIMIT_RESPONSE_HEADERS_ENABLED=true), whose Reset is the decision's.
+//   - Metric labels are the configured descriptor paths; with
+//     detailed_metric or value_to_metric the request's path, for at most
+//     MaxDetailed distinct ones. The dynamic metadata of
+//     RESPONSE_DYNAMIC_METADATA and the metadata key are not sent.
+//   - Counters live under tollgate's own keys (a hash of domain, entries
+//     and policy, under the Redis store's prefix), not under
+//     envoyproxy/ratelimit's "domain_key_value_..._window" keys
+//     (CACHE_KEY_PREFIX is not read): the two cannot share counters, and a
+//     migration starts every window afresh.
+//   - Metrics are Prometheus counters on the debug listener's /metrics
+//     (6070), not statsd, nor PROMETHEUS_ADDR's 9090.
+//   - A known key in the wrong place (shadow_mode inside rate_limit, unit
+//     in a descriptor) is refused; envoyproxy/ratelimit ignores it, so the
+//     setting silently does nothing there.
+//   - Files whose name starts with '.' are skipped; MERGE_DOMAIN_CONFIG
+//     (several files for one domain) and xDS configuration are not
+//     supported. A change is loaded after it settles (WatchConfig.Settle),
+//     not on each inotify event; a bad version is reported once and the
+//     running configuration kept.
+//
+// The environment variables of envoyproxy/ratelimit that `tollgate
+// envoy-rls` reads are listed in its help.
+package envoyrls

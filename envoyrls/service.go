@@ -1,0 +1,486 @@
+package envoyrls
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/tollgate-dev/tollgate/limit"
+)
+
+// Config configures a Service. Every field has a documented zero-value
+// default; Store is required.
+type Config struct {
+	// Store decides. Any tollgate store: memory, Redis (strict) or
+	// eventual. Required.
+	Store limit.Store
+	// Headers is the response_headers_to_add style. Zero is
+	// HeadersDraft10.
+	Headers HeaderStyle
+	// LimitHeader, RemainingHeader and ResetHeader name the HeadersLegacy
+	// trio. Empty means RateLimit-Limit, RateLimit-Remaining and
+	// RateLimit-Reset (envoyproxy/ratelimit's LIMIT_*_HEADER defaults).
+	LimitHeader, RemainingHeader, ResetHeader string
+	// AllOrNothing charges a request's descriptors together: when one is
+	// over the limit none is charged (limit.Store.ApplyAll, one round
+	// trip, then a look at each descriptor for its own status). False (the default) charges each descriptor on its own, as
+	// envoyproxy/ratelimit does unless STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT.
+	AllOrNothing bool
+	// GlobalShadowMode answers OK whatever the limits say, counting what
+	// would have been refused (GLOBAL_SHADOW_MODE).
+	GlobalShadowMode bool
+	// NearLimitRatio is the share of a limit from which hits count as
+	// near_limit. Zero means 0.8 (NEAR_LIMIT_RATIO).
+	NearLimitRatio float64
+	// MaxDescriptors bounds the descriptors in one request. Zero means 256.
+	MaxDescriptors int
+	// MaxEntries bounds the entries in one descriptor. Zero means 64.
+	MaxEntries int
+	// MaxBytes bounds the bytes of the domain and of each entry's key and
+	// value. Zero means 8192.
+	MaxBytes int
+	// MaxHitsAddend bounds hits_addend, per request and per descriptor.
+	// Zero means 4294967295, the largest request-level hits_addend.
+	MaxHitsAddend uint64
+	// Metrics counts decisions; nil counts nothing.
+	Metrics *Metrics
+	// Now is the clock for the legacy Reset header when a decision has
+	// none. Nil means time.Now.
+	Now func() time.Time
+}
+
+// HeaderStyle chooses the response_headers_to_add.
+type HeaderStyle uint8
+
+// The header styles.
+const (
+	// HeadersDraft10 adds RateLimit-Policy and RateLimit
+	// (draft-ietf-httpapi-ratelimit-headers-10), one item per limited
+	// descriptor.
+	HeadersDraft10 HeaderStyle = iota
+	// HeadersLegacy adds envoyproxy/ratelimit's RateLimit-Limit,
+	// RateLimit-Remaining and RateLimit-Reset of the descriptor nearest
+	// its limit (LIMIT_RESPONSE_HEADERS_ENABLED=true).
+	HeadersLegacy
+	// HeadersNone adds none (envoyproxy/ratelimit's default).
+	HeadersNone
+)
+
+// ParseHeaderStyle returns the style named draft10, legacy or none.
+func ParseHeaderStyle(s string) (HeaderStyle, error) {
+	switch s {
+	case "draft10", "":
+		return HeadersDraft10, nil
+	case "legacy":
+		return HeadersLegacy, nil
+	case "none":
+		return HeadersNone, nil
+	}
+	return 0, fmt.Errorf("unknown header style %q (want draft10, legacy or none)", s)
+}
+
+// ErrNoStore reports a Config without a Store.
+var ErrNoStore = errors.New("envoyrls: no store")
+
+// Validate reports a missing store or a bound out of range.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, ErrNoStore)
+	}
+	if c.NearLimitRatio < 0 || c.NearLimitRatio > 1 {
+		errs = append(errs, fmt.Errorf("envoyrls: near limit ratio %v is not within [0, 1]", c.NearLimitRatio))
+	}
+	if c.MaxDescriptors < 0 || c.MaxEntries < 0 || c.MaxBytes < 0 {
+		errs = append(errs, errors.New("envoyrls: negative bound"))
+	}
+	if c.Headers > HeadersNone {
+		errs = append(errs, fmt.Errorf("envoyrls: unknown header style %d", c.Headers))
+	}
+	return errors.Join(errs...)
+}
+
+// Service answers envoy.service.ratelimit.v3.RateLimitService from the
+// current Limits. It is safe for concurrent use; SetLimits swaps the
+// configuration atomically.
+type Service struct {
+	rlsv3.UnimplementedRateLimitServiceServer
+	cfg    Config
+	limits atomic.Pointer[Limits]
+	health healthState
+}
+
+// New returns a Service deciding with cfg.Store. It answers with every
+// descriptor unmatched (OK) until SetLimits.
+func New(cfg Config) (*Service, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.NearLimitRatio == 0 {
+		cfg.NearLimitRatio = 0.8
+	}
+	if cfg.MaxDescriptors == 0 {
+		cfg.MaxDescriptors = 256
+	}
+	if cfg.MaxEntries == 0 {
+		cfg.MaxEntries = 64
+	}
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = 8192
+	}
+	if cfg.MaxHitsAddend == 0 {
+		cfg.MaxHitsAddend = math.MaxUint32
+	}
+	if cfg.LimitHeader == "" {
+		cfg.LimitHeader = "RateLimit-Limit"
+	}
+	if cfg.RemainingHeader == "" {
+		cfg.RemainingHeader = "RateLimit-Remaining"
+	}
+	if cfg.ResetHeader == "" {
+		cfg.ResetHeader = "RateLimit-Reset"
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Service{cfg: cfg}
+	s.limits.Store(&Limits{domains: map[string]*node{}})
+	return s, nil
+}
+
+// SetLimits makes l the configuration answered from.
+func (s *Service) SetLimits(l *Limits) { s.limits.Store(l) }
+
+// Limits returns the configuration answered from.
+func (s *Service) Limits() *Limits { return s.limits.Load() }
+
+// ErrInvalidRequest reports a request refused before any counter moved.
+var ErrInvalidRequest = errors.New("invalid rate limit request")
+
+// check reports what is wrong with req, before anything is counted.
+func (s *Service) check(req *rlsv3.RateLimitRequest) error {
+	c := &s.cfg
+	if req.GetDomain() == "" {
+		return fmt.Errorf("%w: rate limit domain must not be empty", ErrInvalidRequest)
+	}
+	if len(req.GetDomain()) > c.MaxBytes || !utf8.ValidString(req.GetDomain()) {
+		return fmt.Errorf("%w: domain is longer than %d bytes or not UTF-8", ErrInvalidRequest, c.MaxBytes)
+	}
+	if len(req.GetDescriptors()) == 0 {
+		return fmt.Errorf("%w: rate limit descriptor list must not be empty", ErrInvalidRequest)
+	}
+	if n := len(req.GetDescriptors()); n > c.MaxDescriptors {
+		return fmt.Errorf("%w: %d descriptors, more than %d", ErrInvalidRequest, n, c.MaxDescriptors)
+	}
+	if uint64(req.GetHitsAddend()) > c.MaxHitsAddend {
+		return fmt.Errorf("%w: hits_addend %d exceeds %d", ErrInvalidRequest, req.GetHitsAddend(), c.MaxHitsAddend)
+	}
+	for i, d := range req.GetDescriptors() {
+		if n := len(d.GetEntries()); n > c.MaxEntries {
+			return fmt.Errorf("%w: descriptor %d has %d entries, more than %d", ErrInvalidRequest, i, n, c.MaxEntries)
+		}
+		for j, e := range d.GetEntries() {
+			if len(e.GetKey()) > c.MaxBytes || len(e.GetValue()) > c.MaxBytes {
+				return fmt.Errorf("%w: descriptor %d entry %d: key or value longer than %d bytes", ErrInvalidRequest, i, j, c.MaxBytes)
+			}
+			if !utf8.ValidString(e.GetKey()) || !utf8.ValidString(e.GetValue()) {
+				return fmt.Errorf("%w: descriptor %d entry %d: key or value is not UTF-8", ErrInvalidRequest, i, j)
+			}
+		}
+		if h := d.GetHitsAddend(); h != nil && h.GetValue() > c.MaxHitsAddend {
+			return fmt.Errorf("%w: descriptor %d: hits_addend %d exceeds %d", ErrInvalidRequest, i, h.GetValue(), c.MaxHitsAddend)
+		}
+		if o := d.GetLimit(); o != nil && unitLength(rlsv3.RateLimitResponse_RateLimit_Unit(o.GetUnit())) == 0 {
+			return fmt.Errorf("%w: descriptor %d: limit override has no valid unit", ErrInvalidRequest, i)
+		}
+	}
+	return nil
+}
+
+// hits is the cost of descriptor d: its own hits_addend when set (zero
+// only looks), else the request's, where zero means one.
+func hits(req *rlsv3.RateLimitRequest, d *rlv3.RateLimitDescriptor) int64 {
+	if h := d.GetHitsAddend(); h != nil {
+		return int64(h.GetValue())
+	}
+	return int64(max(1, req.GetHitsAddend()))
+}
+
+// item is one descriptor being decided.
+type item struct {
+	limit    *Limit
+	key      string
+	cost     int64
+	detailed string // the metric label, when detailed
+	d        limit.Decision
+	decided  bool
+}
+
+// ShouldRateLimit decides a request: every descriptor is matched, the
+// matched limits charged, and the answer OVER_LIMIT when any limit not in
+// shadow or quota mode is over (or every quota-mode one is).
+func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
+	if err := s.check(req); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	ls := s.limits.Load()
+	descs := req.GetDescriptors()
+	items := make([]item, len(descs))
+	replaced := map[string]bool(nil)
+	for i, d := range descs {
+		it := &items[i]
+		it.cost = hits(req, d)
+		if o := d.GetLimit(); o != nil {
+			it.limit = overrideLimit(req.GetDomain(), ls.domains[req.GetDomain()] != nil, o)
+		} else {
+			m := ls.Match(req.GetDomain(), d.GetEntries())
+			it.limit = m.Limit
+			if m.Limit != nil && m.Detailed && s.cfg.Metrics != nil {
+				it.detailed = detailedPath(d.GetEntries(), m.Shared)
+			}
+			if m.Limit != nil {
+				it.key = counterKey(req.GetDomain(), d.GetEntries(), m.Shared, m.Limit)
+			}
+		}
+		if it.limit != nil && it.key == "" {
+			it.key = counterKey(req.GetDomain(), d.GetEntries(), nil, it.limit)
+		}
+		if it.limit != nil {
+			for _, r := range it.limit.Replaces {
+				if replaced == nil {
+					replaced = make(map[string]bool)
+				}
+				replaced[r] = true
+			}
+		}
+	}
+	for i := range items {
+		if l := items[i].limit; l != nil && l.Name != "" && replaced[l.Name] {
+			items[i].limit = nil
+		}
+	}
+	if err := s.decide(ctx, items); err != nil {
+		return nil, status.Error(codes.Unavailable, "store: "+err.Error())
+	}
+	return s.respond(req, items), nil
+}
+
+// decide charges the items with a policy.
+func (s *Service) decide(ctx context.Context, items []item) error {
+	if s.cfg.AllOrNothing {
+		var reqs []limit.Request
+		var idx []int
+		for i := range items {
+			if l := items[i].limit; l != nil && l.Policy != nil {
+				reqs = append(reqs, limit.Request{Key: items[i].key, Policy: l.Policy, Cost: items[i].cost})
+				idx = append(idx, i)
+			}
+		}
+		if len(reqs) == 0 {
+			return nil
+		}
+		d, err := s.cfg.Store.ApplyAll(ctx, reqs)
+		if err != nil {
+			return err
+		}
+		if d.Allowed {
+			// Each allowed: ask every one's state by a peek (cost 0)
+			// so that each descriptor reports its own remaining.
+			for _, i := range idx {
+				pd, err := s.cfg.Store.Apply(ctx, items[i].key, items[i].limit.Policy, 0)
+				if err != nil {
+					return err
+				}
+				pd.Allowed = true
+				items[i].d, items[i].decided = pd, true
+			}
+			return nil
+		}
+		// Refused, nothing charged: each descriptor reports whether it
+		// alone would fit, by a peek at its state.
+		for _, i := range idx {
+			pd, err := s.cfg.Store.Apply(ctx, items[i].key, items[i].limit.Policy, 0)
+			if err != nil {
+				return err
+			}
+			pd.Allowed = pd.Remaining >= items[i].cost && idx[d.Index] != i
+			items[i].d, items[i].decided = pd, true
+		}
+		return nil
+	}
+	for i := range items {
+		l := items[i].limit
+		if l == nil || l.Policy == nil {
+			continue
+		}
+		d, err := s.cfg.Store.Apply(ctx, items[i].key, l.Policy, items[i].cost)
+		if err != nil {
+			return err
+		}
+		items[i].d, items[i].decided = d, true
+	}
+	return nil
+}
+
+// respond builds the response and counts the metrics.
+func (s *Service) respond(req *rlsv3.RateLimitRequest, items []item) *rlsv3.RateLimitResponse {
+	resp := &rlsv3.RateLimitResponse{Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(items))}
+	over, quota, quotaOver := 0, 0, 0
+	var hdr headerBuilder
+	for i := range items {
+		it := &items[i]
+		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		resp.Statuses[i] = st
+		l := it.limit
+		switch {
+		case l == nil:
+			continue
+		case l.Unlimited:
+			st.LimitRemaining = math.MaxUint32
+			continue
+		}
+		st.CurrentLimit = l.proto()
+		var allowed bool
+		var remaining int64
+		var reset time.Duration
+		if it.decided {
+			allowed, remaining, reset = it.d.Allowed, it.d.Remaining, it.d.ResetAfter
+			if _, fixed := l.Policy.(limit.FixedWindow); fixed && reset == 0 {
+				// An idle window: envoyproxy/ratelimit still names the
+				// end of the current one.
+				reset = untilUnitEnd(s.cfg.Now(), l.Unit)
+			}
+		} else { // requests_per_unit: 0 refuses everything
+			allowed, reset = it.cost == 0, untilUnitEnd(s.cfg.Now(), l.Unit)
+		}
+		s.cfg.Metrics.count(l, it.detailed, it.cost, allowed, remaining, s.cfg.NearLimitRatio)
+		if !allowed {
+			remaining = 0
+		}
+		st.LimitRemaining = uint32(min(max(remaining, 0), math.MaxUint32))
+		st.DurationUntilReset = durationpb.New(reset)
+		if !allowed {
+			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+			if l.ShadowMode {
+				st.Code = rlsv3.RateLimitResponse_OK
+			}
+		}
+		quotaMode := l.QuotaMode
+		if quotaMode {
+			quota++
+		}
+		if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
+			if quotaMode {
+				quotaOver++
+			} else {
+				over++
+			}
+		}
+		hdr.add(l, st, reset, it.cost)
+	}
+	resp.OverallCode = rlsv3.RateLimitResponse_OK
+	if over > 0 || (quota > 0 && quota == quotaOver) {
+		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+	}
+	resp.ResponseHeadersToAdd = hdr.headers(&s.cfg)
+	if resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT && s.cfg.GlobalShadowMode {
+		resp.OverallCode = rlsv3.RateLimitResponse_OK
+		s.cfg.Metrics.globalShadow()
+	}
+	return resp
+}
+
+// untilUnitEnd is the time from now to the end of the unit's current
+// window, aligned to the epoch.
+func untilUnitEnd(now time.Time, u rlsv3.RateLimitResponse_RateLimit_Unit) time.Duration {
+	w := int64(unitLength(u))
+	if w == 0 {
+		return 0
+	}
+	ns := now.UnixNano()
+	return time.Duration(w - ns%w)
+}
+
+// overrideLimit is the limit a descriptor carries itself (the route's
+// limit override): a fixed window, never shadowed, as
+// envoyproxy/ratelimit applies it. Its metric labels are the domain when
+// configured (else "_unconfigured", so that requests cannot mint label
+// values) and the path "_override".
+func overrideLimit(domain string, configured bool, o *rlv3.RateLimitDescriptor_RateLimitOverride) *Limit {
+	unit := rlsv3.RateLimitResponse_RateLimit_Unit(o.GetUnit())
+	label := domain
+	if !configured {
+		label = "_unconfigured"
+	}
+	l := &Limit{Domain: label, Path: "_override", RequestsPerUnit: o.GetRequestsPerUnit(), Unit: unit}
+	if l.RequestsPerUnit > 0 {
+		l.Policy = limit.FixedWindow{Limit: int64(l.RequestsPerUnit), Window: unitLength(unit)}
+	}
+	return l
+}
+
+// counterKey is the store key of a descriptor under l: a hash of the
+// domain, every entry (a shared level's pattern in place of its value)
+// and the policy, so that a reload changing a limit's algorithm or
+// window starts afresh, and raw values never reach the store's keys.
+func counterKey(domain string, entries []*rlv3.RateLimitDescriptor_Entry, shared []string, l *Limit) string {
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		h.Write(strconv.AppendInt(n[:0], int64(len(s)), 10))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	field(domain)
+	for i, e := range entries {
+		field(e.GetKey())
+		if i < len(shared) && shared[i] != "" {
+			field("*" + shared[i])
+		} else {
+			field("=" + e.GetValue())
+		}
+	}
+	if l.Policy != nil {
+		field(l.Policy.String())
+	}
+	var sum [sha256.Size]byte
+	return "rls:" + hex.EncodeToString(h.Sum(sum[:0])[:16])
+}
+
+// detailedPath is the descriptor's path with its values, as
+// detailed_metric names the stat: "key1_value1.subkey1_x".
+func detailedPath(entries []*rlv3.RateLimitDescriptor_Entry, shared []string) string {
+	var b []byte
+	for i, e := range entries {
+		if i > 0 {
+			b = append(b, '.')
+		}
+		b = append(b, e.GetKey()...)
+		v := e.GetValue()
+		if i < len(shared) && shared[i] != "" {
+			v = shared[i]
+		}
+		if v != "" {
+			b = append(b, '_')
+			b = append(b, v...)
+		}
+	}
+	return string(b)
+}
+
+// headerValue is one response header.
+func headerValue(k, v string) *corev3.HeaderValue { return &corev3.HeaderValue{Key: k, Value: v} }

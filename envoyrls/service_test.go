@@ -1,0 +1,177 @@
+package envoyrls
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
+	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/tollgate-dev/tollgate/store/memory"
+)
+
+// newTestService is a service on a memory store at e2eStart (advanced by
+// now) with the configuration yaml.
+func newTestService(t *testing.T, cfg Config, yaml string, now *atomic.Int64) *Service {
+	t.Helper()
+	if now.Load() == 0 {
+		now.Store(e2eStart.UnixNano())
+	}
+	st, err := memory.New(memory.Config{Clock: now.Load, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg.Store = st
+	cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
+	svc, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.SetLimits(mustBuild(t, Source{Name: "t.yaml", Data: []byte(yaml)}))
+	return svc
+}
+
+func ask(t *testing.T, svc *Service, domain string, ds ...*rlv3.RateLimitDescriptor) *rlsv3.RateLimitResponse {
+	t.Helper()
+	resp, err := svc.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: domain, Descriptors: ds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func codesOf(r *rlsv3.RateLimitResponse) []rlsv3.RateLimitResponse_Code {
+	out := []rlsv3.RateLimitResponse_Code{r.GetOverallCode()}
+	for _, s := range r.GetStatuses() {
+		out = append(out, s.GetCode())
+	}
+	return out
+}
+
+const twoLimits = `
+domain: d
+descriptors:
+  - key: wide
+    rate_limit: {unit: minute, requests_per_unit: 10}
+  - key: narrow
+    rate_limit: {unit: minute, requests_per_unit: 1}
+`
+
+// By default a descriptor over its limit does not stop the others being
+// charged; with AllOrNothing none is charged.
+func TestAllOrNothingChargesNoDescriptorWhenOneIsOver(t *testing.T) {
+	for _, tc := range []struct {
+		allOrNothing bool
+		wide         uint32 // wide's remaining after three requests with both
+	}{{false, 7}, {true, 9}} {
+		var now atomic.Int64
+		svc := newTestService(t, Config{AllOrNothing: tc.allOrNothing}, twoLimits, &now)
+		for range 3 {
+			ask(t, svc, "d", desc("wide", "w"), desc("narrow", "n"))
+		}
+		r := ask(t, svc, "d", desc("wide", "w"))
+		if got := r.GetStatuses()[0].GetLimitRemaining(); got != tc.wide-1 {
+			t.Errorf("AllOrNothing=%v: wide remaining %d after a fourth request, want %d", tc.allOrNothing, got, tc.wide-1)
+		}
+		r = ask(t, svc, "d", desc("wide", "w"), desc("narrow", "n"))
+		want := []rlsv3.RateLimitResponse_Code{rlsv3.RateLimitResponse_OVER_LIMIT, rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT}
+		if got := codesOf(r); got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+			t.Errorf("AllOrNothing=%v: codes %v, want %v", tc.allOrNothing, got, want)
+		}
+	}
+}
+
+// tollgate_algorithm: token_bucket refills continuously where the fixed
+// window waits for the next minute.
+func TestAlgorithmExtensionKeyChoosesTheAlgorithm(t *testing.T) {
+	var now atomic.Int64
+	svc := newTestService(t, Config{}, `
+domain: d
+descriptors:
+  - key: fixed
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: bucket
+    rate_limit: {unit: minute, requests_per_unit: 2, tollgate_algorithm: token_bucket}
+`, &now)
+	for range 2 {
+		ask(t, svc, "d", desc("fixed", "x"), desc("bucket", "x"))
+	}
+	now.Add(int64(30 * time.Second)) // one token back; the window still has 20s to run
+	c := codesOf(ask(t, svc, "d", desc("fixed", "x"), desc("bucket", "x")))
+	if c[1] != rlsv3.RateLimitResponse_OVER_LIMIT || c[2] != rlsv3.RateLimitResponse_OK {
+		t.Fatalf("codes %v: want the fixed window over and the bucket refilled", c)
+	}
+	if _, err := Build([]Source{{Name: "x.yaml", Data: []byte("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 2, tollgate_algorithm: token_bukket}\n")}}); err == nil {
+		t.Fatal("a misspelt algorithm was accepted")
+	}
+}
+
+// replaces drops the replaced limit; quota_mode is over only when every
+// quota descriptor is; requests_per_unit 0 refuses everything.
+func TestReplacesQuotaModeAndZeroLimit(t *testing.T) {
+	var now atomic.Int64
+	svc := newTestService(t, Config{}, `
+domain: d
+descriptors:
+  - key: base
+    rate_limit: {name: base, unit: minute, requests_per_unit: 1}
+  - key: premium
+    rate_limit: {unit: minute, requests_per_unit: 100, replaces: [{name: base}]}
+  - key: q1
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: q2
+    quota_mode: true
+    rate_limit: {unit: minute, requests_per_unit: 2}
+  - key: blocked
+    rate_limit: {unit: second, requests_per_unit: 0}
+`, &now)
+	for range 3 {
+		if c := codesOf(ask(t, svc, "d", desc("base", "u"), desc("premium", "u"))); c[0] != rlsv3.RateLimitResponse_OK {
+			t.Fatalf("replaced limit still applies: %v", c)
+		}
+	}
+	ask(t, svc, "d", desc("q1", "u"), desc("q2", "u"))
+	if c := codesOf(ask(t, svc, "d", desc("q1", "u"), desc("q2", "u"))); c[0] != rlsv3.RateLimitResponse_OK || c[1] != rlsv3.RateLimitResponse_OVER_LIMIT {
+		t.Fatalf("one quota over: %v, want overall OK", c)
+	}
+	if c := codesOf(ask(t, svc, "d", desc("q1", "u"), desc("q2", "u"))); c[0] != rlsv3.RateLimitResponse_OVER_LIMIT {
+		t.Fatalf("every quota over: %v, want OVER_LIMIT", c)
+	}
+	if c := codesOf(ask(t, svc, "d", desc("blocked", "x"))); c[0] != rlsv3.RateLimitResponse_OVER_LIMIT {
+		t.Fatalf("requests_per_unit 0: %v", c)
+	}
+}
+
+// The legacy style is envoyproxy/ratelimit's trio for the descriptor
+// nearest its limit; none adds nothing.
+func TestLegacyAndNoHeaders(t *testing.T) {
+	var now atomic.Int64
+	svc := newTestService(t, Config{Headers: HeadersLegacy, ResetHeader: "X-Reset"}, twoLimits, &now)
+	h := ask(t, svc, "d", desc("wide", "w"), desc("narrow", "n")).GetResponseHeadersToAdd()
+	got := map[string]string{}
+	for _, v := range h {
+		got[v.GetKey()] = v.GetValue()
+	}
+	if len(h) != 3 || got["RateLimit-Limit"] != "1" || got["RateLimit-Remaining"] != "0" || got["X-Reset"] != "50" {
+		t.Fatalf("legacy headers %v", got)
+	}
+	svc = newTestService(t, Config{Headers: HeadersNone}, twoLimits, &now)
+	if h := ask(t, svc, "d", desc("wide", "w")).GetResponseHeadersToAdd(); len(h) != 0 {
+		t.Fatalf("HeadersNone added %v", h)
+	}
+}
+
+// GlobalShadowMode answers OK when a limit is over.
+func TestGlobalShadowModeAnswersOK(t *testing.T) {
+	var now atomic.Int64
+	svc := newTestService(t, Config{GlobalShadowMode: true}, twoLimits, &now)
+	ask(t, svc, "d", desc("narrow", "n"))
+	r := ask(t, svc, "d", desc("narrow", "n"))
+	if r.GetOverallCode() != rlsv3.RateLimitResponse_OK || r.GetStatuses()[0].GetCode() != rlsv3.RateLimitResponse_OVER_LIMIT {
+		t.Fatalf("codes %v: want overall OK, status OVER_LIMIT", codesOf(r))
+	}
+}
