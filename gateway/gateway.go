@@ -337,6 +337,13 @@ func (g *Gateway) Close() error {
 		if g.server != nil && !g.shutDown {
 			g.server.Shutdown()
 		}
+		if g.ln != nil {
+			// fasthttp's Shutdown closes only the listeners its Serve
+			// has registered: one called before Serve got that far
+			// returns at once, and Serve then runs for ever. Closing
+			// the listener ends Serve either way.
+			g.ln.Close()
+		}
 		if g.admin != nil {
 			g.admin.Close()
 		}

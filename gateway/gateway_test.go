@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -515,6 +516,28 @@ rules: [{name: r, key: ip, policies: [{algorithm: fixed_window, limit: 1, window
 	for _, want := range []string{`tollgate_store_live_keys{store="memory"}`, fmt.Sprintf(`tollgate_store_full_total{store="memory"} %d`, full)} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// Shutdown right after Start returns, however early in its Serve the traffic
+// listener's goroutine is: fasthttp's Shutdown before Serve registered
+// its listener returned at once, and Close then waited for a Serve that
+// never ended (seen as a hung test).
+func TestCloseRightAfterStartReturns(t *testing.T) {
+	for range 200 {
+		g := newTestGateway(t, "listen: {addr: \"127.0.0.1:0\"}\nadmin: {addr: \"off\"}\nreload: {watch: false}\nroutes: [{path: /, upstream: demo}]\n")
+		if err := g.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // as tollgate serve does when its context ended during Start
+		go func() { g.Shutdown(ctx); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Shutdown right after Start did not return in 10s")
 		}
 	}
 }
