@@ -14,6 +14,7 @@ import (
 // replay: replaying it against the same configuration refuses what the
 // gateway refused.
 func TestE2EAccessLogReplaysItself(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{"json", "combined"} {
 		t.Run(format, func(t *testing.T) {
 			srv, _ := origin(t)

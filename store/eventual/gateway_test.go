@@ -19,6 +19,7 @@ import (
 // gateway's configuration has no eventual tier yet; TestMultiNode measures
 // that one with node processes of its own.)
 func TestMultiNodeGateway(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds cmd/tollgate and starts three gateways")
 	}
@@ -65,8 +66,10 @@ rules:
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		waitListening(t, addr)
 		addrs = append(addrs, addr)
+	}
+	for _, addr := range addrs { // started together, waited for in turn
+		waitListening(t, addr)
 	}
 	got, r := load(t, addrs, 1500, 1500)
 	t.Logf("3 gateways, strict: admitted %d of 1500 at %.0f req/s, limit %d", got, r, nodePolicy.Burst)
