@@ -19,7 +19,6 @@ import (
 // gateway's configuration has no eventual tier yet; TestMultiNode measures
 // that one with node processes of its own.)
 func TestMultiNodeGateway(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds cmd/tollgate and starts three gateways")
 	}

@@ -166,9 +166,11 @@ func load(t *testing.T, addrs []string, total int, rate float64) (admitted int, 
 
 // TestMultiNode: three node processes sharing one Redis. The strict tier
 // admits exactly the limit; the eventual tier's overshoot is measured and
-// bounded by twice nodes × rate per node × interval.
+// bounded by twice nodes × rate per node × interval. Not parallel: its
+// paced load and its nodes' 2s Redis timeout want the machine to
+// itself (run beside TestMultiNodeGateway on a loaded machine, a node
+// timed out once).
 func TestMultiNode(t *testing.T) {
-	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts three processes")
 	}
