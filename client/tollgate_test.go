@@ -155,6 +155,7 @@ func TestThousandRequestsAtFiftyPerSecond(t *testing.T) {
 		{"legacy delta", []string{rules.StyleLegacy}, "delta", 25 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each its own server and injected clock
 			clock := newFakeClock()
 			srv := newLimited(t, limitedOptions{
 				policy: rules.Policy{Algorithm: "token_bucket", Rate: "50/s"},
@@ -191,6 +192,7 @@ func TestThousandRequestsAtFiftyPerSecond(t *testing.T) {
 // callers do not all spend the last unit. 200 requests by default (about
 // 3s); TOLLGATE_CLIENT_LOAD=1 runs the full 1,000 (about 19s).
 func TestConcurrentCallersShareTheAllowance(t *testing.T) {
+	t.Parallel()
 	total := 200
 	if os.Getenv("TOLLGATE_CLIENT_LOAD") != "" {
 		total = 1000

@@ -40,6 +40,7 @@ func chromium(t *testing.T, file string) string {
 // The HTML report is one offline file whose script draws every chart:
 // rendered in headless Chromium, each chart's SVG holds its marks.
 func TestHTMLReportDrawsChartsInChromium(t *testing.T) {
+	t.Parallel() // a headless Chromium each, in a directory of its own
 	cfg := Config{Suggest: true, Policies: policies(t,
 		"fixed_window:limit=20,window=30s",
 		"sliding_window:limit=20,window=30s",
@@ -102,6 +103,7 @@ func TestHTMLReportDrawsChartsInChromium(t *testing.T) {
 // their own scale, counts have thousands separators, and the suggestions
 // are in the policies table.
 func TestHTMLChartsHaveReadableAxes(t *testing.T) {
+	t.Parallel() // a headless Chromium each, in a directory of its own
 	cfg := Config{Suggest: true, Policies: policies(t, "fixed_window:limit=20,window=30s", "token_bucket:rate=1/s,burst=20")}
 	rep := runFile(t, realLog, cfg)
 	var buf bytes.Buffer

@@ -15,6 +15,7 @@ import (
 // line (quotes and escapes in the fields included), and replaying it
 // against the same configuration refuses what the gateway refused.
 func TestE2EAccessLogReplaysItself(t *testing.T) {
+	t.Parallel()
 	for _, format := range []string{"json", "combined"} {
 		t.Run(format, func(t *testing.T) {
 			srv, _ := origin(t)

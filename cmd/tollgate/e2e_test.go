@@ -19,7 +19,11 @@ import (
 )
 
 // The end-to-end tests build the real binary once and run it as a child
-// process with a configuration file, talking to it over loopback.
+// process with a configuration file, talking to it over loopback. Each
+// gateway listens on ports of its own (127.0.0.1:0), so the tests run in
+// parallel, except those whose assertions rest on short timeouts (a
+// shutdown or response timeout of a few hundred milliseconds, a Redis
+// timeout of 100ms), which run first, alone.
 
 var (
 	buildOnce sync.Once

@@ -53,6 +53,7 @@ reload: {watch: false}
 // problem+json body; allowed ones reach the origin with X-Forwarded-*
 // appended and hop-by-hop fields removed.
 func TestE2ELimitsAndProxies(t *testing.T) {
+	t.Parallel()
 	srv, seenCh := origin(t)
 	p := startServe(t, baseCfg+`routes:
   - {path: /, upstream: "`+srv.URL+`/base"}
@@ -123,6 +124,7 @@ rules:
 // bad file is counted and the old configuration keeps serving. Both
 // SIGHUP and a file change trigger it.
 func TestE2EReload(t *testing.T) {
+	t.Parallel()
 	srv, _ := origin(t)
 	route := "routes: [{path: /, upstream: \"" + srv.URL + "\"}]\n"
 	rule := `rules:
@@ -297,6 +299,7 @@ routes:
 // A WebSocket upgrade passes through to the origin, and bytes flow both
 // ways afterwards.
 func TestE2EWebSocket(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 			http.Error(w, "want an upgrade", 400)
@@ -352,6 +355,7 @@ func TestE2EWebSocket(t *testing.T) {
 // With no file, serve runs the embedded default: a demo origin behind a
 // per-IP limit, and it prints how to try it.
 func TestE2EEmbeddedDefault(t *testing.T) {
+	t.Parallel()
 	bin := tollgateBinary(t)
 	cmd := exec.Command(bin, "serve", "-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0")
 	var stdout strings.Builder

@@ -53,6 +53,7 @@ func peakRSS(t *testing.T, pid int) int64 {
 // A large download and a large upload pass through without the gateway
 // holding them in memory: its peak RSS stays far below the body size.
 func TestE2EStreamsBodies(t *testing.T) {
+	t.Parallel()
 	const size = 256 << 20
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == "POST" {
@@ -128,6 +129,7 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 // the scheme from X-Forwarded-Proto. The access log records every request
 // with its rule and decision, in a form replay reads (JSON lines).
 func TestE2ETLSAndAccessLog(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	certFile, keyFile, pool := selfSigned(t, dir)
 	protos := make(chan string, 10)

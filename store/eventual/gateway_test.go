@@ -65,8 +65,10 @@ rules:
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		waitListening(t, addr)
 		addrs = append(addrs, addr)
+	}
+	for _, addr := range addrs { // started together, waited for in turn
+		waitListening(t, addr)
 	}
 	got, r := load(t, addrs, 1500, 1500)
 	t.Logf("3 gateways, strict: admitted %d of 1500 at %.0f req/s, limit %d", got, r, nodePolicy.Burst)

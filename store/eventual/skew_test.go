@@ -78,6 +78,7 @@ func decideIdeal(p limit.Stateful, st limit.State, now int64) (limit.State, limi
 // clocks, a fixed window of 20 per 5 s admitted 964 of 1,000 requests at
 // +30 s, and a node behind Redis never saw its window reopen.)
 func TestSkewedClocks(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	policies := []limit.Stateful{
 		limit.FixedWindow{Limit: 20, Window: 5 * time.Second},
@@ -112,6 +113,7 @@ func TestSkewedClocks(t *testing.T) {
 // in Redis), a node 30 s ahead does not see a drained bucket refilled, and
 // a node 30 s behind does not tell a client to wait 30 s longer.
 func TestSkewAgainstServerTime(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}, Timeout: 5 * time.Second})
 	if err != nil {
