@@ -7,6 +7,7 @@
 //	write-shaping.yaml     nginx-style shaping of writes, a shadow rule
 //	consistency-tiers.yaml strict, eventual and local rules over one Redis
 //	forwardauth/           tollgate forward-auth behind nginx, Caddy or Traefik
+//	envoy-rls/             a domain in envoyproxy/ratelimit's format, for tollgate envoy-rls
 //
 // Run one with: tollgate serve -config examples/per-ip-api.yaml
 package examples

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/envoyrls"
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
@@ -135,5 +136,13 @@ func TestWriteShaping(t *testing.T) {
 	resp, _ := do(t, "POST", base+"/v1/things")
 	if resp.StatusCode != 200 || resp.Header.Get("Ratelimit") == "" {
 		t.Fatalf("write: %d, headers %v", resp.StatusCode, resp.Header)
+	}
+}
+
+// TestEnvoyRLSExampleLoads: the README's envoy-rls example directory is a
+// valid envoyproxy/ratelimit configuration, with its extension key.
+func TestEnvoyRLSExampleLoads(t *testing.T) {
+	if _, err := envoyrls.LoadDir("envoy-rls"); err != nil {
+		t.Fatal(err)
 	}
 }
