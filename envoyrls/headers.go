@@ -7,6 +7,7 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // headerBuilder gathers, descriptor by descriptor, what the response
@@ -74,7 +75,7 @@ func (h *headerBuilder) headers(c *Config) []*corev3.HeaderValue {
 		return []*corev3.HeaderValue{
 			headerValue(c.LimitHeader, strconv.FormatUint(uint64(it.limit), 10)),
 			headerValue(c.RemainingHeader, strconv.FormatUint(uint64(it.remaining), 10)),
-			headerValue(c.ResetHeader, strconv.FormatInt(ceilSeconds(it.reset), 10)),
+			headerValue(c.ResetHeader, strconv.FormatInt(rules.CeilSeconds(it.reset), 10)),
 		}
 	case HeadersDraft10:
 		var pol, rl strings.Builder
@@ -86,7 +87,7 @@ func (h *headerBuilder) headers(c *Config) []*corev3.HeaderValue {
 			pol.WriteString(it.name)
 			pol.WriteString(";q=")
 			pol.WriteString(strconv.FormatUint(uint64(it.limit), 10))
-			if w := ceilSeconds(it.window); w > 0 {
+			if w := rules.CeilSeconds(it.window); w > 0 {
 				pol.WriteString(";w=")
 				pol.WriteString(strconv.FormatInt(w, 10))
 			}
@@ -94,7 +95,7 @@ func (h *headerBuilder) headers(c *Config) []*corev3.HeaderValue {
 			rl.WriteString(";r=")
 			rl.WriteString(strconv.FormatUint(uint64(it.remaining), 10))
 			rl.WriteString(";t=")
-			rl.WriteString(strconv.FormatInt(ceilSeconds(it.reset), 10))
+			rl.WriteString(strconv.FormatInt(rules.CeilSeconds(it.reset), 10))
 		}
 		return []*corev3.HeaderValue{
 			headerValue("RateLimit-Policy", pol.String()),
@@ -123,16 +124,4 @@ func sfName(l *Limit) string {
 		b = append(b, c)
 	}
 	return string(append(b, '"'))
-}
-
-// ceilSeconds is d in whole seconds, rounded up, never negative.
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	s := int64(d / time.Second)
-	if d%time.Second != 0 {
-		s++
-	}
-	return s
 }

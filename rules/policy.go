@@ -164,7 +164,7 @@ func compilePolicy(rule, name string, lp limit.Policy) *compiledPolicy {
 	}
 	cp.problemViolated = problemViolated(name)
 	item := cp.sfName + ";" + paramQuota + "=" + strconv.FormatInt(min(q.Limit, maxSFInt), 10)
-	if w := ceilSeconds(q.Window); w > 0 {
+	if w := CeilSeconds(q.Window); w > 0 {
 		item += ";" + paramWindow + "=" + strconv.FormatInt(min(w, maxSFInt), 10)
 	}
 	cp.sfItem = item
@@ -174,8 +174,10 @@ func compilePolicy(rule, name string, lp limit.Policy) *compiledPolicy {
 // maxSFInt is the largest structured-field Integer (RFC 9651 §3.3.1).
 const maxSFInt = 999_999_999_999_999
 
-// ceilSeconds is d in whole seconds, rounded up, never negative.
-func ceilSeconds(d time.Duration) int64 {
+// CeilSeconds is d in whole seconds, rounded up, never negative: how
+// every rate-limit header field states a duration (a reset or a window),
+// so that a client that waits as told is never early.
+func CeilSeconds(d time.Duration) int64 {
 	if d <= 0 {
 		return 0
 	}

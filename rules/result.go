@@ -158,7 +158,7 @@ func (r *Result) AppendViolatedPolicies(dst []string) []string {
 // unit is back (a pacing client waits that long, not for a token bucket's
 // whole refill); otherwise when the full allowance is back. Whole
 // seconds, rounded up.
-func resetSeconds(d limit.Decision) int64 { return ceilSeconds(resetAfter(d)) }
+func resetSeconds(d limit.Decision) int64 { return CeilSeconds(resetAfter(d)) }
 
 // resetAfter is the wait resetSeconds rounds: until the refused request
 // may pass, until one unit is back, or until the allowance is whole again.
@@ -180,7 +180,7 @@ func retryAfterSeconds(d limit.Decision) int64 {
 	if ra == limit.Never {
 		ra = d.ResetAfter
 	}
-	return max(ceilSeconds(ra), 1)
+	return max(CeilSeconds(ra), 1)
 }
 
 // AppendHeaders appends the response header fields for this result to dst

@@ -41,8 +41,7 @@ var envoyRLSCommand = &command{
 		headers := fs.String("headers", env.headers, "response headers: draft10, legacy (RateLimit-Limit/-Remaining/-Reset, named by LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER) or none (default legacy when LIMIT_RESPONSE_HEADERS_ENABLED=true)")
 		fs.BoolVar(&env.allOrNothing, "all-or-nothing", env.allOrNothing, "charge no descriptor of a request when one is over its limit (default STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; NEAR_LIMIT_RATIO and GLOBAL_SHADOW_MODE are read too)")
 		reload := fs.Duration("reload", time.Second, "how often the configuration directory is read for changes")
-		logFormat := fs.String("log-format", "text", "log format: text or json")
-		logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+		logger := logFlags(fs)
 		return func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if envErr != nil {
 				fmt.Fprintf(stderr, "tollgate envoy-rls: %v\n", envErr)
@@ -52,7 +51,7 @@ var envoyRLSCommand = &command{
 				fmt.Fprintf(stderr, "usage: tollgate envoy-rls [flags]\n")
 				return exitUsage
 			}
-			log, err := newLogger(stderr, *logFormat, *logLevel)
+			log, err := logger(stderr)
 			if err != nil {
 				fmt.Fprintf(stderr, "tollgate envoy-rls: %v\n", err)
 				return exitUsage

@@ -29,14 +29,13 @@ var forwardAuthCommand = &command{
 	Flags: func(fs *flag.FlagSet) func(context.Context, []string, io.Writer, io.Writer) int {
 		file := fs.String("config", "", "configuration `file` (YAML): its rules, client_ip, headers, refusal and store (required)")
 		listen := fs.String("listen", "127.0.0.1:9000", "listener `address`; /auth/nginx answers nginx, any other path Traefik and Caddy")
-		logFormat := fs.String("log-format", "text", "log format: text or json")
-		logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+		logger := logFlags(fs)
 		return func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if len(args) > 0 || *file == "" {
 				fmt.Fprintf(stderr, "usage: tollgate forward-auth -config FILE [-listen ADDR]\n")
 				return exitUsage
 			}
-			log, err := newLogger(stderr, *logFormat, *logLevel)
+			log, err := logger(stderr)
 			if err != nil {
 				fmt.Fprintf(stderr, "tollgate forward-auth: %v\n", err)
 				return exitUsage

@@ -23,8 +23,7 @@ var serveCommand = &command{
 	Short: "run the edge gateway (with no -config: the embedded default, a demo origin on :8080)",
 	Flags: func(fs *flag.FlagSet) func(context.Context, []string, io.Writer, io.Writer) int {
 		file := fs.String("config", "", "configuration `file` (YAML); empty runs the embedded default")
-		logFormat := fs.String("log-format", "text", "log format: text or json")
-		logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+		logger := logFlags(fs)
 		listen := fs.String("listen", "", "traffic listener `address`, overriding the file's listen.addr")
 		admin := fs.String("admin", "", "admin listener `address` (or off), overriding the file's admin.addr")
 		return func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -34,7 +33,7 @@ var serveCommand = &command{
 				fmt.Fprintf(stderr, "usage: tollgate serve [-config FILE]\n")
 				return exitUsage
 			}
-			log, err := newLogger(stderr, *logFormat, *logLevel)
+			log, err := logger(stderr)
 			if err != nil {
 				fmt.Fprintf(stderr, "tollgate serve: %v\n", err)
 				return exitUsage
@@ -50,6 +49,14 @@ var serveCommand = &command{
 			return serve(ctx, *file, adjust, log, stdout, stderr)
 		}
 	},
+}
+
+// logFlags declares -log-format and -log-level on fs, and returns what
+// builds the logger they ask for, writing to w.
+func logFlags(fs *flag.FlagSet) func(w io.Writer) (*slog.Logger, error) {
+	format := fs.String("log-format", "text", "log format: text or json")
+	level := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	return func(w io.Writer) (*slog.Logger, error) { return newLogger(w, *format, *level) }
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
