@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -179,6 +180,16 @@ func FuzzCSV(f *testing.F) {
 	})
 }
 
+// clfLayout is the common log format's time, as servers write it.
+const clfLayout = "02/Jan/2006:15:04:05 -0700"
+
+// writtenShape is the shape in which servers write each layout: fields of
+// their full width, months as "Feb".
+var writtenShape = map[string]*regexp.Regexp{
+	time.RFC3339Nano: regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$`),
+	clfLayout:        regexp.MustCompile(`^\d{2}/(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}$`),
+}
+
 func FuzzTimestamp(f *testing.F) {
 	for _, s := range []string{
 		"17/May/2015:10:05:03 +0000", "[01/Jan/2000:00:00:00 +0100]", "29/Feb/2024:23:59:59 -0730",
@@ -190,12 +201,18 @@ func FuzzTimestamp(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		got, ok := parseAnyTime([]byte(s))
-		// What the standard library reads as RFC 3339 within the int64
-		// range, we read to the same instant.
-		for _, layout := range []string{time.RFC3339Nano, "02/Jan/2006:15:04:05 -0700"} {
+		// What the standard library reads as RFC 3339 or CLF time within
+		// the int64 range, we read to the same instant. Our parsers take
+		// the forms servers write (two-digit fields, "Feb"): they may
+		// refuse what time.Parse also tolerates ("FeB", an hour of one
+		// digit), never read it otherwise.
+		for _, layout := range []string{time.RFC3339Nano, clfLayout} {
 			want, err := time.Parse(layout, s)
 			if err != nil || want.Year() < 1678 || want.Year() > 2261 {
 				continue
+			}
+			if !ok && !writtenShape[layout].MatchString(s) {
+				continue // not as a server writes it: refused, and counted malformed
 			}
 			if !ok || got != want.UnixNano() {
 				t.Fatalf("%q: %d, %v; time.Parse says %v", s, got, ok, want)
