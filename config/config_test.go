@@ -266,7 +266,10 @@ func TestDecodingRejects(t *testing.T) {
 	}
 }
 
-func TestRelativePathsResolved(t *testing.T) {
+// parseWithMembersFile parses a file in a temporary directory whose one
+// rule's tiers read members.txt (key-a is pro) beside it, relative.
+func parseWithMembersFile(t *testing.T) (*Config, string) {
+	t.Helper()
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "members.txt"), []byte("key-a pro\n"), 0o644)
 	src := `rules:
@@ -283,6 +286,11 @@ func TestRelativePathsResolved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c, dir
+}
+
+func TestRelativePathsResolved(t *testing.T) {
+	c, dir := parseWithMembersFile(t)
 	rc, err := c.EngineConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -539,22 +547,7 @@ func TestRuleProblemPlacedByItsPath(t *testing.T) {
 // configuration and never rewrites it (a relative members_file stays as
 // written).
 func TestValidateLeavesConfigUnchanged(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "members.txt"), []byte("key-a pro\n"), 0o644)
-	src := `rules:
-  - name: api
-    key: header:X-API-Key
-    tiers:
-      default: free
-      plans:
-        free: [{rate: 10/m}]
-        pro: [{rate: 100/s, burst: 200}]
-      members_file: members.txt
-`
-	c, err := Parse(filepath.Join(dir, "c.yaml"), []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := parseWithMembersFile(t)
 	c.Rules[0].Tiers.MembersFile = "members.txt" // as written, relative
 	before := *c
 	before.Rules = slices.Clone(c.Rules)

@@ -233,24 +233,7 @@ func TestNginxSnippetAnswersAllowedThen429AndFailsOpenWhenTollgateIsDown(t *test
 	base := "http://" + addr
 
 	// The origin's own 403 passes through, decided and counted.
-	resp, body := get(t, base+"/api/forbidden")
-	if resp.StatusCode != 403 || !strings.Contains(body, "origin says no") || !strings.HasPrefix(resp.Header.Get("RateLimit"), `"api";r=4;t=`) {
-		t.Fatalf("origin's 403: %d %q %v", resp.StatusCode, body, resp.Header)
-	}
-	for i := range 4 {
-		resp, body := get(t, base+"/api/items")
-		if resp.StatusCode != 200 || body != "origin ok" {
-			t.Fatalf("request %d: %d %q, want the origin's 200", i+2, resp.StatusCode, body)
-		}
-		if resp.Header.Get("RateLimit") == "" || resp.Header.Get("RateLimit-Policy") == "" {
-			t.Errorf("request %d: no RateLimit fields: %v", i+2, resp.Header)
-		}
-	}
-	resp, body = get(t, base+"/api/items")
-	if resp.StatusCode != http.StatusTooManyRequests {
-		t.Fatalf("sixth request: %d %q, want 429", resp.StatusCode, body)
-	}
-	h := resp.Header
+	h := allowedThen429(t, base)
 	if h.Get("Retry-After") == "" || h.Get("RateLimit") == "" || h.Get("RateLimit-Policy") == "" ||
 		h.Get("Cache-Control") != "no-store" || h.Get("Content-Type") != rules.ContentTypeProblem {
 		t.Errorf("429 fields: %v", h)
@@ -258,14 +241,6 @@ func TestNginxSnippetAnswersAllowedThen429AndFailsOpenWhenTollgateIsDown(t *test
 	if h.Get(HeaderStatus) != "" || h.Get(HeaderRefusal) != "" {
 		t.Errorf("tollgate's fields for nginx reached the client: %v", h)
 	}
-	var problem struct {
-		Status   int    `json:"status"`
-		Instance string `json:"instance"`
-	}
-	if err := json.Unmarshal([]byte(body), &problem); err != nil || problem.Status != 429 || problem.Instance != "/api/items" {
-		t.Errorf("429 body %q: %+v %v", body, problem, err)
-	}
-	checkBodyReachesOrigin(t, base)
 	// No rule matches: the origin's answer without fields.
 	if resp, body := get(t, base+"/public"); resp.StatusCode != 200 || body != "origin ok" || resp.Header.Get("RateLimit") != "" {
 		t.Errorf("/public: %d %q %v", resp.StatusCode, body, resp.Header)
@@ -322,4 +297,39 @@ func TestNginxSnippetKeepsA403ThatIsNotARefusal(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Retry-After") != "" || body == "origin ok" {
 		t.Errorf("%d %q %v, want nginx's plain 403", resp.StatusCode, body, resp.Header)
 	}
+}
+
+// allowedThen429 drives the exchange both snippets share through the proxy
+// at base: the origin's own 403 passes with fields, four 200s carry the
+// RateLimit fields, the sixth request gets 429 with a problem body for
+// /api/items, and a POST body reaches the origin. It returns the 429's
+// header for the proxy's own checks.
+func allowedThen429(t *testing.T, base string) http.Header {
+	t.Helper()
+	resp, body := get(t, base+"/api/forbidden")
+	if resp.StatusCode != 403 || !strings.Contains(body, "origin says no") || !strings.HasPrefix(resp.Header.Get("RateLimit"), `"api";r=4;t=`) {
+		t.Fatalf("origin's 403: %d %q %v", resp.StatusCode, body, resp.Header)
+	}
+	for i := range 4 {
+		resp, body := get(t, base+"/api/items")
+		if resp.StatusCode != 200 || body != "origin ok" {
+			t.Fatalf("request %d: %d %q, want the origin's 200", i+2, resp.StatusCode, body)
+		}
+		if resp.Header.Get("RateLimit") == "" || resp.Header.Get("RateLimit-Policy") == "" {
+			t.Errorf("request %d: no RateLimit fields: %v", i+2, resp.Header)
+		}
+	}
+	resp, body = get(t, base+"/api/items")
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("sixth request: %d %q, want 429", resp.StatusCode, body)
+	}
+	var problem struct {
+		Status   int    `json:"status"`
+		Instance string `json:"instance"`
+	}
+	if err := json.Unmarshal([]byte(body), &problem); err != nil || problem.Status != 429 || problem.Instance != "/api/items" {
+		t.Errorf("429 body %q: %+v %v", body, problem, err)
+	}
+	checkBodyReachesOrigin(t, base)
+	return resp.Header
 }
