@@ -327,3 +327,12 @@ func (s *Summary) Reset() {
 		sh.mu.Unlock()
 	}
 }
+
+// Capacity is the number of counters, over all shards.
+func (s *Summary) Capacity() int {
+	n := 0
+	for i := range s.shards {
+		n += len(s.shards[i].slots)
+	}
+	return n
+}
