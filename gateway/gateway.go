@@ -40,7 +40,7 @@ type Gateway struct {
 	adminLn  net.Listener
 	access   *accessLog
 	dash     *dashState // the dashboard's feed and the refusal log
-	warns    *warnLog // fasthttp's and the proxy's, once started
+	warns    *warnLog   // fasthttp's and the proxy's, once started
 	ready    atomic.Bool
 	inFlight atomic.Int64 // requests being served (connState)
 	tunnels  tunnels
