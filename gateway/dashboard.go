@@ -335,3 +335,6 @@ func (d *dashState) status() []dashboard.Status {
 	}
 	return out
 }
+
+// observerOf is the observer s's engine reports to, for tests.
+func (d *dashState) observerOf(s *snapshot) rules.Observer { return s.observer }

@@ -39,8 +39,9 @@ type snapshot struct {
 	// obs counts the decisions (the dashboard samples its counters);
 	// tops are the rules' heavy hitters by position, nil when the
 	// dashboard is off.
-	obs  *observer
-	tops []*ruleTops
+	obs      *observer
+	tops     []*ruleTops
+	observer rules.Observer // the engine's: obs, or one over it
 }
 
 // route is one compiled config.Route.
@@ -71,7 +72,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		}
 		obs := g.m.newObserver()
 		rc.Observer, s.tops = g.dash.observer(obs, cfg, &rc)
-		s.obs = obs
+		s.obs, s.observer = obs, rc.Observer
 		rc.Logger = g.log
 		rc.Stores = g.stores.For(&rc)
 		st, err := g.stores.Engine(&rc)
