@@ -353,5 +353,3 @@ func TestShowKey(t *testing.T) {
 		}
 	}
 }
-
-
