@@ -353,3 +353,18 @@ func TestShowKey(t *testing.T) {
 		}
 	}
 }
+
+// FuzzShowKey: whatever a client puts in its key, showing it never panics,
+// the hash never carries the key, and truncation keeps at most a prefix.
+func FuzzShowKey(f *testing.F) {
+	f.Fuzz(func(t *testing.T, key string) {
+		if h := showKey(keysHash, key); len(key) > 3 && !strings.HasPrefix(key, anonymousMark) && strings.Contains(h, key) {
+			t.Fatalf("hash %q carries %q", h, key)
+		}
+		tr := showKey(keysTruncate, key)
+		if len(key) > 24 && strings.Contains(tr, key) {
+			t.Fatalf("truncated %q carries %q", tr, key)
+		}
+		showKey(keysPlain, key)
+	})
+}
