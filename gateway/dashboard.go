@@ -327,6 +327,19 @@ func (d *dashState) status() []dashboard.Status {
 			{Name: "answered by failure mode", Value: strconv.FormatUint(st.FailOpen+st.FailClosed+st.FailLocal, 10)},
 		}})
 	}
+	for _, e := range d.g.stores.EventualSyncs() {
+		lag := "never synced"
+		if e.LastOK != 0 {
+			lag = e.Lag.Round(time.Millisecond).String()
+		}
+		out = append(out, dashboard.Status{Name: "eventual sync every " + e.Interval.String(), Kind: "store", Fields: []dashboard.Field{
+			{Name: "since the last good sync", Value: lag, Alert: e.LastOK == 0 || e.Lag > 3*e.Interval},
+			{Name: "last round trip", Value: e.RoundTrip.Round(time.Microsecond).String()},
+			{Name: "keys pushed", Value: strconv.Itoa(e.Keys)},
+			{Name: "syncs", Value: strconv.FormatUint(e.Syncs, 10)},
+			{Name: "failed", Value: strconv.FormatUint(e.Failures, 10), Alert: e.Failures > 0},
+		}})
+	}
 	d.mu.Lock()
 	ps := append([]StatusProvider(nil), d.providers...)
 	d.mu.Unlock()

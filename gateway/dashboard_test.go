@@ -9,8 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/gateway/dashboard"
 	"github.com/tollgate-dev/tollgate/internal/redact"
+	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -367,4 +369,71 @@ func FuzzShowKey(f *testing.F) {
 		}
 		showKey(keysPlain, key)
 	})
+}
+
+// fixedStatus is a StatusProvider reporting one field.
+type fixedStatus struct{ name, value string }
+
+func (f fixedStatus) Status() dashboard.Status {
+	return dashboard.Status{Name: f.name, Kind: "adaptive", Fields: []dashboard.Field{{Name: "factor", Value: f.value}}}
+}
+
+// On Redis the dashboard shows the Redis store's state and each eventual
+// sync's lag, then what added providers report (as adaptive controllers
+// and a gossip mesh will).
+func TestDashboardShowsRedisEventualAndProviders(t *testing.T) {
+	srv := redistest.Start(t)
+	cfg, err := config.Parse("test.yaml", []byte(`listen: {addr: "127.0.0.1:0"}
+admin: {addr: "127.0.0.1:0", dashboard: {period: 100ms}}
+reload: {watch: false}
+routes: [{path: /, upstream: demo}]
+store: {redis: {url: "redis://`+srv.Addr+`", timeout: 2s}}
+rules:
+  - {name: strict-ip, consistency: strict, policies: [{rate: 100/s, burst: 100}]}
+  - {name: eventual-ip, consistency: eventual, sync_interval: 50ms, policies: [{rate: 100/s, burst: 100}]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g.AddStatus(fixedStatus{"test controller", "0.75"})
+	ev := openEvents(t, g)
+	send(t, "http://"+g.Addr().String(), "k", 3)
+	field := func(f *dashboard.Frame, status, name string) *dashboard.Field {
+		for _, s := range f.Status {
+			if s.Name == status {
+				for i := range s.Fields {
+					if s.Fields[i].Name == name {
+						return &s.Fields[i]
+					}
+				}
+			}
+		}
+		return nil
+	}
+	f := ev.frameWhere(t, func(f *dashboard.Frame) bool {
+		st, lag := field(f, "redis", "state"), field(f, "eventual sync every 50ms", "since the last good sync")
+		return st != nil && st.Value == "up" && lag != nil && !lag.Alert
+	})
+	if d := field(f, "redis", "decisions"); d == nil || d.Value == "0" {
+		t.Errorf("redis decisions %+v", d)
+	}
+	if c := field(f, "test controller", "factor"); c == nil || c.Value != "0.75" {
+		t.Errorf("provider %+v in %+v", c, f.Status)
+	}
+	srv.Kill()
+	f = ev.frameWhere(t, func(f *dashboard.Frame) bool {
+		lag := field(f, "eventual sync every 50ms", "since the last good sync")
+		return lag != nil && lag.Alert
+	})
+	if fl := field(f, "eventual sync every 50ms", "failed"); fl == nil || fl.Value == "0" {
+		t.Errorf("failed syncs %+v", fl)
+	}
 }
