@@ -163,6 +163,16 @@ func (d *dashState) tick(now time.Time) {
 	if d.hub.Viewers() == 0 {
 		return
 	}
+	b, err := d.frame(s, sample)
+	if err != nil {
+		d.g.log.Error("dashboard frame", "err", err)
+		return
+	}
+	d.hub.Publish(dashboard.EventFrame, b)
+}
+
+// frame is the EventFrame data for s with sample.
+func (d *dashState) frame(s *snapshot, sample dashboard.Sample) ([]byte, error) {
 	f := dashboard.Frame{Sample: sample, Rules: d.tops(s), Status: d.status()}
 	d.mu.Lock()
 	if d.shown != s.cfg {
@@ -170,12 +180,7 @@ func (d *dashState) tick(now time.Time) {
 		f.Words = d.words
 	}
 	d.mu.Unlock()
-	b, err := json.Marshal(&f)
-	if err != nil {
-		d.g.log.Error("dashboard frame", "err", err)
-		return
-	}
-	d.hub.Publish(dashboard.EventFrame, b)
+	return json.Marshal(&f)
 }
 
 // sample reads the decision counters of s's rules and records their
