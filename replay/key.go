@@ -136,23 +136,8 @@ func (k *KeySpec) appendAddr(dst, a []byte) []byte {
 	if len(a) == 0 {
 		return append(dst, '-')
 	}
-	colons := 0
-	for _, c := range a {
-		if c == ':' {
-			colons++
-		}
-	}
-	switch {
-	case a[0] == '[': // [v6]:port
-		if e := indexByte(a, ']'); e > 0 {
-			a = a[1:e]
-			colons = 2
-		}
-	case colons == 1: // v4:port
-		a = a[:indexByte(a, ':')]
-		colons = 0
-	}
-	if colons == 0 {
+	a = rules.HostOnly(a) // v4:port, [v6]:port: as the rule engine reads a host
+	if indexByte(a, ':') < 0 {
 		bits := k.IPv4Prefix
 		if bits == 0 || bits >= 32 {
 			return append(dst, a...)
