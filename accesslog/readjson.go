@@ -21,12 +21,8 @@ func newJSONParser(f Fields) *jsonParser {
 }
 
 func (p *jsonParser) Parse(line []byte, r *Record) error {
-	v, err := p.p.ParseBytes(line)
-	if err != nil {
-		return ErrSyntax
-	}
-	o, err := v.Object()
-	if err != nil {
+	o, ok := p.object(line)
+	if !ok {
 		return ErrSyntax
 	}
 	var ranks [slotExtra + MaxExtraFields]int8
@@ -90,12 +86,8 @@ func (p *jsonParser) value(v *fastjson.Value) []byte {
 // fields lists the names of the line's top-level fields, at most 32, or
 // nil when the line is not a JSON object.
 func (p *jsonParser) FieldNames(line []byte) []string {
-	v, err := p.p.ParseBytes(line)
-	if err != nil {
-		return nil
-	}
-	o, err := v.Object()
-	if err != nil {
+	o, ok := p.object(line)
+	if !ok {
 		return nil
 	}
 	var names []string
@@ -105,4 +97,15 @@ func (p *jsonParser) FieldNames(line []byte) []string {
 		}
 	})
 	return names
+}
+
+// object parses line as one JSON object, valid until the next line is
+// parsed.
+func (p *jsonParser) object(line []byte) (*fastjson.Object, bool) {
+	v, err := p.p.ParseBytes(line)
+	if err != nil {
+		return nil, false
+	}
+	o, err := v.Object()
+	return o, err == nil
 }
