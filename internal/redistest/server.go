@@ -24,7 +24,7 @@ type Server struct {
 	// Dir is the server's working directory (a t.TempDir).
 	Dir string
 
-	bin  string      // the program: redis-server, or redis-sentinel
+	bin  string // the program: redis-server, or redis-sentinel
 	args []string
 	tls  *tls.Config // for the readiness PING of a TLS-only server
 	cli  []string    // redis-cli's extra arguments (TLS files)
