@@ -183,3 +183,94 @@ func TestE2ERedisSecretsNeverShown(t *testing.T) {
 		t.Fatalf("searched %d outputs, want 9", len(outputs))
 	}
 }
+
+// TestE2ERedisTLS runs the gateway on a Redis that speaks only TLS and
+// requires client certificates: it decides there; a CA file replaced by
+// another authority's, then an expired client certificate, fail their
+// reloads (the old connection keeps deciding on Redis) with the reason;
+// and a gateway started with a wrong CA, against an expired server
+// certificate or without a client certificate stops at once, saying why.
+func TestE2ERedisTLS(t *testing.T) {
+	t.Parallel()
+	pki := redistest.NewPKI(t)
+	srv := redistest.StartTLS(t, redistest.TLSOptions{PKI: pki, ClientCerts: true})
+	origin, _ := origin(t)
+	dir := t.TempDir()
+	ca, cert, key := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem"), filepath.Join(dir, "client-key.pem")
+	copyTo := func(from, to string) {
+		t.Helper()
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goodCert, goodKey := pki.IssueValid(t, true)
+	copyTo(pki.CAFile, ca)
+	copyTo(goodCert, cert)
+	copyTo(goodKey, key)
+	file := filepath.Join(dir, "tls.yaml")
+	os.WriteFile(file, []byte(redisCfg(origin.URL, "    url: rediss://"+srv.Addr+"\n    tls: {ca: ca.pem, cert: client.pem, key: client-key.pem, min_version: \"1.2\"}\n")), 0o644)
+
+	p := startServeFile(t, file, nil)
+	if resp, _ := get(t, p.url("/")); resp.StatusCode != 200 || keysOn(t, srv) != 1 {
+		t.Fatalf("over TLS: %d, %d keys on Redis", resp.StatusCode, keysOn(t, srv))
+	}
+	onRedis := func(what string) {
+		t.Helper()
+		srv.CLI(t, "FLUSHALL")
+		if resp, _ := get(t, p.url("/")); resp.StatusCode != 200 || keysOn(t, srv) != 1 {
+			t.Fatalf("%s: %d, %d keys: not decided on Redis", what, resp.StatusCode, keysOn(t, srv))
+		}
+	}
+	failures := func() string { return p.metric(`tollgate_config_reloads_total{result="failure"}`) }
+
+	other := redistest.NewPKI(t)
+	copyTo(other.CAFile, ca)
+	eventually(t, "the wrong CA's reload to fail", func() bool { return failures() == "1" })
+	if !strings.Contains(p.logText(), "certificate signed by unknown authority") {
+		t.Fatalf("the failed reload does not say why:\n%s", p.logText())
+	}
+	onRedis("after the wrong CA's reload")
+
+	copyTo(pki.CAFile, ca)
+	eventually(t, "the good CA back", func() bool { return p.metric(`tollgate_config_reloads_total{result="success"}`) == "1" })
+	expCert, expKey := pki.Issue(t, true, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
+	copyTo(expKey, key)
+	copyTo(expCert, cert)
+	// (The two files are written one after the other: a reload may
+	// catch the key without its certificate first, and fail for that.)
+	eventually(t, "the expired certificate's reload to fail, saying so", func() bool {
+		return strings.Contains(p.logText(), "client.pem expired at")
+	})
+	if p.metric(`tollgate_config_reloads_total{result="success"}`) != "1" {
+		t.Fatal("a reload with an expired client certificate succeeded")
+	}
+	onRedis("after the expired certificate's reload")
+	p.signal(os.Interrupt)
+	p.wait(10 * time.Second)
+
+	// At start.
+	copyTo(goodCert, cert)
+	copyTo(goodKey, key)
+	copyTo(other.CAFile, ca)
+	code, out := runServeToExit(t, file, nil)
+	if code == 0 || !strings.Contains(out, "store.redis: cannot connect") || !strings.Contains(out, "certificate signed by unknown authority") {
+		t.Fatalf("start with a wrong CA: exit %d\n%s", code, out)
+	}
+	copyTo(pki.CAFile, ca)
+	sc, sk := pki.Issue(t, false, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
+	expired := redistest.StartTLS(t, redistest.TLSOptions{PKI: pki, CertFile: sc, KeyFile: sk})
+	expFile := filepath.Join(dir, "expired.yaml")
+	os.WriteFile(expFile, []byte(redisCfg(origin.URL, "    url: rediss://"+expired.Addr+"\n    tls: {ca: ca.pem}\n")), 0o644)
+	if code, out := runServeToExit(t, expFile, nil); code == 0 || !strings.Contains(out, "expired") {
+		t.Fatalf("start against an expired server certificate: exit %d\n%s", code, out)
+	}
+	noCert := filepath.Join(dir, "nocert.yaml")
+	os.WriteFile(noCert, []byte(redisCfg(origin.URL, "    url: rediss://"+srv.Addr+"\n    tls: {ca: ca.pem}\n")), 0o644)
+	if code, out := runServeToExit(t, noCert, nil); code == 0 || !strings.Contains(out, "client certificate") {
+		t.Fatalf("start without the client certificate Redis requires: exit %d\n%s", code, out)
+	}
+}
