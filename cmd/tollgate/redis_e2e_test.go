@@ -13,7 +13,7 @@ import (
 )
 
 // redisCfg is a gateway configuration on a Redis store section (indented
-// under store.redis), watching its files every 20ms, with one rule whose
+// under store.redis; a timeout a loaded machine meets), watching its files every 20ms, with one rule whose
 // keys live long enough to be seen on the server.
 func redisCfg(origin, redis string) string {
 	return `listen: {addr: "127.0.0.1:0"}
@@ -24,6 +24,7 @@ on_error: closed
 rules: [{name: per-ip, policies: [{rate: 1000/h, burst: 1000}]}]
 store:
   redis:
+    timeout: 2s
 ` + redis
 }
 
