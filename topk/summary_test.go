@@ -241,7 +241,7 @@ func TestAddAllocatesNothing(t *testing.T) {
 func TestMemoryFixedUnderTenMillionKeys(t *testing.T) {
 	n := 10_000_000
 	if testing.Short() || raceEnabled {
-		n = 1_000_000
+		n = 200_000
 	}
 	s, _ := New(Config{Counters: 256, Shards: 4})
 	var before, after runtime.MemStats
