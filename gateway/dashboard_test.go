@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -473,5 +474,24 @@ reload: {watch: false}
 	g.dash.hitters.mu.Unlock()
 	if n != 1 {
 		t.Fatalf("%d rules' tops kept, want 1", n)
+	}
+}
+
+// An open dashboard does not hold up a graceful shutdown: its stream ends
+// first.
+func TestShutdownEndsOpenDashboards(t *testing.T) {
+	g, _ := startDashGateway(t, "period: 100ms", dashRules)
+	ev := openEvents(t, g)
+	ev.next(t) // hello
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := g.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Fatalf("shutdown took %v with a page open", took)
+	}
+	for ev.sc.Scan() {
 	}
 }
