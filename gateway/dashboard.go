@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
 	"sync"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/gateway/dashboard"
+	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/redis"
 	"github.com/tollgate-dev/tollgate/topk"
 )
 
@@ -327,8 +330,13 @@ func (d *dashState) status() []dashboard.Status {
 		case st.BreakerOpen:
 			state = "breaker open"
 		}
+		rtt := "-"
+		if st.Up() {
+			rtt = d.redisRoundTrip(rs)
+		}
 		out = append(out, dashboard.Status{Name: "redis", Kind: "store", Fields: []dashboard.Field{
 			{Name: "state", Value: state, Alert: !st.Up()},
+			{Name: "round trip", Value: rtt},
 			{Name: "decisions", Value: strconv.FormatUint(st.Decisions, 10)},
 			{Name: "over-limit cache hits", Value: strconv.FormatUint(st.CacheHits, 10)},
 			{Name: "failures", Value: strconv.FormatUint(st.Failures, 10), Alert: st.Failures > 0},
@@ -361,3 +369,29 @@ func (d *dashState) status() []dashboard.Status {
 
 // observerOf is the observer s's engine reports to, for tests.
 func (d *dashState) observerOf(s *snapshot) rules.Observer { return s.observer }
+
+// probeKey is the key the dashboard reads to time a Redis round trip (a
+// zero charge: it changes nothing).
+const probeKey = "dashboard:probe"
+
+var probePolicy = limit.FixedWindow{Limit: 1, Window: time.Second}
+
+// redisRoundTrip times one script call to Redis, within the store's
+// timeout: once per frame while a page is open, never on the request
+// path.
+func (d *dashState) redisRoundTrip(rs *redis.Store) string {
+	timeout := time.Second
+	if r := d.g.snap.Load().cfg.Store.Redis; r != nil && r.Timeout > 0 {
+		timeout = r.Timeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	charges := []redis.Charge{{Key: probeKey, Policy: probePolicy}}
+	t0 := time.Now()
+	err := rs.Sync(ctx, charges)
+	took := time.Since(t0)
+	if err != nil {
+		return "failed: " + took.Round(time.Microsecond).String()
+	}
+	return took.Round(time.Microsecond).String()
+}

@@ -434,6 +434,11 @@ rules:
 	if d := field(f, "redis", "decisions"); d == nil || d.Value == "0" {
 		t.Errorf("redis decisions %+v", d)
 	}
+	if rt := field(f, "redis", "round trip"); rt == nil {
+		t.Error("no redis round trip")
+	} else if d, err := time.ParseDuration(rt.Value); err != nil || d <= 0 || d > 2*time.Second {
+		t.Errorf("redis round trip %q (%v)", rt.Value, err)
+	}
 	if c := field(f, "test controller", "factor"); c == nil || c.Value != "0.75" {
 		t.Errorf("provider %+v in %+v", c, f.Status)
 	}
