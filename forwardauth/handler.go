@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/httplimit"
-	"github.com/tollgate-dev/tollgate/internal/escape"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -177,13 +176,7 @@ func printable(b []byte) bool {
 // writeProblem answers an auth request that was not decided on, with a
 // problem+json body written as httplimit writes a refusal.
 func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail string) {
-	body := []byte(`{"type":"about:blank","title":`)
-	body = escape.AppendJSONString(body, http.StatusText(status))
-	body = append(body, `,"status":`...)
-	body = strconv.AppendInt(body, int64(status), 10)
-	body = append(body, `,"detail":`...)
-	body = escape.AppendJSONString(body, detail)
-	body = append(body, '}')
+	body := rules.AppendProblem(nil, status, http.StatusText(status), detail)
 	w.Header().Set("Cache-Control", "no-store")
 	httplimit.WriteRefusal(w, r, rules.Response{Status: status, ContentType: rules.ContentTypeProblem, Body: body})
 }
