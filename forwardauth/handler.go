@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -95,11 +94,8 @@ func (h *Handler) Swap(e *rules.Engine) {
 }
 
 func (h *Handler) isTrusted(r *http.Request) bool {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	return h.trusted.Contains(ap.Addr().Unmap().WithZone(""))
+	ap := httplimit.Request{Req: r}.RemoteAddr() // the peer, as the engine reads it
+	return ap.IsValid() && h.trusted.Contains(ap.Addr().Unmap().WithZone(""))
 }
 
 // ServeHTTP decides on the original request r describes and answers in
