@@ -156,7 +156,10 @@ func New(cfg Config) (*Store, error) {
 		mc.Name = h
 	}
 	mc.BindAddr, mc.BindPort = cfg.BindAddr, cfg.BindPort
-	mc.AdvertiseAddr, mc.AdvertisePort = "", cfg.BindPort
+	mc.AdvertiseAddr, mc.AdvertisePort = cfg.AdvertiseAddr, cfg.BindPort
+	if cfg.AdvertisePort != 0 {
+		mc.AdvertisePort = cfg.AdvertisePort
+	}
 	mc.SecretKey = cfg.SecretKey
 	mc.PushPullInterval = cfg.PushPullInterval
 	// Messages are compact varints already; memberlist's LZW would cost
