@@ -89,6 +89,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if rs := g.stores.Redis(); rs != nil {
 		g.m.reg.MustRegister(redisCollector{rs})
 	}
+	if gs := g.stores.Gossip(); gs != nil {
+		g.m.reg.MustRegister(gossipCollector{s: gs, cold: g.stores.ColdDecisions})
+	}
 	s, err := g.build(cfg)
 	if err != nil {
 		g.stores.Close()

@@ -36,6 +36,9 @@ type snapshot struct {
 	// mode is closed: while Redis is down they refuse, and /readyz says
 	// so. Empty when the store is in memory.
 	refusesWithoutRedis []string
+	// refusesWhileCold names the enforced gossip rules whose failure mode
+	// is closed: the gateway is not ready until its gossip node is warm.
+	refusesWhileCold []string
 }
 
 // route is one compiled config.Route.
@@ -79,6 +82,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		obs.bind(&rc, e)
 		s.engine = e
 		s.refusesWithoutRedis = refusesWithoutRedis(&rc, g.stores.Redis() != nil)
+		s.refusesWhileCold = refusesWhileCold(&rc)
 	}
 	for _, rc := range cfg.Routes {
 		r, err := g.buildRoute(cfg, rc)

@@ -329,3 +329,24 @@ func TestAReturningNodeIsResynced(t *testing.T) {
 	a.members.NotifyJoin(bn) // b is back
 	eventually(t, "b to be resynced", func() bool { return seen(b, "k") == 7 })
 }
+
+// A member that stops answering is suspect (on the nodes whose probes it
+// missed), then dead, and no longer suspect; a restarted one that answers
+// again is neither. Also holds memberlist to the report it gives of a
+// failed probe, the only sign of suspicion it gives.
+func TestSuspectMembersAreCounted(t *testing.T) {
+	clock := newFakeClock()
+	a := newNode(t, "a", clock, nil)
+	b := newNode(t, "b", clock, []string{a.Addr()})
+	c := newNode(t, "c", clock, []string{a.Addr()})
+	eventually(t, "three members", func() bool { return a.Stats().Alive == 3 && b.Stats().Alive == 3 })
+	c.shutdown(false)
+	eventually(t, "a or b to suspect c", func() bool {
+		sa, sb := a.Stats(), b.Stats()
+		return sa.Suspect == 1 && sa.Alive == 2 || sb.Suspect == 1 && sb.Alive == 2
+	})
+	eventually(t, "a and b to find c dead", func() bool {
+		sa, sb := a.Stats(), b.Stats()
+		return sa.Dead == 1 && sa.Suspect == 0 && sa.Alive == 2 && sb.Dead == 1 && sb.Suspect == 0 && sb.Alive == 2
+	})
+}

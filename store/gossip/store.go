@@ -142,6 +142,7 @@ func New(cfg Config) (*Store, error) {
 	s.nodes.ids = make(map[string]uint32)
 	s.members.gone = make(map[string]int64)
 	s.members.live = make(map[string]memberlist.Node)
+	s.members.suspect = make(map[string]bool)
 	s.members.returned = s.resync
 	if s.clock == nil {
 		s.clock = memory.NewClock()
@@ -167,6 +168,7 @@ func New(cfg Config) (*Store, error) {
 	mc.EnableCompression = false
 	mc.Delegate = delegate{s}
 	mc.Events = &s.members
+	mc.Ping = pinger{&s.members}
 	mc.Logger = log.New(logSink{s}, "", 0)
 	self, _ := s.nodes.id([]byte(mc.Name))
 	s.self, s.name = self, mc.Name
@@ -548,13 +550,22 @@ func (s *Store) sweep(now int64) {
 }
 
 // logSink counts memberlist's reports of gossip that was not sealed with
-// the secret key, and forwards its log lines to Config.Log.
+// the secret key, notes its suspicions, and forwards its log lines to
+// Config.Log.
 type logSink struct{ s *Store }
 
 func (l logSink) Write(p []byte) (int, error) {
 	line := string(p)
 	if strings.Contains(line, "[ERR]") && (strings.Contains(line, "ecrypt") || strings.Contains(line, "encrypt")) {
 		l.s.st.unauthenticated.Add(1)
+	}
+	// memberlist's report of a probe without an ack, the one sign of
+	// this node's suspicion it gives (TestSuspectMembersAreCounted
+	// holds it to this wording).
+	if name, ok := strings.CutPrefix(line[strings.Index(line, "]")+1:], " memberlist: Suspect "); ok {
+		if name, ok := strings.CutSuffix(strings.TrimRight(name, "\n"), " has failed, no acks received"); ok {
+			l.s.members.suspected(name)
+		}
 	}
 	if l.s.cfg.Log != nil {
 		return l.s.cfg.Log.Write(p)
