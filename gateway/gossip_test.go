@@ -37,7 +37,9 @@ func TestGossipGatewaysShareALimit(t *testing.T) {
 		_, body, _ := get(t, adminB+"/metrics", "")
 		return strings.Contains(body, "tollgate_gossip_keys 1")
 	})
-	eventually(t, "b's view to reach 6", func() bool { return b.stores.Gossip().Stats().OldestUnsent == 0 && a.stores.Gossip().Stats().OldestUnsent == 0 })
+	eventually(t, "b's view to reach 6", func() bool {
+		return b.stores.Gossip().Stats().OldestUnsent == 0 && a.stores.Gossip().Stats().OldestUnsent == 0
+	})
 	admitted := 0
 	for range 10 {
 		code, _, _ := get(t, baseB+"/", "")
