@@ -68,11 +68,15 @@
 //
 // A node with Seeds refuses to decide (ErrNotWarm) until its first full
 // state exchange, at join: a node restarted with an empty view would
-// otherwise admit a whole limit of its own. A node that comes back under
-// its old name takes its own counter back from its peers. A node without
-// seeds (or whose only seed is itself) is warm at once; one whose seeds
-// never answer stays cold until another node joins it. The gateway maps ErrNotWarm to its store-failure
-// policy; Ready tells when the node is warm.
+// otherwise admit a whole limit of its own. New joins in the background
+// (a seed that accepts and does not answer holds a join for memberlist's
+// TCP timeout, 10s) and retries every second while alone. A node that
+// comes back under its old name takes its own counter back from its
+// peers. A node without seeds (or whose only seed is itself) is warm at
+// once; one whose seeds never answer stays cold until another node joins
+// it. Ready tells when the node is warm. The gateway (package stores)
+// answers ErrNotWarm by the rule's failure mode: open allows, closed
+// refuses, local decides in that gateway alone.
 //
 // # Overshoot
 //

@@ -56,6 +56,7 @@ type Store struct {
 	warm    atomic.Bool
 	warmCh  chan struct{}
 	warmOne sync.Once
+	joined  chan struct{} // closed when New's join attempt has ended
 
 	st      counters
 	members memberTable
@@ -129,15 +130,16 @@ func (t *nodeTable) name(id uint32) string {
 	return t.names[id]
 }
 
-// New starts a node: it binds, joins the seeds (retrying in the
-// background while none answers) and starts gossiping.
+// New starts a node: it binds, starts joining the seeds in the background
+// (retrying while none answers) and starts gossiping. The node is warm
+// (see Ready) once the join's state exchange is merged.
 func New(cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
 	s := &Store{cfg: cfg, clock: cfg.Clock, seed: maphash.MakeSeed(), max: max(cfg.MaxKeys/32, 1),
-		warmCh: make(chan struct{}), enc: newEncoder(cfg.MessageBytes),
+		warmCh: make(chan struct{}), joined: make(chan struct{}), enc: newEncoder(cfg.MessageBytes),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	s.nodes.ids = make(map[string]uint32)
 	s.members.gone = make(map[string]int64)
@@ -181,8 +183,15 @@ func New(cfg Config) (*Store, error) {
 	s.updateRelayRounds()
 	if len(s.seeds()) == 0 {
 		s.setWarm()
+		close(s.joined)
 	} else {
-		s.join()
+		// Joining waits on the seeds (memberlist's TCP timeout, 10s, for
+		// one that accepts and does not answer): New does not, so that a
+		// gateway serves, answering by its warm-up rule, meanwhile.
+		s.resyncs.Go(func() {
+			defer close(s.joined)
+			s.join()
+		})
 	}
 	go s.loop()
 	return s, nil
