@@ -350,3 +350,48 @@ func TestSuspectMembersAreCounted(t *testing.T) {
 		return sa.Dead == 1 && sa.Suspect == 0 && sa.Alive == 2 && sb.Dead == 1 && sb.Suspect == 0 && sb.Alive == 2
 	})
 }
+
+// Deltas only: once its changes are sent, a quiet key costs nothing. A
+// thousand keys changed once are sent (Retransmit times), then the rounds
+// go silent; one hot key changing every round then costs a message of
+// its own size per round, not the thousand quiet keys'.
+func TestAQuietKeyCostsNothing(t *testing.T) {
+	clock := newFakeClock()
+	a := newNode(t, "a", clock, nil)
+	b := newNode(t, "b", clock, []string{a.Addr()})
+	eventually(t, "two members", func() bool { return a.Stats().Alive == 2 && b.Stats().Alive == 2 })
+	p := limit.FixedWindow{Limit: 1 << 20, Window: time.Hour}
+	ctx := context.Background()
+	for i := range 1000 {
+		if _, err := a.Apply(ctx, fmt.Sprintf("quiet-%d", i), p, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "b to learn the thousand keys", func() bool { return b.Stats().Keys == 1000 })
+	eventually(t, "a to send the last retransmission", func() bool {
+		before := a.Stats().BytesSent
+		time.Sleep(5 * 20 * time.Millisecond) // five rounds
+		return a.Stats().BytesSent == before
+	})
+	oneRound := a.Stats().BytesSent / DefaultRetransmit // the thousand keys, once
+	before := a.Stats().BytesSent
+	time.Sleep(10 * 20 * time.Millisecond)
+	if got := a.Stats().BytesSent - before; got != 0 {
+		t.Fatalf("ten quiet rounds sent %d bytes, want 0", got)
+	}
+	before = a.Stats().BytesSent
+	rounds := 0
+	for start := time.Now(); time.Since(start) < 10*20*time.Millisecond; rounds++ {
+		if _, err := a.Apply(ctx, "hot", p, 1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	hot := a.Stats().BytesSent - before
+	// Each round carries the hot key alone: a small message, a few
+	// rounds more for its retransmissions.
+	if hot == 0 || hot > uint64(rounds+DefaultRetransmit+2)*64 {
+		t.Fatalf("%d rounds of one hot key among 1000 quiet ones sent %d bytes (the thousand once: %d)", rounds, hot, oneRound)
+	}
+	t.Logf("the thousand keys once: %d bytes; %d rounds of the hot key alone: %d bytes", oneRound, rounds, hot)
+}

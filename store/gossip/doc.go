@@ -55,7 +55,10 @@
 //
 // Every Interval (default 100ms) a node sends the counters changed since
 // the last round to every member, or to Fanout random ones that relay
-// what was new to them. A message is at most MessageBytes (default 1400,
+// what was new to them. A change made when no round has carried a fresh
+// change for an interval (a burst after a quiet spell) is sent at once,
+// without waiting for the tick; under steady traffic rounds stay one per
+// interval, and a change is sent Retransmit times either way. A message is at most MessageBytes (default 1400,
 // one UDP packet), a round at most RoundBytes per peer, hottest keys
 // first (the cost changed since last sent); a quiet key sends nothing. A
 // changed counter is sent in Retransmit rounds after its last change
