@@ -43,7 +43,7 @@ func (s *Store) round() {
 	}
 	peers := s.peers()
 	if len(peers) == 0 {
-		s.redirty(cands) // nobody to tell yet
+		s.redirty(cands)       // nobody to tell yet
 		s.lastFresh.Store(now) // and no kick before the next tick either
 		return
 	}

@@ -71,11 +71,11 @@ type Store struct {
 	kicked    atomic.Bool
 	lastFresh atomic.Int64 // when a round last sent a fresh change (clock ns)
 	tickOnly  atomic.Bool  // no nudge: rounds on the tick only (the benchmarks' A/B)
-	enc     *encoder
-	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	resyncs sync.WaitGroup // push/pulls with returning nodes
+	enc       *encoder
+	stop      chan struct{}
+	done      chan struct{}
+	once      sync.Once
+	resyncs   sync.WaitGroup // push/pulls with returning nodes
 }
 
 type shard struct {
