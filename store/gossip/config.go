@@ -78,6 +78,9 @@ type Config struct {
 	// nodes' clocks must agree to well within a window: windows are
 	// aligned to the Unix epoch on each node's clock.
 	Clock func() int64
+	// netTransport uses memberlist's own NetTransport instead of
+	// transport (the benchmarks' A/B).
+	netTransport bool
 	// Log receives memberlist's log lines. Nil discards them. They name
 	// nodes and addresses, never keys.
 	Log io.Writer

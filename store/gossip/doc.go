@@ -65,7 +65,11 @@
 // (default 3); counters go whole, so a lost packet is also repaired by
 // the key's next change. Every PushPullInterval (default 10s) memberlist
 // exchanges full states with a random member, which also brings a joining
-// or returning node up to date.
+// or returning node up to date. Packets go over the package's own
+// memberlist transport (UDP and TCP on one port, as memberlist's), which
+// spends a buffer of a packet's size per packet received where
+// memberlist's allocates 64 KiB: at 32 nodes that was most of a round's
+// CPU (BENCHMARKS.md).
 //
 // # Warm-up
 //

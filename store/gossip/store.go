@@ -182,8 +182,24 @@ func New(cfg Config) (*Store, error) {
 	mc.Logger = log.New(logSink{s}, "", 0)
 	self, _ := s.nodes.id([]byte(mc.Name))
 	s.self, s.name = self, mc.Name
+	if !cfg.netTransport {
+		tr, err := newTransport(cfg.BindAddr, cfg.BindPort)
+		if err != nil {
+			return nil, err
+		}
+		mc.Transport = tr
+		if mc.BindPort == 0 { // memberlist reads it for seeds given without a port
+			mc.BindPort = tr.port()
+		}
+		if mc.AdvertisePort == 0 {
+			mc.AdvertisePort = tr.port()
+		}
+	}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
+		if mc.Transport != nil {
+			mc.Transport.Shutdown()
+		}
 		return nil, fmt.Errorf("gossip: %w", err)
 	}
 	s.ml = ml
