@@ -71,6 +71,16 @@ type Config struct {
 	// nodes' clocks must agree to well within a window: windows are
 	// aligned to the Unix epoch on each node's clock.
 	Clock func() int64
+	// Transport, when set, replaces memberlist: the Store joins no
+	// fleet and runs no loop; each Round it gives the round's messages
+	// to Transport.Broadcast, and its owner delivers them to the other
+	// nodes with MergeDelta, and calls Round and Sweep itself (see
+	// transport.go). It is the seam of package fleetsim, which runs
+	// thousands of nodes on a virtual clock and network; a gateway
+	// leaves it nil. Name, BindAddr, BindPort, Seeds, SecretKey,
+	// Interval and PushPullInterval are then unused, and Fanout must be
+	// zero (a broadcast reaches every member).
+	Transport Transport
 	// Log receives memberlist's log lines. Nil discards them. They name
 	// nodes and addresses, never keys.
 	Log io.Writer
@@ -129,6 +139,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxKeys < 0 {
 		errs = append(errs, fmt.Errorf("gossip: max keys %d must not be negative", c.MaxKeys))
+	}
+	if c.Transport != nil && c.Fanout != 0 {
+		errs = append(errs, fmt.Errorf("gossip: fanout %d with a Transport: a Transport broadcasts to every member", c.Fanout))
 	}
 	return errors.Join(errs...)
 }

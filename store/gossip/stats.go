@@ -94,7 +94,9 @@ func (s *Store) Stats() Stats {
 			Full:            s.st.full.Load(),
 		},
 	}
-	st.Alive = s.ml.NumMembers()
+	if s.ml != nil {
+		st.Alive = s.ml.NumMembers()
+	}
 	st.Dead = s.members.dead(time.Now())
 	for i := range s.shards {
 		shd := &s.shards[i]
