@@ -379,3 +379,16 @@ func (s *Store) Sync(ctx context.Context) error {
 	}
 	return err
 }
+
+// Len returns the number of keys held locally: a node with none has
+// nothing to push or pull, and a simulator stops syncing it.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
+}
