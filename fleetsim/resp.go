@@ -1,7 +1,5 @@
 package fleetsim
 
-import "strconv"
-
 // The strict and eventual tiers talk to Redis in script calls: EVALSHA,
 // the script's SHA-1, one key and eight arguments (the clock, the TTL
 // floor, the cost, the force flag and four policy parameters, see
@@ -20,9 +18,21 @@ const (
 // scriptCallBytes is the RESP size of one script call on a key of keyLen
 // bytes with cost.
 func scriptCallBytes(keyLen int, cost int64) int {
-	bulk := func(n int) int { return 1 + len(strconv.Itoa(n)) + 2 + n + 2 }
 	n := len("*12\r\n") + bulk(len("EVALSHA")) + bulk(40) + bulk(1) + bulk(keyLen)
-	n += bulk(len(strconv.FormatInt(cost, 10)))
+	n += bulk(digits(cost))
 	n += 7 * bulk(scriptArgBytes)
 	return n
+}
+
+// bulk is the RESP size of a bulk string of n bytes: $n\r\n...\r\n.
+func bulk(n int) int { return 1 + digits(int64(n)) + 2 + n + 2 }
+
+// digits is the number of decimal digits of n ≥ 0.
+func digits(n int64) int {
+	d := 1
+	for n >= 10 {
+		n /= 10
+		d++
+	}
+	return d
 }

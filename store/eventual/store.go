@@ -69,9 +69,12 @@ type Store struct {
 	max     int
 
 	syncMu sync.Mutex // one sync at a time
-	stop   chan struct{}
-	done   chan struct{}
-	once   sync.Once
+	// charges and where are Sync's buffers, reused (under syncMu).
+	charges []redis.Charge
+	where   []*entry
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
 }
 
 type shard struct {
@@ -325,10 +328,13 @@ func (s *Store) Sync(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	now := s.now()
-	var (
-		charges []redis.Charge
-		where   []*entry
-	)
+	charges, where := s.charges[:0], s.where[:0]
+	defer func() {
+		// Keep the buffers, not what they point to.
+		clear(charges)
+		clear(where)
+		s.charges, s.where = charges[:0], where[:0]
+	}()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
