@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/replay"
 )
 
@@ -24,7 +23,15 @@ func BenchmarkThousandNodes(b *testing.B) {
 	if routing == "" {
 		routing = Hash
 	}
-	p := limit.FixedWindow{Limit: 100, Window: time.Minute}
+	spec := os.Getenv("FLEETSIM_POLICY")
+	if spec == "" {
+		spec = "fixed_window:limit=100,window=1m"
+	}
+	rp, err := replay.ParsePolicy(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := rp.Policy
 	for range b.N {
 		f, err := New(Config{Nodes: 1000, Policy: p, Routing: routing, Latency: time.Millisecond, Seed: 1})
 		if err != nil {
@@ -35,7 +42,7 @@ func BenchmarkThousandNodes(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		rep, err := replay.Run(context.Background(), in, replay.Config{Policies: []replay.Policy{{Policy: p}}, Tap: f.Request})
+		rep, err := replay.Run(context.Background(), in, replay.Config{Policies: []replay.Policy{rp}, Tap: f.Request})
 		in.Close()
 		if err != nil {
 			b.Fatal(err)
@@ -48,6 +55,6 @@ func BenchmarkThousandNodes(b *testing.B) {
 		for _, t := range fr.Tiers {
 			b.Logf("%-8s overshoot %d, false refusals %d, %.1f msgs/node/s", t.Tier, t.Overshoot, t.FalseRefusals, t.MessagesPerNodeSecond)
 		}
-		b.Logf("%d lines, %d requests, %.0f s of log, 1000 nodes, %s routing: %v wall", rep.Input.Lines, fr.Requests, fr.Seconds, routing, wall)
+		b.Logf("%d lines, %d requests, %.0f s of log, 1000 nodes, %s routing, %s: %v wall", rep.Input.Lines, fr.Requests, fr.Seconds, routing, spec, wall)
 	}
 }

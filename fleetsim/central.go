@@ -21,7 +21,7 @@ type central struct {
 	f      *Fleet
 	p      limit.Stateful
 	twin   limit.Stateful
-	states map[string]limit.State
+	states map[string]*limit.State
 	loss   float64
 	n      uint64 // syncs, to draw losses
 
@@ -36,7 +36,7 @@ func newCentral(f *Fleet, p limit.Stateful) (*central, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &central{f: f, p: p, twin: twin, states: make(map[string]limit.State), loss: f.cfg.Loss}, nil
+	return &central{f: f, p: p, twin: twin, states: make(map[string]*limit.State), loss: f.cfg.Loss}, nil
 }
 
 // Sync applies a node's charges, as redis.Store.Sync does.
@@ -57,15 +57,22 @@ func (c *central) Sync(_ context.Context, charges []redis.Charge) error {
 			ch.Err = limit.ErrNegativeCost
 			continue
 		}
-		st := c.states[ch.Key]
-		if st.IsIdle(now) {
-			st = limit.State{}
+		ps := c.states[ch.Key]
+		if ps == nil {
+			if ch.Cost == 0 {
+				ch.Now = now // an absent key: the zero State
+				continue
+			}
+			ps = new(limit.State)
+			c.states[ch.Key] = ps
+		}
+		if ps.IsIdle(now) {
+			*ps = limit.State{}
 		}
 		if ch.Cost > 0 {
-			st, _ = c.twin.Decide(st, now, ch.Cost)
-			c.states[ch.Key] = st
+			*ps, _ = c.twin.Decide(*ps, now, ch.Cost)
 		}
-		ch.State, ch.Now = st, now
+		ch.State, ch.Now = *ps, now
 	}
 	if lost {
 		return errLost
@@ -79,20 +86,24 @@ func (c *central) Apply(_ context.Context, key string, _ limit.Policy, cost int6
 	now := c.f.now
 	c.msgs += 2
 	c.bytes += int64(scriptCallBytes(len(key), cost) + scriptReplyBytes)
-	st := c.states[key]
-	if st.IsIdle(now) {
-		st = limit.State{}
+	ps := c.states[key]
+	if ps == nil {
+		ps = new(limit.State)
+		c.states[key] = ps
 	}
-	st, d := c.p.Decide(st, now, cost)
-	c.states[key] = st
+	if ps.IsIdle(now) {
+		*ps = limit.State{}
+	}
+	var d limit.Decision
+	*ps, d = c.p.Decide(*ps, now, cost)
 	return d, nil
 }
 
 // sweep forgets the idle states (Redis's TTLs).
 func (c *central) sweep() {
 	now := c.f.now
-	for k, st := range c.states {
-		if st.IsIdle(now) {
+	for k, ps := range c.states {
+		if ps.IsIdle(now) {
 			delete(c.states, k)
 		}
 	}
