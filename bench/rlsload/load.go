@@ -44,6 +44,8 @@ type result struct {
 	perSec      float64       // ShouldRateLimit answers per second
 	p50, p99    time.Duration // latency of one call, as the caller sees it
 	cpuPerCall  time.Duration // the server's CPU time per answer
+	redisCPU    time.Duration // redis-server's, when the server uses it
+	clientCPU   time.Duration // this load generator's
 	rss         int64         // the server's resident set after the load, bytes
 	overLimit   int           // answers OVER_LIMIT (none expected)
 	failed      int           // calls that failed
@@ -51,7 +53,7 @@ type result struct {
 }
 
 func (r result) String() string {
-	s := fmt.Sprintf("%8.0f/s p50 %-9v p99 %-9v cpu %-7v rss %.1f MB", r.perSec, r.p50, r.p99, r.cpuPerCall, float64(r.rss)/1e6)
+	s := fmt.Sprintf("%8.0f/s p50 %-9v p99 %-9v cpu %-7v redis %-7v client %-7v rss %.1f MB", r.perSec, r.p50, r.p99, r.cpuPerCall, r.redisCPU, r.clientCPU, float64(r.rss)/1e6)
 	if r.overLimit > 0 || r.failed > 0 {
 		s += fmt.Sprintf(" over_limit %d failed %d (%v)", r.overLimit, r.failed, r.firstFailed)
 	}
@@ -60,10 +62,22 @@ func (r result) String() string {
 
 // load runs callers goroutines, each calling ShouldRateLimit in a loop
 // with the next of reqs, for d; callers share the server's connections.
-func (s *server) load(reqs []*rlsv3.RateLimitRequest, callers int, d time.Duration) (result, error) {
+// redis, when not nil, is the redis-server whose CPU time is counted
+// too.
+func (s *server) load(reqs []*rlsv3.RateLimitRequest, callers int, d time.Duration, redis *process) (result, error) {
 	cpu0, err := s.cpu()
 	if err != nil {
 		return result{}, err
+	}
+	self0, err := cpuOf("self")
+	if err != nil {
+		return result{}, err
+	}
+	var redis0 time.Duration
+	if redis != nil {
+		if redis0, err = redis.cpu(); err != nil {
+			return result{}, err
+		}
 	}
 	type tally struct {
 		lat       []time.Duration
@@ -109,6 +123,16 @@ func (s *server) load(reqs []*rlsv3.RateLimitRequest, callers int, d time.Durati
 	if err != nil {
 		return result{}, err
 	}
+	self1, err := cpuOf("self")
+	if err != nil {
+		return result{}, err
+	}
+	var redis1 time.Duration
+	if redis != nil {
+		if redis1, err = redis.cpu(); err != nil {
+			return result{}, err
+		}
+	}
 	var lat []time.Duration
 	var r result
 	for i := range tallies {
@@ -126,6 +150,8 @@ func (s *server) load(reqs []*rlsv3.RateLimitRequest, callers int, d time.Durati
 	r.perSec = float64(len(lat)) / elapsed.Seconds()
 	r.p50, r.p99 = lat[len(lat)/2], lat[len(lat)*99/100]
 	r.cpuPerCall = (cpu1 - cpu0) / time.Duration(len(lat))
+	r.clientCPU = (self1 - self0) / time.Duration(len(lat))
+	r.redisCPU = (redis1 - redis0) / time.Duration(len(lat))
 	r.rss = s.rss()
 	if r.failed > len(lat)/100 {
 		return r, fmt.Errorf("%d of %d calls failed: %v", r.failed, len(lat), r.firstFailed)

@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +62,7 @@ descriptors:
 
 func main() {
 	tollgate := flag.String("tollgate", "", "`path` of the tollgate binary (go build ./cmd/tollgate)")
+	tollgateB := flag.String("tollgate-b", "", "`path` of a second tollgate binary, measured on Redis as tollgate-redis-b (an A/B of a change)")
 	peer := flag.String("envoy-ratelimit", "", "`path` of envoyproxy/ratelimit's service_cmd; empty measures tollgate alone")
 	peerEnv := flag.String("peer-env", "", "extra environment for envoyproxy/ratelimit, `K=V,K=V` (e.g. REDIS_PIPELINE_WINDOW=150us,REDIS_PIPELINE_LIMIT=8)")
 	rounds := flag.Int("rounds", 5, "rounds; figures are medians over them")
@@ -70,6 +72,7 @@ func main() {
 	keys := flag.Int("keys", 1000, "distinct clients (remote_address and user values)")
 	conns := flag.Int("conns", 1, "gRPC connections per server, shared by the callers (ghz's default is 1)")
 	memory := flag.Bool("memory", true, "measure tollgate in memory too")
+	profile := flag.String("profile", "", "`prefix` of CPU profiles of each tollgate server, taken in the first round at the most callers and descriptors (PREFIX-SERVER.pprof)")
 	flag.Parse()
 	if *tollgate == "" {
 		fmt.Fprintln(os.Stderr, "rlsload: -tollgate is required")
@@ -81,8 +84,8 @@ func main() {
 		ds, err = ints(*descs)
 		if err == nil {
 			err = run(plan{
-				tollgate: *tollgate, peer: *peer, peerEnv: *peerEnv, memory: *memory,
-				rounds: *rounds, duration: *duration, callers: cs, descriptors: ds, keys: *keys, conns: *conns,
+				tollgate: *tollgate, tollgateB: *tollgateB, peer: *peer, peerEnv: *peerEnv, memory: *memory,
+				rounds: *rounds, duration: *duration, callers: cs, descriptors: ds, keys: *keys, conns: *conns, profile: *profile,
 			})
 		}
 	}
@@ -94,12 +97,14 @@ func main() {
 
 // plan is what one run measures.
 type plan struct {
-	tollgate, peer, peerEnv string
-	memory                  bool
-	rounds                  int
-	duration                time.Duration
-	callers, descriptors    []int
-	keys, conns             int
+	tollgate, tollgateB  string
+	peer, peerEnv        string
+	memory               bool
+	rounds               int
+	duration             time.Duration
+	callers, descriptors []int
+	keys, conns          int
+	profile              string
 }
 
 func run(p plan) error {
@@ -145,6 +150,11 @@ func run(p plan) error {
 	if err := add(startTollgate(ctx, "tollgate-redis", p.tollgate, confDir, redis.addr)); err != nil {
 		return err
 	}
+	if p.tollgateB != "" {
+		if err := add(startTollgate(ctx, "tollgate-redis-b", p.tollgateB, confDir, redis.addr)); err != nil {
+			return err
+		}
+	}
 	if p.peer != "" {
 		var extra []string
 		if p.peerEnv != "" {
@@ -169,7 +179,7 @@ func run(p plan) error {
 	fmt.Printf("load average at start: %s\n", loadavg())
 	// Warm up every server (connections, Redis scripts, caches) once.
 	for _, s := range servers {
-		if _, err := s.load(reqs[3], 16, time.Second); err != nil {
+		if _, err := s.load(reqs[3], 16, time.Second, nil); err != nil {
 			return fmt.Errorf("%s: warm-up: %w", s.name, err)
 		}
 	}
@@ -179,7 +189,21 @@ func run(p plan) error {
 			for _, d := range p.descriptors {
 				for i := range servers {
 					s := servers[(i+r)%len(servers)]
-					res, err := s.load(reqs[d], c, p.duration)
+					var prof chan error
+					if p.profile != "" && r == 0 && c == slices.Max(p.callers) && d == slices.Max(p.descriptors) && s.debug != "" {
+						prof = make(chan error, 1)
+						go func() { prof <- s.profile(max(p.duration-time.Second, time.Second), p.profile+"-"+s.name+".pprof") }()
+					}
+					var rp *process
+					if s.redis {
+						rp = redis.process
+					}
+					res, err := s.load(reqs[d], c, p.duration, rp)
+					if prof != nil {
+						if err := <-prof; err != nil {
+							return fmt.Errorf("%s: %w", s.name, err)
+						}
+					}
 					if err != nil {
 						return fmt.Errorf("%s: %w", s.name, err)
 					}

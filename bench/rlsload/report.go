@@ -23,6 +23,8 @@ type summary struct {
 	perSec     float64
 	p50, p99   time.Duration
 	cpuPerCall time.Duration
+	redisCPU   time.Duration
+	clientCPU  time.Duration
 	rss        int64
 	overLimit  int
 	failed     int
@@ -30,15 +32,17 @@ type summary struct {
 
 func summarize(rs []result) summary {
 	var ps []float64
-	var p50, p99, cpu []time.Duration
+	var p50, p99, cpu, rcpu, ccpu []time.Duration
 	var rss []int64
 	var s summary
 	for _, r := range rs {
 		ps, p50, p99, cpu, rss = append(ps, r.perSec), append(p50, r.p50), append(p99, r.p99), append(cpu, r.cpuPerCall), append(rss, r.rss)
+		rcpu, ccpu = append(rcpu, r.redisCPU), append(ccpu, r.clientCPU)
 		s.overLimit += r.overLimit
 		s.failed += r.failed
 	}
 	s.perSec, s.p50, s.p99, s.cpuPerCall, s.rss = median(ps), median(p50), median(p99), median(cpu), median(rss)
+	s.redisCPU, s.clientCPU = median(rcpu), median(ccpu)
 	return s
 }
 
@@ -64,7 +68,11 @@ func report(w io.Writer, p plan, servers []*server, results map[cell][]result) {
 			for _, s := range servers {
 				m := summarize(results[cell{s.name, c, d}])
 				sums[s.name] = m
-				fmt.Fprintf(w, " %s/s, p50 %s, p99 %s, %s CPU |", si(m.perSec), short(m.p50), short(m.p99), short(m.cpuPerCall))
+				fmt.Fprintf(w, " %s/s, p50 %s, p99 %s, CPU %s", si(m.perSec), short(m.p50), short(m.p99), short(m.cpuPerCall))
+				if m.redisCPU > 0 {
+					fmt.Fprintf(w, " + Redis %s", short(m.redisCPU))
+				}
+				fmt.Fprint(w, " |")
 				if m.overLimit > 0 || m.failed > 0 {
 					fmt.Fprintf(w, " (over_limit %d, failed %d)", m.overLimit, m.failed)
 				}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -89,7 +90,9 @@ type server struct {
 	grpcAddr string
 	clients  []rlsv3.RateLimitServiceClient
 	conns    []*grpc.ClientConn
-	idleRSS  int64 // bytes, after start-up, before any load
+	idleRSS  int64  // bytes, after start-up, before any load
+	debug    string // the debug listener's address (/debug/pprof/), if any
+	redis    bool   // it decides on the redis-server
 }
 
 func (s *server) stop() {
@@ -114,12 +117,13 @@ func ports() (grpcPort, httpPort, debugPort int, err error) {
 // startTollgate runs tollgate envoy-rls on confDir, on Redis when
 // redisAddr is set, and waits for its /healthcheck.
 func startTollgate(ctx context.Context, name, bin, confDir, redisAddr string) (*server, error) {
-	g, h, _, err := ports()
+	g, h, d, err := ports()
 	if err != nil {
 		return nil, err
 	}
+	debug := "127.0.0.1:" + strconv.Itoa(d)
 	args := []string{"envoy-rls", "-config-dir", confDir, "-grpc", "127.0.0.1:" + strconv.Itoa(g),
-		"-http", "127.0.0.1:" + strconv.Itoa(h), "-debug", "off", "-log-level", "warn"}
+		"-http", "127.0.0.1:" + strconv.Itoa(h), "-debug", debug, "-log-level", "warn"}
 	if redisAddr != "" {
 		args = append(args, "-redis", redisAddr)
 	}
@@ -127,7 +131,7 @@ func startTollgate(ctx context.Context, name, bin, confDir, redisAddr string) (*
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	s := &server{process: p, name: name, grpcAddr: "127.0.0.1:" + strconv.Itoa(g)}
+	s := &server{process: p, name: name, grpcAddr: "127.0.0.1:" + strconv.Itoa(g), debug: debug, redis: redisAddr != ""}
 	if err := healthy(h); err != nil {
 		p.stop()
 		return nil, fmt.Errorf("%s: %w: %s", name, err, p.stderr)
@@ -151,7 +155,7 @@ func startPeer(ctx context.Context, bin, root, redisAddr string, extra []string)
 	if err != nil {
 		return nil, fmt.Errorf("envoy-ratelimit: %w", err)
 	}
-	s := &server{process: p, name: "envoy-ratelimit", grpcAddr: "127.0.0.1:" + strconv.Itoa(g)}
+	s := &server{process: p, name: "envoy-ratelimit", grpcAddr: "127.0.0.1:" + strconv.Itoa(g), redis: true}
 	if err := healthy(h); err != nil {
 		p.stop()
 		return nil, fmt.Errorf("envoy-ratelimit: %w: %s", err, p.stderr)
@@ -216,8 +220,12 @@ func (s *server) status(field string) int64 {
 }
 
 // cpu is the CPU time the process has used (user + system).
-func (s *server) cpu() (time.Duration, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/stat")
+func (p *process) cpu() (time.Duration, error) { return cpuOf(strconv.Itoa(p.cmd.Process.Pid)) }
+
+// cpuOf is the CPU time (user + system) of the process pid ("self" for
+// this one).
+func cpuOf(pid string) (time.Duration, error) {
+	b, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
 		return 0, err
 	}
@@ -238,4 +246,29 @@ func (s *server) cpu() (time.Duration, error) {
 	}
 	const ticks = 100 // USER_HZ on Linux
 	return time.Duration(utime+stime) * time.Second / ticks, nil
+}
+
+// profile fetches a CPU profile of d from the server's debug listener
+// into file.
+func (s *server) profile(d time.Duration, file string) error {
+	if s.debug == "" {
+		return fmt.Errorf("%s has no debug listener", s.name)
+	}
+	resp, err := http.Get("http://" + s.debug + "/debug/pprof/profile?seconds=" + strconv.Itoa(int(d/time.Second)))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile: status %d", resp.StatusCode)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

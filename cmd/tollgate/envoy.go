@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -19,11 +22,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 
+	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/envoyrls"
 	"github.com/tollgate-dev/tollgate/limit"
-	"github.com/tollgate-dev/tollgate/store/eventual"
-	"github.com/tollgate-dev/tollgate/store/memory"
-	"github.com/tollgate-dev/tollgate/store/redis"
+	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/stores"
 )
 
 var envoyRLSCommand = &command{
@@ -35,7 +38,7 @@ var envoyRLSCommand = &command{
 		fs.StringVar(&env.dir, "config-dir", env.dir, "`directory` of envoyproxy/ratelimit configuration files, one domain per file (default $RUNTIME_ROOT/$RUNTIME_SUBDIRECTORY/$RUNTIME_APPDIRECTORY, APPDIRECTORY defaulting to config)")
 		fs.StringVar(&env.grpc, "grpc", env.grpc, "gRPC listener `address` (default from GRPC_HOST, GRPC_PORT)")
 		fs.StringVar(&env.http, "http", env.http, "HTTP listener `address` (/json, /healthcheck), or off (default from HOST, PORT)")
-		fs.StringVar(&env.debug, "debug", env.debug, "debug listener `address` (/metrics), or off (default from DEBUG_HOST, DEBUG_PORT)")
+		fs.StringVar(&env.debug, "debug", env.debug, "debug listener `address` (/metrics, /debug/pprof/), or off (default from DEBUG_HOST, DEBUG_PORT)")
 		fs.StringVar(&env.redis, "redis", env.redis, "Redis `addresses` (host:port, comma-separated); empty decides in memory (default REDIS_URL, with REDIS_SOCKET_TYPE=tcp; REDIS_AUTH is [user:]password)")
 		tier := fs.String("redis-tier", "strict", "with -redis: strict (every decision in Redis) or eventual (local, synced)")
 		headers := fs.String("headers", env.headers, "response headers: draft10, legacy (RateLimit-Limit/-Remaining/-Reset, named by LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER) or none (default legacy when LIMIT_RESPONSE_HEADERS_ENABLED=true)")
@@ -152,30 +155,45 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 	return s, errors.Join(errs...)
 }
 
-// openEnvoyRLSStore opens the store s names, and its closer.
-func openEnvoyRLSStore(ctx context.Context, s envoyRLSSettings) (limit.Store, func(), error) {
-	if s.redis == "" {
-		ms, err := memory.New(memory.Config{})
-		if err != nil {
-			return nil, nil, err
-		}
-		return ms, func() { ms.Close() }, nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	rs, err := redis.New(ctx, redis.Config{Addrs: strings.Split(s.redis, ","), Username: s.redisUser, Password: s.redisPassword})
+// openEnvoyRLSStore opens the store s names through package stores, as
+// serve and forward-auth open theirs: memory by default, else Redis at
+// the strict or the eventual tier, Redis failures answered by the
+// default on_error (local: decided in memory). Closing the Set closes
+// the store.
+func openEnvoyRLSStore(s envoyRLSSettings, log *slog.Logger) (limit.Store, *stores.Set, error) {
+	set, err := stores.Open(envoyRLSStoreSection(s), log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("redis: %w", err)
+		return nil, nil, err
 	}
-	if s.tier == "eventual" {
-		es, err := eventual.New(eventual.Config{Redis: rs})
-		if err != nil {
-			rs.Close()
-			return nil, nil, err
+	var cfg rules.Config
+	st, err := set.Engine(&cfg)
+	if err == nil && s.redis != "" {
+		tier := rules.ConsistencyStrict
+		if s.tier == "eventual" {
+			tier = rules.ConsistencyEventual
 		}
-		return es, func() { es.Close(); rs.Close() }, nil
+		st, err = set.For(&cfg)(rules.Rule{Consistency: tier})
 	}
-	return rs, func() { rs.Close() }, nil
+	if err != nil {
+		set.Close()
+		return nil, nil, err
+	}
+	return st, set, nil
+}
+
+// envoyRLSStoreSection is the store section equivalent to s's Redis
+// settings: its first address as the URL (with REDIS_AUTH's user and
+// password), the others as cluster seeds; no Redis is the memory store.
+func envoyRLSStoreSection(s envoyRLSSettings) config.Store {
+	if s.redis == "" {
+		return config.Store{}
+	}
+	addrs := strings.Split(s.redis, ",")
+	u := &url.URL{Scheme: "redis", Host: addrs[0]}
+	if s.redisUser != "" || s.redisPassword != "" {
+		u.User = url.UserPassword(s.redisUser, s.redisPassword)
+	}
+	return config.Store{Redis: &config.RedisStore{URL: u.String(), Cluster: addrs[1:]}}
 }
 
 func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stderr io.Writer) int {
@@ -194,12 +212,12 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 		}
 		return exitFail
 	}
-	st, closeStore, err := openEnvoyRLSStore(ctx, s)
+	st, set, err := openEnvoyRLSStore(s, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate envoy-rls: store: %v\n", err)
 		return exitFail
 	}
-	defer closeStore()
+	defer set.Close()
 	reg := prometheus.NewRegistry()
 	metrics, err := envoyrls.NewMetrics(reg, 0)
 	if err != nil {
@@ -234,7 +252,11 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 		fmt.Fprintf(stderr, "tollgate envoy-rls: -grpc: %v\n", err)
 		return exitFail
 	}
-	g := grpc.NewServer()
+	// Stream workers: a stream is served by a goroutine kept from earlier
+	// ones, whose stack has already grown, rather than a new one per call
+	// (a stream beyond them still gets its own). The count covers the
+	// calls waiting on Redis at once under load.
+	g := grpc.NewServer(grpc.NumStreamWorkers(uint32(max(64, 8*runtime.GOMAXPROCS(0)))))
 	svc.Register(g)
 	errc := make(chan error, 3)
 	go func() { errc <- g.Serve(gl) }()
@@ -262,8 +284,15 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 		}
 		h := l.h
 		if l.flag == "-debug" {
+			// /metrics, and Go's profiles as envoyproxy/ratelimit's debug
+			// port serves them (/debug/pprof/).
 			mux := http.NewServeMux()
 			mux.Handle("/metrics", l.h)
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 			h = mux
 		}
 		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
@@ -48,8 +50,14 @@ func benchRequests(n int) []*rlsv3.RateLimitRequest {
 	return out
 }
 
+// benchService decides with st, counting metrics as tollgate envoy-rls
+// does.
 func benchService(b *testing.B, st limit.Store) *Service {
-	svc, err := New(Config{Store: st})
+	m, err := NewMetrics(prometheus.NewRegistry(), 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc, err := New(Config{Store: st, Metrics: m})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,5 +104,79 @@ func BenchmarkShouldRateLimit(b *testing.B) {
 				})
 			})
 		}
+	}
+}
+
+// TestShouldRateLimitAllocs pins the handler's allocations per request
+// on the memory store (metrics on, draft-10 headers): the counter keys,
+// the response in one block, its two header values. The gRPC layer's own
+// are not counted.
+func TestShouldRateLimitAllocs(t *testing.T) {
+	mem, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	m, err := NewMetrics(prometheus.NewRegistry(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(Config{Store: mem, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.SetLimits(mustBuild(t, Source{Name: "bench.yaml", Data: []byte(benchConfig)}))
+	ctx := context.Background()
+	for n, want := range map[int]float64{1: 7, 3: 10} {
+		req := benchRequests(n)[0]
+		got := testing.AllocsPerRun(200, func() {
+			if _, err := svc.ShouldRateLimit(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got > want {
+			t.Errorf("%d descriptors: %v allocations per request, want at most %v", n, got, want)
+		}
+	}
+}
+
+// TestDescriptorsShareOneRedisCall: the descriptors of one request are
+// decided in one call to Redis (one EVALSHA), not one round trip each.
+func TestDescriptorsShareOneRedisCall(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rs, err := redis.New(ctx, redis.Config{Addrs: []string{srv.Addr}, Timeout: 2 * time.Second, OnFailure: redis.FailClosed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	svc, err := New(Config{Store: rs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.SetLimits(mustBuild(t, Source{Name: "bench.yaml", Data: []byte(benchConfig)}))
+	req := benchRequests(3)[0]
+	if _, err := svc.ShouldRateLimit(ctx, req); err != nil { // loads the script
+		t.Fatal(err)
+	}
+	calls := func() int {
+		for _, line := range strings.Split(srv.CLI(t, "INFO", "commandstats"), "\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+				n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+				return n
+			}
+		}
+		return 0
+	}
+	before := calls()
+	for range 10 {
+		resp, err := svc.ShouldRateLimit(ctx, req)
+		if err != nil || len(resp.GetStatuses()) != 3 || resp.GetStatuses()[2].GetLimitRemaining() == 0 {
+			t.Fatalf("%v, %v", resp, err)
+		}
+	}
+	if n := calls() - before; n != 10 {
+		t.Fatalf("10 requests of 3 descriptors made %d EVALSHA calls, want 10", n)
 	}
 }
