@@ -201,7 +201,7 @@ func run(p plan) error {
 					res, err := s.load(reqs[d], c, p.duration, rp)
 					if prof != nil {
 						if err := <-prof; err != nil {
-							return fmt.Errorf("%s: %w", s.name, err)
+							fmt.Fprintf(os.Stderr, "%s: no profile: %v\n", s.name, err)
 						}
 					}
 					if err != nil {
