@@ -204,4 +204,7 @@ func TestEnvoyRLSOpensItsStoreThroughStores(t *testing.T) {
 		}
 		set.Close()
 	}
+	if _, _, err := openEnvoyRLSStore(envoyRLSSettings{redis: srv.Addr, redisPassword: "wrong", tier: "strict"}, nil); err == nil {
+		t.Error("a password Redis refuses: opened")
+	}
 }
