@@ -22,7 +22,7 @@
 // per cell, -rounds rounds.
 //
 //	go build -o /tmp/rls/tollgate ./cmd/tollgate
-//	cd bench && GOBIN=/tmp/rls go install github.com/envoyproxy/ratelimit/src/service_cmd@v1.4.1-0.20260122083618-3fb702589d36
+//	cd bench && go build -o /tmp/rls/service_cmd github.com/envoyproxy/ratelimit/src/service_cmd # pinned in go.mod as a tool
 //	go run ./rlsload -tollgate /tmp/rls/tollgate -envoy-ratelimit /tmp/rls/service_cmd
 package main
 
