@@ -37,7 +37,7 @@ fi
 # bench module pins as a tool (bench/go.mod), built from the Go module proxy
 # (minutes the first time, cached after). Without it that test is skipped.
 if [ -z "${ENVOY_RATELIMIT_BIN:-}" ]; then
-  rl="${XDG_CACHE_HOME:-$HOME/.cache}/tollgate/envoy-ratelimit"
+  rl="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/tollgate/envoy-ratelimit"
   if (cd bench && go build -o "$rl" github.com/envoyproxy/ratelimit/src/service_cmd); then
     export ENVOY_RATELIMIT_BIN="$rl"
   else
