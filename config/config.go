@@ -49,6 +49,8 @@ type Config struct {
 	rules.Config `yaml:",inline"`
 	// AccessLog is off unless a path is given.
 	AccessLog AccessLog `yaml:"access_log"`
+	// RefusalLog is off unless a path is given.
+	RefusalLog RefusalLog `yaml:"refusal_log"`
 	// Reload controls watching the file for changes (SIGHUP always
 	// reloads).
 	Reload Reload `yaml:"reload"`
@@ -98,6 +100,8 @@ type TLS struct {
 type Admin struct {
 	// Addr is host:port. Default "127.0.0.1:9090"; "off" disables it.
 	Addr string `yaml:"addr"`
+	// Dashboard is the live dashboard served at /.
+	Dashboard Dashboard `yaml:"dashboard"`
 }
 
 // Upstream holds the connection settings towards the upstreams.
