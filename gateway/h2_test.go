@@ -1,0 +1,167 @@
+package gateway
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// startH2Gateway starts a gateway whose listener has http2 on: h2c, or
+// TLS (with a fresh self-signed certificate) when tlsOn.
+func startH2Gateway(t *testing.T, tlsOn bool, yaml string) (*Gateway, string) {
+	t.Helper()
+	listen := `listen: {addr: "127.0.0.1:0", http2: on}`
+	scheme := "http"
+	if tlsOn {
+		cert, key := writeTestCert(t)
+		listen = fmt.Sprintf(`listen: {addr: "127.0.0.1:0", http2: on, tls: {cert: %q, key: %q}}`, cert, key)
+		scheme = "https"
+	}
+	g := newTestGateway(t, listen+`
+admin: {addr: "127.0.0.1:0"}
+reload: {watch: false}
+`+yaml)
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return g, scheme + "://" + g.Addr().String()
+}
+
+// writeTestCert writes a self-signed certificate for 127.0.0.1 and
+// localhost and its key, returning their paths.
+func writeTestCert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "tollgate test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// h2cClient speaks h2c with prior knowledge; h2TLSClient h2 over TLS,
+// trusting any certificate (the test's own).
+func h2cClient() *http.Client {
+	return &http.Client{Transport: &http2.Transport{
+		AllowHTTP: true,
+		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		},
+	}}
+}
+
+func h2TLSClient() *http.Client {
+	return &http.Client{Transport: &http2.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+}
+
+// h1Upstream and h2cUpstream serve handler over HTTP/1.1 and over h2c
+// (prior knowledge) on loopback.
+func h1Upstream(t *testing.T, h http.Handler) string {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func h2cUpstream(t *testing.T, h http.Handler) string {
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// echo answers with the request's protocol, path and forwarded fields,
+// and a trailer.
+var echo = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Trailer", "X-Checksum")
+	w.Header().Set("Ratelimit", "upstream's own")
+	fmt.Fprintf(w, "%s %s host=%s xff=%s proto=%s fhost=%s te=%s", r.Proto, r.URL.RequestURI(), r.Host,
+		r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Forwarded-Host"), r.Header.Get("Te"))
+	w.Header().Set("X-Checksum", "abc")
+})
+
+func TestH2ProxiesToH1AndH2Upstreams(t *testing.T) {
+	h1 := h1Upstream(t, echo)
+	h2 := h2cUpstream(t, echo)
+	rules := `rules:
+  - {name: per-ip, policies: [{rate: 1000/m}]}
+routes:
+  - {path: /one/, upstream: "` + h1 + `/base"}
+  - {path: /two/, upstream: "` + h2 + `", protocol: http2}
+`
+	for _, tlsOn := range []bool{false, true} {
+		_, base := startH2Gateway(t, tlsOn, rules)
+		client, proto := h2cClient(), "http"
+		if tlsOn {
+			client, proto = h2TLSClient(), "https"
+		}
+		for _, tc := range []struct{ path, want string }{
+			{"/one/a%2Fb?q=1", "HTTP/1.1 /base/one/a%2Fb?q=1 host=" + strings.TrimPrefix(h1, "http://") + " xff=127.0.0.1 proto=" + proto},
+			{"/two/x/../y", "HTTP/2.0 /two/y host=" + strings.TrimPrefix(h2, "http://") + " xff=127.0.0.1 proto=" + proto},
+		} {
+			req, _ := http.NewRequest("GET", base+tc.path, nil)
+			req.Header.Set("X-Forwarded-For", "203.0.113.9") // not trusted: dropped
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.ProtoMajor != 2 || resp.StatusCode != 200 || !strings.HasPrefix(string(b), tc.want) {
+				t.Errorf("tls=%t %s: %s %d %q, want %q", tlsOn, tc.path, resp.Proto, resp.StatusCode, b, tc.want)
+			}
+			if got := resp.Trailer.Get("X-Checksum"); got != "abc" {
+				t.Errorf("tls=%t %s: trailer %q", tlsOn, tc.path, got)
+			}
+			if got := resp.Header.Values("Ratelimit"); len(got) != 1 || !strings.Contains(got[0], `"per-ip";r=`) {
+				t.Errorf("tls=%t %s: RateLimit %q (the gateway's replaces the upstream's)", tlsOn, tc.path, got)
+			}
+		}
+	}
+}
