@@ -123,6 +123,9 @@ var echo = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Ratelimit", "upstream's own")
 	fmt.Fprintf(w, "%s %s host=%s xff=%s proto=%s fhost=%s te=%s", r.Proto, r.URL.RequestURI(), r.Host,
 		r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Forwarded-Proto"), r.Header.Get("X-Forwarded-Host"), r.Header.Get("Te"))
+	// Flushed: no Content-Length, with which curl does not show
+	// trailers.
+	http.NewResponseController(w).Flush()
 	w.Header().Set("X-Checksum", "abc")
 })
 
