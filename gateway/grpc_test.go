@@ -218,3 +218,30 @@ func TestIsGRPCContentType(t *testing.T) {
 		t.Error("two content types accepted")
 	}
 }
+
+// On the wire, a gRPC refusal is HTTP 200 with the gRPC status in its
+// only HEADERS frame (trailers-only), never a 429.
+func TestGRPCRefusalOnTheWire(t *testing.T) {
+	_, base := startH2Gateway(t, false, `rules:
+  - {name: none, policies: [{name: zero, algorithm: fixed_window, limit: 1, window: 1h}]}
+routes:
+  - {path: /, upstream: "http://127.0.0.1:9", grpc: true}
+`)
+	for i, want := range []string{"14", "8"} { // the first passes and finds no upstream
+		req, _ := http.NewRequest("POST", base+"/pkg.Svc/Method", strings.NewReader("\x00\x00\x00\x00\x00"))
+		req.Header.Set("Content-Type", "application/grpc")
+		req.Header.Set("Te", "trailers")
+		resp, err := h2cClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		h := resp.Header
+		if resp.StatusCode != 200 || h.Get("Content-Type") != "application/grpc" || h.Get("Grpc-Status") != want {
+			t.Errorf("request %d: %d %v, want 200 with grpc-status %s", i, resp.StatusCode, h, want)
+		}
+		if want == "8" && (h.Get("Retry-After") == "" || h.Get("Ratelimit") == "" || !strings.HasPrefix(h.Get("Grpc-Message"), "rate limit exceeded; retry after ")) {
+			t.Errorf("refusal's metadata: %v", h)
+		}
+	}
+}

@@ -25,6 +25,17 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 	if p := cleanPath(r.URL.Path); p != r.URL.Path {
 		r.URL.Path = p
 	}
+	if up := r.Header["Upgrade"]; len(up) == 1 && strings.EqualFold(up[0], "h2c") {
+		// The HTTP/1.1 request that upgraded its connection to h2c
+		// (h2c's handler takes every other one), answered over
+		// HTTP/2: its Upgrade, Connection and HTTP2-Settings fields
+		// were for this hop and are not forwarded (ReverseProxy would
+		// start an upgrade upstream).
+		r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
+		delete(r.Header, "Upgrade")
+		delete(r.Header, "Connection")
+		delete(r.Header, "Http2-Settings")
+	}
 	rt := s.match([]byte(r.Host), []byte(r.URL.Path))
 	g.countProtocol(r, rt)
 	if rt == nil {
