@@ -23,13 +23,12 @@ func (c *Config) validateHTTP2(ps *problems) {
 			ps.add(c.at(what+".protocol"), "%s.protocol %q: want http1 or http2", what, r.Protocol)
 			continue
 		}
-		if r.GRPC && r.Protocol != ProtocolHTTP2 {
+		switch {
+		case r.GRPC && r.Protocol != ProtocolHTTP2:
 			ps.add(c.at(what+".protocol"), "%s.protocol %q: a gRPC route's upstream speaks http2", what, r.Protocol)
-		}
-		if r.Upstream == "demo" && (r.GRPC || r.Protocol == ProtocolHTTP2) {
+		case r.Upstream == "demo" && (r.GRPC || r.Protocol == ProtocolHTTP2):
 			ps.add(c.at(what+".upstream"), "%s.upstream demo speaks HTTP/1.1 only (not gRPC or protocol http2)", what)
-		}
-		if l.HTTP2 == HTTP2Off {
+		case l.HTTP2 == HTTP2Off:
 			switch {
 			case r.GRPC:
 				ps.add(c.at(what+".grpc"), "%s is a gRPC route: it needs listen.http2 on (the HTTP/1.1 data path cannot carry gRPC)", what)

@@ -23,3 +23,20 @@ func TestGRPCMethod(t *testing.T) {
 		}
 	}
 }
+
+// GRPCMethod reads a path from the wire: it never panics, and what it
+// returns rebuilds the path.
+func FuzzGRPCMethod(f *testing.F) {
+	for _, s := range []string{"/pkg.Greeter/SayHello", "/a/b/c", "//x", "/", "", "/\xff/\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		s, m, ok := GRPCMethod(path)
+		if !ok {
+			return
+		}
+		if "/"+s+"/"+m != path || s == "" || m == "" {
+			t.Fatalf("GRPCMethod(%q) = %q, %q", path, s, m)
+		}
+	})
+}
