@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/httplimit"
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // serveH2 is the net/http data path's handler: route, decide, then
@@ -54,36 +55,37 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 			r.Body = http.MaxBytesReader(w, r.Body, max)
 		}
 	}
-	ex := &exchange{s: s, rt: rt, rawPath: raw}
+	// Decided into a local Result: a refusal allocates no exchange.
+	var res rules.Result
 	if s.engine != nil {
 		t0 := monoNow()
 		// A stream its client reset is still decided and charged:
 		// opening and cancelling streams (CVE-2023-44487's rapid
 		// reset) costs a client its allowance as requests do.
-		ex.res, _ = s.engine.Decide(context.WithoutCancel(r.Context()), httplimit.Request(r))
+		res, _ = s.engine.Decide(context.WithoutCancel(r.Context()), httplimit.Request(r))
 		g.m.decisionTime.Observe(time.Since(t0).Seconds())
-		if ex.res.Refused() {
+		if res.Refused() {
 			if rt.grpc {
-				writeGRPCRefusal(w, &ex.res)
+				writeGRPCRefusal(w, &res)
 			} else {
-				httplimit.WriteRefusal(w, r, &ex.res)
+				httplimit.WriteRefusal(w, r, &res)
 			}
 			return
 		}
-		if ex.res.Delay > 0 {
-			if httplimit.Sleep(r.Context(), ex.res.Delay) != nil {
+		if res.Delay > 0 {
+			if httplimit.Sleep(r.Context(), res.Delay) != nil {
 				return // the client went away: it reads nothing
 			}
 		}
 	}
 	if rt.demo {
-		if ex.res.Matched() {
-			httplimit.SetHeaders(w.Header(), &ex.res)
+		if res.Matched() {
+			httplimit.SetHeaders(w.Header(), &res)
 		}
 		demoH2(w, r)
 		return
 	}
-	g.proxyH2(w, r, ex)
+	g.proxyH2(w, r, &exchange{s: s, rt: rt, rawPath: raw, res: res})
 }
 
 // countProtocol counts r in the requests by protocol.
