@@ -168,3 +168,36 @@ routes:
 		}
 	}
 }
+
+// The access log on the HTTP/2 path: the combined line's protocol is the
+// request's, HTTP/2.0, with the status, size, rule and decision.
+func TestH2AccessLog(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "access.log")
+	g, base := startH2Gateway(t, false, `routes: [{path: /, upstream: "`+h1Upstream(t, echo)+`"}]
+access_log: {path: "`+file+`", format: combined}
+rules: [{name: one, policies: [{algorithm: fixed_window, limit: 1, window: 1h}]}]
+`)
+	for range 2 {
+		resp, err := h2cClient().Get(base + "/a?b=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	g.Close()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	want := []string{`"GET /a?b=1 HTTP/2.0" 200 `, `"GET /a?b=1 HTTP/2.0" 429 `}
+	if len(lines) != 2 {
+		t.Fatalf("lines:\n%s", data)
+	}
+	for i, l := range lines {
+		if !strings.Contains(l, want[i]) || !strings.HasSuffix(l, []string{"rule=one decision=allowed", "rule=one decision=refused"}[i]) || strings.Contains(l, `" 200 0 `) {
+			t.Errorf("line %d = %q, want %q", i, l, want[i])
+		}
+	}
+}

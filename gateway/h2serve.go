@@ -19,6 +19,13 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 	g.inFlight.Add(1)
 	defer g.inFlight.Add(-1)
 	s := g.snap.Load()
+	var ent *entry
+	if s.logAccess && g.access != nil {
+		aw := &accessWriter{ResponseWriter: w}
+		ent = g.access.beginH2(r)
+		defer g.access.finishH2(ent, r, aw)
+		w = aw
+	}
 	// Routing and the rules see the path with its dot segments
 	// resolved, as fasthttp's normalized path on the HTTP/1.1 path; the
 	// upstream gets the path as sent unless it had some (h2proxy.go).
@@ -64,6 +71,9 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 		// reset) costs a client its allowance as requests do.
 		res, _ = s.engine.Decide(context.WithoutCancel(r.Context()), httplimit.Request(r))
 		g.m.decisionTime.Observe(time.Since(t0).Seconds())
+		if ent != nil {
+			ent.result(&res)
+		}
 		if res.Refused() {
 			if rt.grpc {
 				writeGRPCRefusal(w, &res)
