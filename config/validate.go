@@ -201,8 +201,8 @@ func (c *Config) checkRedisURL(ps *problems, r *RedisStore) {
 	case err != nil:
 		ps.add(at, "store.redis.url: %v (want redis://HOST:PORT, optionally with user:password@ and /DB)", redactErr(err))
 		return
-	case u.Scheme != "redis":
-		ps.add(at, "store.redis.url: scheme must be redis, got %q", u.Scheme)
+	case u.Scheme != "redis" && u.Scheme != "rediss":
+		ps.add(at, "store.redis.url: scheme must be redis (or rediss for TLS), got %q", u.Scheme)
 		return
 	case u.Port() == "":
 		ps.add(at, "store.redis.url: give the port, e.g. redis://localhost:6379")
@@ -214,6 +214,7 @@ func (c *Config) checkRedisURL(ps *problems, r *RedisStore) {
 			ps.add(at, "store.redis.url: database %q is not a number", db)
 		}
 	}
+	c.validateRedisConn(ps, r, u)
 }
 
 // hostPort reports whether s is a bare host:port ("127.0.0.1:3000",

@@ -231,7 +231,9 @@ func (g *Gateway) Config() *config.Config { return g.snap.Load().cfg }
 
 // Reload validates-by-building cfg and, if it builds, swaps it in
 // atomically. The store is kept, so rules that did not change keep their
-// counters. Changes that need a restart (listener addresses, the store)
+// counters; new Redis credentials or TLS files reconnect it (see
+// stores.Set.Rotate), and a reload whose new connection fails is refused.
+// Changes that need a restart (listener addresses, where the store is)
 // are refused: the old configuration keeps serving.
 func (g *Gateway) Reload(cfg *config.Config) error {
 	err := g.reload(cfg)
@@ -261,6 +263,12 @@ func (g *Gateway) reload(cfg *config.Config) error {
 	}
 	s, err := g.build(cfg)
 	if err != nil {
+		return err
+	}
+	// New Redis credentials or TLS files: connect with them before the
+	// new configuration serves (the old connection serves meanwhile, and
+	// keeps serving when they fail).
+	if err := g.stores.Rotate(cfg.Store); err != nil {
 		return err
 	}
 	g.snap.Store(s)

@@ -69,7 +69,7 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 		// A stream its client reset is still decided and charged:
 		// opening and cancelling streams (CVE-2023-44487's rapid
 		// reset) costs a client its allowance as requests do.
-		res, _ = s.engine.Decide(context.WithoutCancel(r.Context()), httplimit.Request(r))
+		res, _ = s.engine.Decide(context.WithoutCancel(r.Context()), httplimit.Request{Req: r})
 		g.m.decisionTime.Observe(time.Since(t0).Seconds())
 		if ent != nil {
 			ent.result(&res)
@@ -78,7 +78,8 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 			if rt.grpc {
 				writeGRPCRefusal(w, &res)
 			} else {
-				httplimit.WriteRefusal(w, r, &res)
+				httplimit.SetHeaders(w.Header(), &res)
+				httplimit.WriteRefusal(w, r, res.Refusal())
 			}
 			return
 		}

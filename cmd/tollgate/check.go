@@ -78,7 +78,7 @@ func summarize(w io.Writer, c *config.Config) {
 	fmt.Fprintf(w, "admin    %s\n", c.Admin.Addr)
 	switch {
 	case c.Store.Redis != nil:
-		fmt.Fprintf(w, "store    redis (timeout %v)\n", c.Store.Redis.Timeout)
+		fmt.Fprintf(w, "store    redis %s (timeout %v)\n", c.Store.Redis.Describe(), c.Store.Redis.Timeout)
 	default:
 		fmt.Fprintf(w, "store    memory (at most %d keys)\n", c.Store.Memory.MaxKeys)
 	}
