@@ -97,7 +97,7 @@ type Listen struct {
 	// beyond it wait, and a client that opens and resets streams faster
 	// than they run is disconnected (ENHANCE_YOUR_CALM). Default 128
 	// (nginx's http2_max_concurrent_streams).
-	MaxConcurrentStreams uint32 `yaml:"max_concurrent_streams"`
+	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
 	// MaxHeaderListSize bounds an HTTP/2 request's header list
 	// (SETTINGS_MAX_HEADER_LIST_SIZE: names and values plus 32 bytes a
 	// field, RFC 9113 §6.5.2), in bytes; a larger one is refused with

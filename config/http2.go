@@ -12,6 +12,9 @@ func (c *Config) validateHTTP2(ps *problems) {
 		ps.add(c.at("listen.http2"), "listen.http2 %q: want on or off", l.HTTP2)
 		return
 	}
+	if l.MaxConcurrentStreams < 1 || l.MaxConcurrentStreams > 1<<20 {
+		ps.add(c.at("listen.max_concurrent_streams"), "listen.max_concurrent_streams %d: want 1 to 1048576", l.MaxConcurrentStreams)
+	}
 	if l.MaxHeaderListSize < 1024 {
 		ps.add(c.at("listen.max_header_list_size"), "listen.max_header_list_size %d: want at least 1024", l.MaxHeaderListSize)
 	}

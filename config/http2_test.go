@@ -33,6 +33,7 @@ routes:
 
 	src = `listen:
   max_header_list_size: 100
+  max_concurrent_streams: -1
   http2: off
 routes:
   - path: /a
@@ -53,10 +54,11 @@ routes:
 	_, err = Parse("c.yaml", []byte(src))
 	checkProblems(t, err, []want{
 		{2, "listen.max_header_list_size 100: want at least 1024"},
-		{7, `routes[0].protocol "http3": want http1 or http2`},
-		{10, "routes[1] is a gRPC route: it needs listen.http2 on"},
-		{13, "routes[2].protocol http2 needs listen.http2 on"},
-		{17, `routes[3].protocol "http1": a gRPC route's upstream speaks http2`},
-		{18, "routes[4].upstream demo speaks HTTP/1.1 only"},
+		{3, "listen.max_concurrent_streams -1: want 1 to 1048576"},
+		{8, `routes[0].protocol "http3": want http1 or http2`},
+		{11, "routes[1] is a gRPC route: it needs listen.http2 on"},
+		{14, "routes[2].protocol http2 needs listen.http2 on"},
+		{18, `routes[3].protocol "http1": a gRPC route's upstream speaks http2`},
+		{19, "routes[4].upstream demo speaks HTTP/1.1 only"},
 	})
 }

@@ -285,7 +285,7 @@ func listenShape(l config.Listen) any {
 		ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 		MaxConns                               int
 		HTTP2                                  string
-		MaxConcurrentStreams                   uint32
+		MaxConcurrentStreams                   int
 		MaxHeaderListSize                      int
 	}
 	return shape{l.Addr, l.TLS != nil, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns,

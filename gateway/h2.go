@@ -59,7 +59,7 @@ func (g *Gateway) newH2Listener(cfg *config.Config) (*h2Listener, error) {
 		ErrorLog: g.netHTTPLogger(),
 	}
 	h2s := &http2.Server{
-		MaxConcurrentStreams: l.MaxConcurrentStreams,
+		MaxConcurrentStreams: uint32(l.MaxConcurrentStreams),
 		IdleTimeout:          l.IdleTimeout,
 		CountError:           g.m.countH2Error,
 	}
