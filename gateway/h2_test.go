@@ -201,3 +201,111 @@ rules: [{name: one, policies: [{algorithm: fixed_window, limit: 1, window: 1h}]}
 		}
 	}
 }
+
+// Upstreams over TLS: h2 by ALPN for protocol http2, HTTP/1.1 otherwise.
+func TestH2TLSUpstreams(t *testing.T) {
+	h2 := httptest.NewUnstartedServer(echo)
+	h2.EnableHTTP2 = true
+	h2.StartTLS()
+	t.Cleanup(h2.Close)
+	h1 := httptest.NewTLSServer(echo)
+	t.Cleanup(h1.Close)
+	_, base := startH2Gateway(t, true, `routes:
+  - {path: /two/, upstream: "`+h2.URL+`", protocol: http2}
+  - {path: /one/, upstream: "`+h1.URL+`"}
+`)
+	for p, want := range map[string]string{"/two/x": "HTTP/2.0 /two/x", "/one/x": "HTTP/1.1 /one/x"} {
+		resp, err := h2TLSClient().Get(base + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(string(b), want) || resp.Trailer.Get("X-Checksum") != "abc" {
+			t.Errorf("%s: %d %q trailer %q, want %q", p, resp.StatusCode, b, resp.Trailer.Get("X-Checksum"), want)
+		}
+	}
+}
+
+// upstream.response_timeout holds on the HTTP/2 path: 504, or for a gRPC
+// route DEADLINE_EXCEEDED; a body that starts in time may take longer.
+func TestH2ResponseTimeout(t *testing.T) {
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stream" {
+			w.WriteHeader(200)
+			http.NewResponseController(w).Flush()
+			time.Sleep(400 * time.Millisecond)
+			io.WriteString(w, "late but fine")
+			return
+		}
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+	}
+	up := h2cUpstream(t, http.HandlerFunc(slow))
+	_, base := startH2Gateway(t, false, `upstream: {response_timeout: 200ms}
+routes:
+  - {path: /g/, upstream: "`+up+`", grpc: true}
+  - {path: /, upstream: "`+up+`", protocol: http2}
+`)
+	c := h2cClient()
+	resp, err := c.Get(base + "/slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 504 {
+		t.Errorf("slow upstream: %d, want 504", resp.StatusCode)
+	}
+	resp, err = c.Get(base + "/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "late but fine" {
+		t.Errorf("streamed body: %d %q", resp.StatusCode, b)
+	}
+	req, _ := http.NewRequest("POST", base+"/g/pkg.S/M", strings.NewReader(""))
+	req.Header.Set("Content-Type", "application/grpc")
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Grpc-Status") != "4" {
+		t.Errorf("slow gRPC upstream: %d grpc-status %q, want 200 and 4", resp.StatusCode, resp.Header.Get("Grpc-Status"))
+	}
+}
+
+// Shutdown lets an HTTP/2 request in flight finish.
+func TestH2ShutdownWaitsForRequests(t *testing.T) {
+	up := h2cUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(w, "done")
+	}))
+	g, base := startH2Gateway(t, false, `routes: [{path: /, upstream: "`+up+`", protocol: http2}]`)
+	got := make(chan string, 1)
+	go func() {
+		resp, err := h2cClient().Get(base + "/")
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got <- string(b)
+	}()
+	for g.inFlight.Load() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := g.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if b := <-got; b != "done" {
+		t.Errorf("the request in flight got %q", b)
+	}
+}
