@@ -13,7 +13,7 @@
 # prior knowledge; TLS=1 measures h2 over TLS (ALPN) instead. Besides
 # requests per second it records the server's CPU time per request.
 # Needs: go, h2load (Debian nghttp2-client), nginx, caddy, openssl (TLS).
-# Everything listens on 127.0.0.1:18181-18199 and is stopped on exit.
+# Everything listens on 127.0.0.1:18381-18389 and is stopped on exit.
 set -euo pipefail
 
 ROUNDS=${1:-3}
@@ -40,12 +40,12 @@ if [ "${TLS:-}" = 1 ]; then
 		-addext subjectAltName=IP:127.0.0.1 -keyout "$RUN/key.pem" -out "$RUN/cert.pem" 2>/dev/null
 fi
 
-# --- the origin: nginx answering 200 "ok" on :18181, HTTP/1.1 ---------------
+# --- the origin: nginx answering 200 "ok" on :18381, HTTP/1.1 ---------------
 mkdir -p "$RUN/origin/tmp"
-sed -e "s|@RUN@|$RUN/origin|g" -e "s|18081|18181|" "$EDGE/nginx-origin.conf.in" >"$RUN/origin/nginx.conf"
+sed -e "s|@RUN@|$RUN/origin|g" -e "s|18081|18381|" "$EDGE/nginx-origin.conf.in" >"$RUN/origin/nginx.conf"
 nginx -c "$RUN/origin/nginx.conf" -p "$RUN/origin/" -g 'daemon off;' &
 PIDS+=($!)
-PIDOF[18181]=$!
+PIDOF[18381]=$!
 
 # --- nginx http2 + limit_req: never refusing, refusing -------------------------
 nginx_h2() { # name port zone req
@@ -56,14 +56,14 @@ nginx_h2() { # name port zone req
 	fi
 	mkdir -p "$d/tmp"
 	sed -e "s|@RUN@|$d|g" -e "s|@PORT@|$2|" -e "s|@LISTEN_OPTS@|$opts|" -e "s|@SSL@|$ssl|" \
-		-e "s|@ORIGIN@|127.0.0.1:18181|" -e "s|@LIMIT_ZONE@|$3|" -e "s|@LIMIT_REQ@|$4|" \
+		-e "s|@ORIGIN@|127.0.0.1:18381|" -e "s|@LIMIT_ZONE@|$3|" -e "s|@LIMIT_REQ@|$4|" \
 		"$EDGE/nginx-h2.conf.in" >"$d/nginx.conf"
 	nginx -c "$d/nginx.conf" -p "$d/" -g 'daemon off;' &
 	PIDS+=($!)
 	PIDOF[$2]=$!
 }
-nginx_h2 allow 18183 'limit_req_zone $binary_remote_addr zone=z:10m rate=1000000r/s;' 'limit_req zone=z burst=1000 nodelay;'
-nginx_h2 deny 18184 'limit_req_zone $binary_remote_addr zone=z:10m rate=100r/s;' 'limit_req zone=z;'
+nginx_h2 allow 18383 'limit_req_zone $binary_remote_addr zone=z:10m rate=1000000r/s;' 'limit_req zone=z burst=1000 nodelay;'
+nginx_h2 deny 18384 'limit_req_zone $binary_remote_addr zone=z:10m rate=100r/s;' 'limit_req zone=z;'
 
 # --- tollgate, listen.http2 on: a rule that never refuses, one that always does
 (cd "$ROOT" && go build -o "$RUN/tollgate" ./cmd/tollgate)
@@ -75,7 +75,7 @@ listen: {addr: "127.0.0.1:$2", http2: on$tls}
 admin: {addr: "off"}
 reload: {watch: false}
 upstream: {max_conns: 512}
-routes: [{path: /, upstream: "http://127.0.0.1:18181"}]
+routes: [{path: /, upstream: "http://127.0.0.1:18381"}]
 $3
 YAML
 	"$RUN/tollgate" check -q "$RUN/tollgate-$1.yaml"
@@ -83,17 +83,17 @@ YAML
 	PIDS+=($!)
 	PIDOF[$2]=$!
 }
-tollgate allow 18185 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1000000/s, burst: 1000}]}]'
-tollgate deny 18186 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1/h, burst: 1}]}]'
+tollgate allow 18385 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1000000/s, burst: 1000}]}]'
+tollgate deny 18386 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1/h, burst: 1}]}]'
 
 # --- Caddy's reverse_proxy (no rate limiting: it has none built in) -----------
 mkdir -p "$RUN/caddy"
 if [ "$SCHEME" = https ]; then
-	site="https://127.0.0.1:18187"
+	site="https://127.0.0.1:18387"
 	tlsline="tls $RUN/cert.pem $RUN/key.pem"
 	protos="h1 h2"
 else
-	site="http://127.0.0.1:18187"
+	site="http://127.0.0.1:18387"
 	tlsline=""
 	protos="h1 h2c"
 fi
@@ -108,24 +108,24 @@ cat >"$RUN/caddy/Caddyfile" <<CADDY
 }
 $site {
 	$tlsline
-	reverse_proxy 127.0.0.1:18181
+	reverse_proxy 127.0.0.1:18381
 }
 CADDY
 XDG_DATA_HOME=$RUN/caddy XDG_CONFIG_HOME=$RUN/caddy caddy run --config "$RUN/caddy/Caddyfile" --adapter caddyfile >"$RUN/caddy/log" 2>&1 &
 PIDS+=($!)
-PIDOF[18187]=$!
+PIDOF[18387]=$!
 
 # --- the bare standard stack: httputil.ReverseProxy over h2c ------------------
 if [ "$SCHEME" = http ]; then
 	mkdir -p "$RUN/peers"
 	(cd "$ROOT/bench" && go build -o "$RUN/peers/" ./peers/stdproxy)
-	"$RUN/peers/stdproxy" -addr 127.0.0.1:18188 -h2c -upstream http://127.0.0.1:18181 &
+	"$RUN/peers/stdproxy" -addr 127.0.0.1:18388 -h2c -upstream http://127.0.0.1:18381 &
 	PIDS+=($!)
-	PIDOF[18188]=$!
+	PIDOF[18388]=$!
 	# and net/http's own 429 over h2c: the stack's ceiling for refusals
-	"$RUN/peers/stdproxy" -addr 127.0.0.1:18189 -h2c -deny &
+	"$RUN/peers/stdproxy" -addr 127.0.0.1:18389 -h2c -deny &
 	PIDS+=($!)
-	PIDOF[18189]=$!
+	PIDOF[18389]=$!
 fi
 
 . "$ROOT/scripts/bench-lib.sh"
@@ -135,15 +135,15 @@ CURLPROTO=--http2-prior-knowledge
 for port in "${!PIDOF[@]}"; do
 	for _ in $(seq 100); do
 		curl -s -o /dev/null $CURLPROTO "$SCHEME://127.0.0.1:$port/" 2>/dev/null && break
-		[ "$port" = 18181 ] && curl -s -o /dev/null "http://127.0.0.1:$port/" && break
+		[ "$port" = 18381 ] && curl -s -o /dev/null "http://127.0.0.1:$port/" && break
 		sleep 0.1
 	done
 done
 
-CONFIGS=("nginx-h2-limit-allow 18183" "tollgate-h2-rule-allow 18185" "caddy-reverse-proxy 18187")
-[ "$SCHEME" = http ] && CONFIGS+=("nethttp-reverseproxy-h2c 18188")
-CONFIGS+=("nginx-h2-limit-deny 18184" "tollgate-h2-rule-deny 18186")
-[ "$SCHEME" = http ] && CONFIGS+=("nethttp-429-h2c 18189")
+CONFIGS=("nginx-h2-limit-allow 18383" "tollgate-h2-rule-allow 18385" "caddy-reverse-proxy 18387")
+[ "$SCHEME" = http ] && CONFIGS+=("nethttp-reverseproxy-h2c 18388")
+CONFIGS+=("nginx-h2-limit-deny 18384" "tollgate-h2-rule-deny 18386")
+[ "$SCHEME" = http ] && CONFIGS+=("nethttp-429-h2c 18389")
 if [ -n "${ONLY:-}" ]; then
 	kept=()
 	for c in "${CONFIGS[@]}"; do
