@@ -117,10 +117,7 @@ func (g *Gateway) Start() error {
 	}
 	ln = yieldListener{ln}
 	if cfg.Listen.HTTP2 == config.HTTP2On {
-		if g.h2.ln, err = g.newH2Listener(cfg); err != nil {
-			ln.Close()
-			return err
-		}
+		g.h2.ln = g.newH2Listener(cfg)
 		ln = g.h2.ln.conns.listener(ln)
 	}
 	if cfg.Listen.TLS != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+	//lint:ignore SA1019 the only implementation of Upgrade: h2c (upgradeH2C)
 	"golang.org/x/net/http2/h2c"
 
 	"github.com/tollgate-dev/tollgate/config"
@@ -38,7 +39,7 @@ func alpnProtos(l config.Listen) []string {
 }
 
 // newH2Listener builds the net/http server for cfg's listener.
-func (g *Gateway) newH2Listener(cfg *config.Config) (*h2Listener, error) {
+func (g *Gateway) newH2Listener(cfg *config.Config) *h2Listener {
 	l := cfg.Listen
 	hl := &h2Listener{}
 	hs := &http.Server{
@@ -58,19 +59,39 @@ func (g *Gateway) newH2Listener(cfg *config.Config) (*h2Listener, error) {
 		// fasthttp's are.
 		ErrorLog: g.netHTTPLogger(),
 	}
-	h2s := &http2.Server{
-		MaxConcurrentStreams: uint32(l.MaxConcurrentStreams),
-		IdleTimeout:          l.IdleTimeout,
+	hs.Protocols = new(http.Protocols)
+	hs.Protocols.SetHTTP1(true)
+	h2conf := &http.HTTP2Config{
+		MaxConcurrentStreams: l.MaxConcurrentStreams,
 		CountError:           g.m.countH2Error,
 	}
-	if err := http2.ConfigureServer(hs, h2s); err != nil {
-		return nil, err
-	}
-	if l.TLS == nil {
-		hs.Handler = h2c.NewHandler(hs.Handler, h2s)
+	hs.HTTP2 = h2conf
+	if l.TLS != nil {
+		hs.Protocols.SetHTTP2(true) // h2 by ALPN
+	} else {
+		// h2c with prior knowledge: net/http's own, tracked by
+		// Shutdown.
+		hs.Protocols.SetUnencryptedHTTP2(true)
+		// HTTP/1.1's Upgrade: h2c, which RFC 9113 deprecates and
+		// net/http does not serve: x/net's h2c takes it (curl --http2
+		// on an http:// URL still asks for it).
+		hs.Handler = upgradeH2C(hs.Handler, h2conf)
 	}
 	hl.hs = hs
-	return hl, nil
+	return hl
+}
+
+// upgradeH2C serves HTTP/1.1's Upgrade: h2c with x/net's h2c, which is
+// deprecated with the Upgrade itself (RFC 9113 §3.1) but is the only
+// implementation: net/http serves h2c with prior knowledge alone. The
+// upgraded connections get conf's stream limit and error counter.
+func upgradeH2C(h http.Handler, conf *http.HTTP2Config) http.Handler {
+	//lint:ignore SA1019 net/http has no Upgrade: h2c (see above)
+	h2s := &http2.Server{MaxConcurrentStreams: uint32(conf.MaxConcurrentStreams)}
+	//lint:ignore SA1019 as above
+	h2s.CountError = conf.CountError
+	//lint:ignore SA1019 as above
+	return h2c.NewHandler(h, h2s)
 }
 
 // serve serves ln until it is closed.

@@ -191,7 +191,7 @@ routes:
 	}
 	decided := decisionsOf(g, "per-client", "refused") + decisionsOf(g, "per-client", "allowed")
 	calm := protocolErrorsOf(g, "conn_ENHANCE_YOUR_CALM_too_many_early_resets")
-	t.Logf("streams sent %d on %d connections (%v closed for too many early resets), decided %v (the rest dropped by x/net/http2 before a handler ran), reached upstream %d; other client: %d requests, slowest %v",
+	t.Logf("streams sent %d on %d connections (%v closed for too many early resets), decided %v (the rest reset while queued behind max_concurrent_streams, dropped by net/http's HTTP/2 server before any handler ran), reached upstream %d; other client: %d requests, slowest %v",
 		sent, conns, calm, decided, attackerHits.Load(), otherHits.Load(), time.Duration(slowest.Load()))
 	if decided < 101 {
 		t.Errorf("only %v of the attacker's streams were decided", decided)

@@ -20,8 +20,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"golang.org/x/net/http2"
 )
 
 // startH2Gateway starts a gateway whose listener has http2 on: h2c, or
@@ -86,17 +84,15 @@ func writeTestCert(t *testing.T) (certFile, keyFile string) {
 // h2cClient speaks h2c with prior knowledge; h2TLSClient h2 over TLS,
 // trusting any certificate (the test's own).
 func h2cClient() *http.Client {
-	return &http.Client{Transport: &http2.Transport{
-		AllowHTTP: true,
-		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, addr)
-		},
-	}}
+	t := &http.Transport{Protocols: new(http.Protocols)}
+	t.Protocols.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: t}
 }
 
 func h2TLSClient() *http.Client {
-	return &http.Client{Transport: &http2.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	t := &http.Transport{Protocols: new(http.Protocols), TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	t.Protocols.SetHTTP2(true)
+	return &http.Client{Transport: t}
 }
 
 // h1Upstream and h2cUpstream serve handler over HTTP/1.1 and over h2c

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,8 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/net/http2"
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/httplimit"
@@ -241,51 +238,34 @@ func (p *bufferPool) Get() []byte { return *p.pool.Get().(*[]byte) }
 // Put returns b for reuse.
 func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
 
-// transport returns the shared RoundTripper for an upstream with these
-// settings, so that a reload keeps warm connections: an http.Transport
-// for HTTP/1.1, an http2.Transport for h2 (TLS, by ALPN) or h2c (prior
-// knowledge). It is called with g.mu held.
+// transport returns the shared http.Transport for an upstream with these
+// settings, so that a reload keeps warm connections: HTTP/1.1, h2 (TLS,
+// by ALPN) or h2c (prior knowledge), net/http's own HTTP/2. It is called
+// with g.mu held.
 func (g *Gateway) transport(u config.Upstream, addr, protocol string, isTLS bool) http.RoundTripper {
 	key := fmt.Sprintf("%s|%s|%t|%v|%v|%d", addr, protocol, isTLS, u.DialTimeout, u.IdleConnTimeout, u.MaxConns)
 	if t, ok := g.h2.transports[key]; ok {
 		return t
 	}
 	dialer := &net.Dialer{Timeout: u.DialTimeout, KeepAlive: 30 * time.Second}
-	var t http.RoundTripper
+	t := &http.Transport{
+		DialContext:            dialer.DialContext,
+		TLSHandshakeTimeout:    u.DialTimeout,
+		IdleConnTimeout:        u.IdleConnTimeout,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: maxResponseHead,
+		Protocols:              new(http.Protocols),
+	}
 	switch {
 	case protocol == config.ProtocolHTTP2 && isTLS:
-		t = &http2.Transport{
-			DialTLSContext: func(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
-				d := &tls.Dialer{NetDialer: dialer, Config: cfg}
-				return d.DialContext(ctx, network, addr)
-			},
-			DisableCompression: true,
-			IdleConnTimeout:    u.IdleConnTimeout,
-			MaxHeaderListSize:  maxResponseHead,
-		}
+		t.Protocols.SetHTTP2(true) // h2 by ALPN, nothing else
 	case protocol == config.ProtocolHTTP2:
-		t = &http2.Transport{
-			AllowHTTP: true,
-			DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-				return dialer.DialContext(ctx, network, addr)
-			},
-			DisableCompression: true,
-			IdleConnTimeout:    u.IdleConnTimeout,
-			MaxHeaderListSize:  maxResponseHead,
-		}
+		t.Protocols.SetUnencryptedHTTP2(true) // h2c, prior knowledge
 	default:
-		t = &http.Transport{
-			DialContext:            dialer.DialContext,
-			TLSHandshakeTimeout:    u.DialTimeout,
-			MaxConnsPerHost:        u.MaxConns,
-			MaxIdleConns:           u.MaxConns,
-			MaxIdleConnsPerHost:    u.MaxConns,
-			IdleConnTimeout:        u.IdleConnTimeout,
-			DisableCompression:     true,
-			MaxResponseHeaderBytes: maxResponseHead,
-			// HTTP/1.1 only: protocol http2 chooses h2.
-			TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
-		}
+		t.Protocols.SetHTTP1(true)
+		t.MaxConnsPerHost = u.MaxConns
+		t.MaxIdleConns = u.MaxConns
+		t.MaxIdleConnsPerHost = u.MaxConns
 	}
 	if g.h2.transports == nil {
 		g.h2.transports = map[string]http.RoundTripper{}
