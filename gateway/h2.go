@@ -17,7 +17,7 @@ import (
 )
 
 // The HTTP/2 data path: a listener with listen.http2 on is served by
-// net/http and x/net/http2 instead of fasthttp. With TLS, ALPN offers h2
+// net/http and its HTTP/2 (x/net/http2, bundled) instead of fasthttp. With TLS, ALPN offers h2
 // and http/1.1; without, h2c (prior knowledge, and HTTP/1.1's Upgrade:
 // h2c) beside HTTP/1.1. The requests go through the same rule engine
 // (via httplimit's steps), the same routes and the same metrics as on

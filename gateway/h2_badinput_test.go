@@ -62,7 +62,7 @@ routes:
 		r, ok := f.(*http2.RSTStreamFrame)
 		return ok && r.ErrCode == http2.ErrCodeProtocol
 	}
-	// A malformed request (RFC 9113 §8.1.1): x/net/http2 resets some
+	// A malformed request (RFC 9113 §8.1.1): net/http's HTTP/2 server resets some
 	// streams and answers others 400 before any handler runs.
 	isStatus := func(code string) func(http2.Frame) bool {
 		return func(f http2.Frame) bool {

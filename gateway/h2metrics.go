@@ -27,7 +27,7 @@ func newH2Metrics(reg *prometheus.Registry) h2Metrics {
 		}, []string{"protocol"}),
 		protocolErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_http2_protocol_errors_total",
-			Help: "HTTP/2 protocol errors that reset a stream or closed a connection, by x/net/http2's kind (e.g. too_many_early_resets, headers_too_large).",
+			Help: "HTTP/2 protocol errors that reset a stream or closed a connection, by net/http's HTTP/2 error kind, e.g. conn_ENHANCE_YOUR_CALM_too_many_early_resets or stream_PROTOCOL_ERROR_bad_req_headers.",
 		}, []string{"kind"}),
 		grpcInvalid: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tollgate_grpc_invalid_requests_total",
@@ -42,7 +42,7 @@ func newH2Metrics(reg *prometheus.Registry) h2Metrics {
 	return m
 }
 
-// countH2Error is x/net/http2's Server.CountError: errType is one of a
+// countH2Error is http.HTTP2Config.CountError: errType is one of a
 // fixed set of kinds in that package's code, so the label set is
 // bounded.
 func (m *metrics) countH2Error(errType string) {
