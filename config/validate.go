@@ -63,6 +63,7 @@ func (c *Config) validate(ps *problems) {
 		ps.add(c.at("upstream.max_conns"), "upstream.max_conns %d must not be negative", c.Upstream.MaxConns)
 	}
 	c.validateRoutes(ps)
+	c.validateHTTP2(ps)
 	c.validateStore(ps)
 	c.validateRules(ps)
 	c.validateTiers(ps)
@@ -169,6 +170,7 @@ func (c *Config) validateStore(ps *problems) {
 	if m := s.Memory; m != nil && m.MaxKeys < 0 {
 		ps.add(c.at("store.memory.max_keys"), "store.memory.max_keys %d must be positive", m.MaxKeys)
 	}
+	c.validateGossip(ps)
 	if r := s.Redis; r != nil {
 		c.checkRedisURL(ps, r)
 		for i, a := range r.Cluster {
