@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,9 @@ type dashState struct {
 	words     string // the configuration in words, as last sent
 	shown     *config.Config
 	sampled   *snapshot // the snapshot of the last sample
+
+	probing atomic.Bool            // a Redis round trip is being timed
+	lastRTT atomic.Pointer[string] // the last one timed
 
 	stop, done chan struct{}
 	started    bool
@@ -334,6 +338,7 @@ func (d *dashState) status() []dashboard.Status {
 		if st.Up() {
 			rtt = d.redisRoundTrip(rs)
 		}
+
 		out = append(out, dashboard.Status{Name: "redis", Kind: "store", Fields: []dashboard.Field{
 			{Name: "state", Value: state, Alert: !st.Up()},
 			{Name: "round trip", Value: rtt},
@@ -376,22 +381,31 @@ const probeKey = "dashboard:probe"
 
 var probePolicy = limit.FixedWindow{Limit: 1, Window: time.Second}
 
-// redisRoundTrip times one script call to Redis, within the store's
-// timeout: once per frame while a page is open, never on the request
-// path.
+// redisRoundTrip returns the last timed Redis round trip and starts the
+// next timing in the background (one at a time), so that a slow Redis
+// never holds up a frame: one script call per frame while a page is open,
+// never on the request path.
 func (d *dashState) redisRoundTrip(rs *redis.Store) string {
-	timeout := time.Second
-	if r := d.g.snap.Load().cfg.Store.Redis; r != nil && r.Timeout > 0 {
-		timeout = r.Timeout
+	if d.probing.CompareAndSwap(false, true) {
+		timeout := time.Second
+		if r := d.g.snap.Load().cfg.Store.Redis; r != nil && r.Timeout > 0 {
+			timeout = r.Timeout
+		}
+		go func() {
+			defer d.probing.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			t0 := time.Now()
+			err := rs.Sync(ctx, []redis.Charge{{Key: probeKey, Policy: probePolicy}})
+			v := time.Since(t0).Round(time.Microsecond).String()
+			if err != nil {
+				v = "failed after " + v
+			}
+			d.lastRTT.Store(&v)
+		}()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	charges := []redis.Charge{{Key: probeKey, Policy: probePolicy}}
-	t0 := time.Now()
-	err := rs.Sync(ctx, charges)
-	took := time.Since(t0)
-	if err != nil {
-		return "failed: " + took.Round(time.Microsecond).String()
+	if v := d.lastRTT.Load(); v != nil {
+		return *v
 	}
-	return took.Round(time.Microsecond).String()
+	return "measuring"
 }
