@@ -49,6 +49,8 @@ type Config struct {
 	rules.Config `yaml:",inline"`
 	// AccessLog is off unless a path is given.
 	AccessLog AccessLog `yaml:"access_log"`
+	// RefusalLog is off unless a path is given.
+	RefusalLog RefusalLog `yaml:"refusal_log"`
 	// Reload controls watching the file for changes (SIGHUP always
 	// reloads).
 	Reload Reload `yaml:"reload"`
@@ -98,6 +100,8 @@ type TLS struct {
 type Admin struct {
 	// Addr is host:port. Default "127.0.0.1:9090"; "off" disables it.
 	Addr string `yaml:"addr"`
+	// Dashboard is the live dashboard served at /.
+	Dashboard Dashboard `yaml:"dashboard"`
 }
 
 // Upstream holds the connection settings towards the upstreams.
@@ -233,12 +237,51 @@ type MemoryStore struct {
 
 // RedisStore is the shared store on Redis.
 type RedisStore struct {
-	// URL is redis://[user:password@]host:port[/db]; the password is
-	// masked wherever the config is shown.
+	// URL is redis://[user@]host:port[/db], or rediss:// for TLS (see
+	// tls). A password may be written in it (user:password@, masked
+	// wherever the config is shown), but a file checked into git should
+	// take it from password_file or password_env instead.
 	URL string `yaml:"url"`
+	// User is the ACL user to authenticate as (AUTH user password),
+	// when the URL names none. Not a secret: shown by /config.
+	User string `yaml:"username"`
+	// PasswordFile is a file holding the password (trailing newlines
+	// dropped), such as a mounted Kubernetes or Docker secret; a relative
+	// path is resolved against the configuration file's directory. It is
+	// read at load and at every reload, and watched like the
+	// configuration file: a rotated password is picked up without a
+	// restart (the store reconnects with it; a password Redis refuses
+	// fails the reload, and the old connection keeps serving).
+	PasswordFile string `yaml:"password_file"`
+	// PasswordEnv names an environment variable holding the password,
+	// read at load and at every reload. At most one of password_file,
+	// password_env and a password in the URL. There is no ${VAR}
+	// expansion elsewhere in the file: these two keys are the way in.
+	PasswordEnv string `yaml:"password_env"`
+	// TLS configures TLS to Redis. TLS is on when the URL is rediss://
+	// or this section is given (an empty one, tls: {}, trusts the
+	// system's authorities); a redis:// URL with this section is refused
+	// as a contradiction. It applies to every connection: the server,
+	// each Cluster node, the Sentinels and the master they name. Its
+	// files are read at load and at every reload, and watched like the
+	// configuration file: a renewed certificate is picked up without a
+	// restart. A certificate Redis does not trust, or one of Redis's
+	// this side does not, stops `tollgate serve` at start with the
+	// reason, and fails a reload (the old connection keeps serving); at
+	// run time (a server's certificate changed under a running gateway)
+	// decisions follow each rule's failure mode until it is mended.
+	TLS *RedisTLS `yaml:"tls"`
 	// Cluster lists more host:port seeds of a Redis Cluster besides URL's
 	// host (the client discovers the rest).
 	Cluster []string `yaml:"cluster"`
+	// Sentinel, when set, names a master watched by Redis Sentinel: the
+	// URL's host:port is then the first Sentinel (the URL still gives the
+	// scheme, rediss:// for TLS, the master's credentials and the
+	// database; Sentinels are asked without AUTH). The store asks the
+	// Sentinels for the master, connects to it, and follows a failover
+	// without a restart; decisions during the switch answer by each
+	// rule's failure mode (on_error). Not with cluster.
+	Sentinel *RedisSentinel `yaml:"sentinel"`
 	// Prefix is prepended to every key. Default "tollgate:".
 	Prefix string `yaml:"prefix"`
 	// Timeout bounds one Redis round trip. Default 50ms.
@@ -250,6 +293,8 @@ type RedisStore struct {
 	// whatever store; a strict rule may set its own. A value here is
 	// reported at its line with the setting to write instead.
 	OnError string `yaml:"on_error"`
+
+	secrets redisSecrets // what load read: see redis.go
 }
 
 // AccessLog writes one line per request.

@@ -149,6 +149,7 @@ func (c *Config) Defaults() {
 	if c.OnError == "" {
 		c.OnError = rules.OnErrorLocal
 	}
+	c.defaultsDashboard()
 	if c.AccessLog.Path != "" && c.AccessLog.Format == "" {
 		c.AccessLog.Format = "json"
 	}

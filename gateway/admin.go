@@ -6,10 +6,12 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tollgate-dev/tollgate/gateway/dashboard"
 )
 
 // adminHandler serves the admin listener: /metrics, /healthz, /readyz,
-// /config and /debug/pprof/.
+// /config, /debug/pprof/ and the live dashboard at / (package dashboard).
 func (g *Gateway) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{}))
@@ -40,6 +42,7 @@ func (g *Gateway) adminHandler() http.Handler {
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	dashboard.Register(mux, g.dash.hub, g.dash.enabled)
 	return mux
 }
 

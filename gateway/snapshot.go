@@ -39,6 +39,12 @@ type snapshot struct {
 	// refusesWhileCold names the enforced gossip rules whose failure mode
 	// is closed: the gateway is not ready until its gossip node is warm.
 	refusesWhileCold []string
+	// obs counts the decisions (the dashboard samples its counters);
+	// tops are the rules' heavy hitters by position, nil when the
+	// dashboard is off.
+	obs      *observer
+	tops     []*ruleTops
+	observer rules.Observer // the engine's: obs, or one over it
 }
 
 // route is one compiled config.Route.
@@ -68,7 +74,8 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 			return nil, fmt.Errorf("rules: %w", err)
 		}
 		obs := g.m.newObserver()
-		rc.Observer = obs
+		rc.Observer, s.tops = g.dash.observer(obs, cfg, &rc)
+		s.obs, s.observer = obs, rc.Observer
 		rc.Logger = g.log
 		rc.Stores = g.stores.For(&rc)
 		st, err := g.stores.Engine(&rc)

@@ -45,12 +45,14 @@ import (
 // Stores are made on first use and kept until Close, so that a reload
 // keeps their counts. A Set is safe for concurrent use.
 type Set struct {
-	redis   *redis.Store        // nil when the store is in memory
-	mem     *memory.Store       // the store section's memory store, if any
-	clock   *memory.CoarseClock // the memory stores' clock, nil for the real one
-	section config.Store        // what was opened, for Same
-	gossip  *gossip.Store       // nil without store.gossip
-	cold    coldCounts          // gossip decisions answered before warm-up
+	redis  *redis.Store        // nil when the store is in memory
+	mem    *memory.Store       // the store section's memory store, if any
+	clock  *memory.CoarseClock // the memory stores' clock, nil for the real one
+	gossip *gossip.Store       // nil without store.gossip
+	cold   coldCounts          // gossip decisions answered before warm-up
+	// secMu guards section (Same, Rotate) and serializes rotations.
+	secMu   sync.Mutex
+	section config.Store // what was opened, and rotated to, for Same
 
 	mu       sync.Mutex
 	eventual map[time.Duration]*eventual.Store
@@ -219,6 +221,13 @@ func Open(sc config.Store, log *slog.Logger) (*Set, error) {
 			clock.Close()
 			return nil, fmt.Errorf("store: %w", err)
 		}
+		// A certificate not trusted or credentials refused will not mend
+		// by waiting, unlike a Redis that is down: say so now.
+		if err := t.redis.DialError(); redis.IsConfigError(err) {
+			t.redis.Close()
+			clock.Close()
+			return nil, fmt.Errorf("store.redis: cannot connect: %w", err)
+		}
 		opened = true
 		return t, nil
 	}
@@ -267,16 +276,20 @@ func (t *Set) Close() error {
 }
 
 // Same reports whether sc opens the same store as the one t was opened
-// from: a reload that changes it needs a restart.
+// from: a reload that changes it needs a restart. The credentials and TLS
+// settings are not part of it: Rotate changes them.
 func (t *Set) Same(sc config.Store) bool {
+	t.secMu.Lock()
+	defer t.secMu.Unlock()
 	return reflect.DeepEqual(shape(sc), shape(t.section))
 }
 
 // shape is what of a store section names the store, for comparison.
 func shape(s config.Store) any {
 	type redisShape struct {
-		URL, Prefix string
+		URL, Prefix string // the URL without its user info
 		Cluster     string
+		Sentinel    string
 		Timeout     time.Duration
 	}
 	type storeShape struct {
@@ -290,7 +303,10 @@ func shape(s config.Store) any {
 		sh.Memory, sh.MaxKeys = true, s.Memory.MaxKeys
 	}
 	if r := s.Redis; r != nil {
-		sh.Redis = &redisShape{URL: r.URL, Prefix: r.Prefix, Cluster: strings.Join(r.Cluster, ","), Timeout: r.Timeout}
+		sh.Redis = &redisShape{URL: withoutUser(r.URL), Prefix: r.Prefix, Cluster: strings.Join(r.Cluster, ","), Timeout: r.Timeout}
+		if sn := r.Sentinel; sn != nil {
+			sh.Redis.Sentinel = sn.Master + "," + strings.Join(sn.Addrs, ",")
+		}
 	}
 	sh.Gossip = s.Gossip // every field, the key read included: any change needs a restart
 	return sh
@@ -317,16 +333,30 @@ func redisConfig(r *config.RedisStore) (redis.Config, error) {
 		return redis.Config{}, errors.New("store.redis.url is malformed")
 	}
 	rc := redis.Config{
-		Addrs:   append([]string{u.Host}, r.Cluster...),
-		Prefix:  r.Prefix,
-		Timeout: r.Timeout,
+		Addrs:    append([]string{u.Host}, r.Cluster...),
+		Prefix:   r.Prefix,
+		Timeout:  r.Timeout,
+		Username: r.Username(),
+		Password: r.Password(),
+		TLS:      r.TLSConfig(),
 	}
-	if u.User != nil {
-		rc.Username = u.User.Username()
-		rc.Password, _ = u.User.Password()
+	if sn := r.Sentinel; sn != nil {
+		rc.MasterName = sn.Master
+		rc.Addrs = append([]string{u.Host}, sn.Addrs...)
 	}
 	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
 		rc.DB, _ = strconv.Atoi(db)
 	}
 	return rc, nil
+}
+
+// withoutUser returns the URL s without its user info (the credentials,
+// which Rotate changes), or s when it does not parse.
+func withoutUser(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	u.User = nil
+	return u.String()
 }

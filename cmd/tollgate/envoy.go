@@ -36,8 +36,9 @@ var envoyRLSCommand = &command{
 		fs.StringVar(&env.grpc, "grpc", env.grpc, "gRPC listener `address` (default from GRPC_HOST, GRPC_PORT)")
 		fs.StringVar(&env.http, "http", env.http, "HTTP listener `address` (/json, /healthcheck), or off (default from HOST, PORT)")
 		fs.StringVar(&env.debug, "debug", env.debug, "debug listener `address` (/metrics), or off (default from DEBUG_HOST, DEBUG_PORT)")
-		fs.StringVar(&env.redis, "redis", env.redis, "Redis `addresses` (host:port, comma-separated); empty decides in memory (default REDIS_URL, with REDIS_SOCKET_TYPE=tcp; REDIS_AUTH is [user:]password)")
+		fs.StringVar(&env.redis, "redis", env.redis, "Redis `addresses` (host:port, comma-separated); empty decides in memory (default REDIS_URL, with REDIS_SOCKET_TYPE=tcp; REDIS_AUTH is [user:]password; REDIS_TYPE=sentinel, REDIS_TLS and REDIS_TLS_* as envoyproxy/ratelimit reads them)")
 		tier := fs.String("redis-tier", "strict", "with -redis: strict (every decision in Redis) or eventual (local, synced)")
+		fs.DurationVar(&env.redisTimeout, "redis-timeout", redis.DefaultTimeout, "with -redis: the bound of one Redis round trip")
 		headers := fs.String("headers", env.headers, "response headers: draft10, legacy (RateLimit-Limit/-Remaining/-Reset, named by LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER) or none (default legacy when LIMIT_RESPONSE_HEADERS_ENABLED=true)")
 		fs.BoolVar(&env.allOrNothing, "all-or-nothing", env.allOrNothing, "charge no descriptor of a request when one is over its limit (default STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; NEAR_LIMIT_RATIO and GLOBAL_SHADOW_MODE are read too)")
 		reload := fs.Duration("reload", time.Second, "how often the configuration directory is read for changes")
@@ -76,6 +77,10 @@ var envoyRLSCommand = &command{
 type envoyRLSSettings struct {
 	dir, grpc, http, debug, redis string
 	redisUser, redisPassword      string
+	redisMaster                   string         // REDIS_TYPE=sentinel: the master set's name
+	redisTLS                      bool           // REDIS_TLS
+	redisTLSFiles                 redis.TLSFiles // REDIS_TLS_CACERT, _CLIENT_CERT, _CLIENT_KEY, _SKIP_HOSTNAME_VERIFICATION
+	redisTimeout                  time.Duration  // -redis-timeout
 	headers                       string
 	limitH, remainingH, resetH    string
 	allOrNothing, globalShadow    bool
@@ -86,7 +91,14 @@ type envoyRLSSettings struct {
 }
 
 // envoyRLSEnv reads envoyproxy/ratelimit's environment variables. A
-// value it cannot use is an error, never a silent default.
+// value it cannot use is an error, never a silent default. Of the Redis
+// ones (docs/redis.md lists them all) it honours REDIS_SOCKET_TYPE (tcp
+// only), REDIS_URL, REDIS_TYPE (SINGLE, CLUSTER, or SENTINEL with
+// REDIS_URL "MASTERNAME,HOST:PORT,..."), REDIS_AUTH ([user:]password),
+// REDIS_TLS, REDIS_TLS_CACERT, REDIS_TLS_CLIENT_CERT, REDIS_TLS_CLIENT_KEY
+// and REDIS_TLS_SKIP_HOSTNAME_VERIFICATION, with envoyproxy/ratelimit's
+// meanings, except that REDIS_TLS_CACERT replaces the system's
+// authorities rather than adding to them.
 func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 	s := envoyRLSSettings{dir: ".", grpc: ":8081", http: ":8080", debug: ":6070", headers: "draft10"}
 	var errs []error
@@ -118,6 +130,21 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 		}
 		s.redis = u
 	}
+	switch t := strings.ToLower(getenv("REDIS_TYPE")); t {
+	case "", "single", "cluster":
+		// One address, or several seeds of a Cluster: the client
+		// detects which.
+	case "sentinel":
+		// "mastername,host:port,host:port": the master set, then the
+		// Sentinels.
+		name, sentinels, ok := strings.Cut(s.redis, ",")
+		if !ok || name == "" || sentinels == "" {
+			errs = append(errs, errors.New("REDIS_TYPE=sentinel: REDIS_URL must be MASTERNAME,HOST:PORT[,HOST:PORT...]"))
+		}
+		s.redisMaster, s.redis = name, sentinels
+	default:
+		errs = append(errs, fmt.Errorf("REDIS_TYPE=%q: want SINGLE, CLUSTER or SENTINEL", t))
+	}
 	if a := getenv("REDIS_AUTH"); a != "" {
 		if user, pass, ok := strings.Cut(a, ":"); ok {
 			s.redisUser, s.redisPassword = user, pass
@@ -135,6 +162,14 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: not a boolean", name, v))
 		}
 		return b
+	}
+	s.redisTLS = boolVar("REDIS_TLS")
+	s.redisTLSFiles = redis.TLSFiles{
+		CAFile: getenv("REDIS_TLS_CACERT"), CertFile: getenv("REDIS_TLS_CLIENT_CERT"), KeyFile: getenv("REDIS_TLS_CLIENT_KEY"),
+		SkipHostnameVerification: boolVar("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION"),
+	}
+	if !s.redisTLS && s.redisTLSFiles != (redis.TLSFiles{}) {
+		errs = append(errs, errors.New("REDIS_TLS_* is set but REDIS_TLS is not true"))
 	}
 	if boolVar("LIMIT_RESPONSE_HEADERS_ENABLED") {
 		s.headers = "legacy"
@@ -163,9 +198,23 @@ func openEnvoyRLSStore(ctx context.Context, s envoyRLSSettings) (limit.Store, fu
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rs, err := redis.New(ctx, redis.Config{Addrs: strings.Split(s.redis, ","), Username: s.redisUser, Password: s.redisPassword})
+	rc := redis.Config{Addrs: strings.Split(s.redis, ","), MasterName: s.redisMaster, Username: s.redisUser, Password: s.redisPassword, Timeout: s.redisTimeout}
+	if s.redisTLS {
+		tc, err := s.redisTLSFiles.Load(time.Now())
+		if err != nil {
+			return nil, nil, fmt.Errorf("redis: REDIS_TLS_*: %w", err)
+		}
+		rc.TLS = tc
+	}
+	rs, err := redis.New(ctx, rc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("redis: %w", err)
+	}
+	// A certificate not trusted or a password refused will not mend by
+	// waiting, unlike a Redis that is down: say so now.
+	if err := rs.DialError(); redis.IsConfigError(err) {
+		rs.Close()
+		return nil, nil, fmt.Errorf("redis: cannot connect: %w", err)
 	}
 	if s.tier == "eventual" {
 		es, err := eventual.New(eventual.Config{Redis: rs})

@@ -50,6 +50,7 @@ type Store struct {
 	max    int
 
 	syncMu sync.Mutex // one sync at a time
+	stats  syncStats
 	stop   chan struct{}
 	done   chan struct{}
 	once   sync.Once
@@ -325,6 +326,7 @@ func (s *Store) Sync(ctx context.Context) error {
 	}
 	t0 := s.local()
 	err := s.cfg.Redis.Sync(ctx, charges)
+	s.stats.record(t0, s.local(), len(charges), probe, err)
 	if off, ok := skew(charges, t0, s.local()); ok {
 		s.offset.Store(off)
 	}
