@@ -36,7 +36,7 @@ func (c *Config) Describe(w io.Writer) {
 		fmt.Fprintf(w, "store    memory (at most %d keys)\n", c.Store.Memory.MaxKeys)
 	}
 	if g := c.Store.Gossip; g != nil {
-		fmt.Fprintf(w, "gossip   %s\n", g.Describe())
+		fmt.Fprintf(w, "gossip   %s\n", describeGossip(g))
 	}
 	fmt.Fprintf(w, "\nroutes:\n")
 	for _, r := range c.Routes {
@@ -187,31 +187,9 @@ func describeTier(r rules.Rule) string {
 	return r.Consistency
 }
 
-// describeOnError says what rule r answers while its store fails: its
-// effective failure mode, as the rule engine decides it.
-func describeOnError(c *rules.Config, r *rules.Rule) string {
-	mode := c.OnErrorOf(r)
-	from := "on_error"
-	if r.OnError != "" {
-		from = "the rule's on_error"
-	}
-	what := map[string]string{
-		rules.OnErrorOpen:   "allow",
-		rules.OnErrorClosed: "refuse",
-		rules.OnErrorLocal:  "decide in this gateway alone",
-	}[mode]
-	switch r.Consistency {
-	case rules.ConsistencyEventual, rules.ConsistencyLocal:
-		return "none: decided in this gateway, a Redis outage does not fail it"
-	case rules.ConsistencyGossip:
-		return fmt.Sprintf("%s: %s until this gateway has exchanged state with the fleet (%s)", mode, what, from)
-	}
-	return fmt.Sprintf("%s: %s while the store fails (%s)", mode, what, from)
-}
-
-// Describe says how this gateway gossips, never showing the key (only
-// where it comes from).
-func (g *GossipStore) Describe() string {
+// describeGossip says how this gateway gossips, never showing the key
+// (only where it comes from).
+func describeGossip(g *GossipStore) string {
 	var b strings.Builder
 	port := 0
 	if g.BindPort != nil {
@@ -237,4 +215,31 @@ func (g *GossipStore) Describe() string {
 		b.WriteString(", plaintext (no secret key: trusted network only)")
 	}
 	return b.String()
+}
+
+// describeOnError says what rule r answers while its store fails: its
+// effective failure mode, as the rule engine decides it.
+func describeOnError(c *rules.Config, r *rules.Rule) string {
+	mode := c.OnErrorOf(r)
+	from := "on_error"
+	if r.OnError != "" {
+		from = "the rule's on_error"
+	}
+	switch r.Consistency {
+	case rules.ConsistencyEventual, rules.ConsistencyLocal:
+		return "none: decided in this gateway, a Redis outage does not fail it"
+	case rules.ConsistencyGossip:
+		what := map[string]string{
+			rules.OnErrorOpen:   "allow",
+			rules.OnErrorClosed: "refuse",
+			rules.OnErrorLocal:  "decide in this gateway alone",
+		}[mode]
+		return fmt.Sprintf("%s: %s until this gateway has exchanged state with the fleet (%s)", mode, what, from)
+	}
+	what := map[string]string{
+		rules.OnErrorOpen:   "allow",
+		rules.OnErrorClosed: "refuse",
+		rules.OnErrorLocal:  "decide in this gateway alone",
+	}[mode]
+	return fmt.Sprintf("%s: %s while the store fails (%s)", mode, what, from)
 }

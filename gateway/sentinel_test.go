@@ -145,9 +145,7 @@ rules:
 	if counts["/closed"][429] == 0 {
 		t.Fatal("/closed was never refused: the failover went unnoticed")
 	}
-	if got := set.Master(t); got != set.Replica.Addr {
-		t.Fatalf("sentinels name %s as master, want the replica %s", got, set.Replica.Addr)
-	}
+	set.WaitMaster(t, set.Replica.Addr)
 	set.Replica.CLI(t, "FLUSHALL")
 	for _, p := range []string{"/open", "/closed", "/local"} {
 		if code, err := status(p); err != nil || code != 200 {

@@ -36,15 +36,15 @@ type snapshot struct {
 	// mode is closed: while Redis is down they refuse, and /readyz says
 	// so. Empty when the store is in memory.
 	refusesWithoutRedis []string
-	// refusesWhileCold names the enforced gossip rules whose failure mode
-	// is closed: the gateway is not ready until its gossip node is warm.
-	refusesWhileCold []string
 	// obs counts the decisions (the dashboard samples its counters);
 	// tops are the rules' heavy hitters by position, nil when the
 	// dashboard is off.
 	obs      *observer
 	tops     []*ruleTops
 	observer rules.Observer // the engine's: obs, or one over it
+	// refusesWhileCold names the enforced gossip rules whose failure mode
+	// is closed: the gateway is not ready until its gossip node is warm.
+	refusesWhileCold []string
 }
 
 // route is one compiled config.Route.

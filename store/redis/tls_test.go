@@ -25,7 +25,7 @@ func openTLS(t *testing.T, addr string, f TLSFiles) *Store {
 	}
 	s, err := New(context.Background(), Config{
 		Addrs: []string{addr}, TLS: tc, OnFailure: FailClosed,
-		Timeout: 200 * time.Millisecond, BreakerCooldown: 50 * time.Millisecond,
+		Timeout: 2 * time.Second, BreakerCooldown: 50 * time.Millisecond, // a timeout a loaded machine meets
 	})
 	if err != nil {
 		t.Fatal(err)
