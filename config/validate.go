@@ -68,6 +68,7 @@ func (c *Config) validate(ps *problems) {
 	c.validateRules(ps)
 	c.validateTiers(ps)
 	c.validateAccessLog(ps)
+	c.validateDashboard(ps)
 }
 
 func checkAddr(ps *problems, p Pos, what, addr string) {
@@ -169,6 +170,7 @@ func (c *Config) validateStore(ps *problems) {
 	if m := s.Memory; m != nil && m.MaxKeys < 0 {
 		ps.add(c.at("store.memory.max_keys"), "store.memory.max_keys %d must be positive", m.MaxKeys)
 	}
+	c.validateGossip(ps)
 	if r := s.Redis; r != nil {
 		c.checkRedisURL(ps, r)
 		for i, a := range r.Cluster {
@@ -308,11 +310,18 @@ func (c *Config) validateAccessLog(ps *problems) {
 	if a.Format != "json" && a.Format != "combined" {
 		ps.add(c.at("access_log.format"), "access_log.format %q: want json or combined%s", a.Format, didYouMean(a.Format, "json", "combined"))
 	}
-	if a.Path != "-" {
-		dir := filepath.Dir(c.Resolve(a.Path))
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			ps.add(c.at("access_log.path"), "access_log.path %q: directory %s does not exist", a.Path, dir)
-		}
+	c.checkLogDir(ps, "access_log.path", a.Path)
+}
+
+// checkLogDir records a problem when a log file's directory is missing;
+// "-" is a standard stream.
+func (c *Config) checkLogDir(ps *problems, what, path string) {
+	if path == "-" {
+		return
+	}
+	dir := filepath.Dir(c.Resolve(path))
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		ps.add(c.at(what), "%s %q: directory %s does not exist", what, path, dir)
 	}
 }
 

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/httplimit"
-	"github.com/tollgate-dev/tollgate/internal/escape"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -96,11 +94,8 @@ func (h *Handler) Swap(e *rules.Engine) {
 }
 
 func (h *Handler) isTrusted(r *http.Request) bool {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	return h.trusted.Contains(ap.Addr().Unmap().WithZone(""))
+	ap := httplimit.Request{Req: r}.RemoteAddr() // the peer, as the engine reads it
+	return ap.IsValid() && h.trusted.Contains(ap.Addr().Unmap().WithZone(""))
 }
 
 // ServeHTTP decides on the original request r describes and answers in
@@ -177,13 +172,7 @@ func printable(b []byte) bool {
 // writeProblem answers an auth request that was not decided on, with a
 // problem+json body written as httplimit writes a refusal.
 func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail string) {
-	body := []byte(`{"type":"about:blank","title":`)
-	body = escape.AppendJSONString(body, http.StatusText(status))
-	body = append(body, `,"status":`...)
-	body = strconv.AppendInt(body, int64(status), 10)
-	body = append(body, `,"detail":`...)
-	body = escape.AppendJSONString(body, detail)
-	body = append(body, '}')
+	body := rules.AppendProblem(nil, status, http.StatusText(status), detail)
 	w.Header().Set("Cache-Control", "no-store")
 	httplimit.WriteRefusal(w, r, rules.Response{Status: status, ContentType: rules.ContentTypeProblem, Body: body})
 }

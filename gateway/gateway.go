@@ -39,7 +39,8 @@ type Gateway struct {
 	admin    *http.Server
 	adminLn  net.Listener
 	access   *accessLog
-	warns    *warnLog // fasthttp's and the proxy's, once started
+	dash     *dashState // the dashboard's feed and the refusal log
+	warns    *warnLog   // fasthttp's and the proxy's, once started
 	ready    atomic.Bool
 	inFlight atomic.Int64 // requests being served (connState)
 	tunnels  tunnels
@@ -90,14 +91,23 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if rs := g.stores.Redis(); rs != nil {
 		g.m.reg.MustRegister(redisCollector{rs})
 	}
+	if gs := g.stores.Gossip(); gs != nil {
+		g.m.reg.MustRegister(gossipCollector{s: gs, cold: g.stores.ColdDecisions})
+	}
+	if g.dash, err = newDashState(g, cfg); err != nil {
+		g.stores.Close()
+		return nil, err
+	}
 	s, err := g.build(cfg)
 	if err != nil {
+		g.dash.close()
 		g.stores.Close()
 		return nil, err
 	}
 	g.snap.Store(s)
 	if cfg.AccessLog.Path != "" {
 		if g.access, err = openAccessLog(cfg.Resolve(cfg.AccessLog.Path), cfg.AccessLog.Format); err != nil {
+			g.dash.close()
 			g.stores.Close()
 			return nil, err
 		}
@@ -167,6 +177,7 @@ func (g *Gateway) Start() error {
 			return fmt.Errorf("admin listen: %w", err)
 		}
 		g.admin = &http.Server{Handler: g.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		g.dash.start()
 		g.serving.Go(func() {
 			if err := g.admin.Serve(g.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				g.report(fmt.Errorf("admin: %w", err))
@@ -254,6 +265,9 @@ func (g *Gateway) reload(cfg *config.Config) error {
 	}
 	if cfg.AccessLog.Path != old.AccessLog.Path || cfg.AccessLog.Format != old.AccessLog.Format {
 		restart = append(restart, "access_log")
+	}
+	if cfg.RefusalLog != old.RefusalLog {
+		restart = append(restart, "refusal_log")
 	}
 	if len(restart) > 0 {
 		return fmt.Errorf("reload refused: changes to %v need a restart", restart)
@@ -348,6 +362,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}
 	}
 	if g.admin != nil {
+		g.dash.hub.Close() // event streams never go idle: end them first
 		actx, cancel := context.WithTimeout(context.Background(), time.Second)
 		g.admin.Shutdown(actx)
 		cancel()
@@ -375,6 +390,7 @@ func (g *Gateway) Close() error {
 			// the listener ends Serve either way.
 			g.ln.Close()
 		}
+		g.dash.close()
 		if g.admin != nil {
 			g.admin.Close()
 		}

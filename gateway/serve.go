@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -68,15 +67,13 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 	fastlimit.Finish(ctx, &res)
 }
 
-// problem answers with an RFC 9457 application/problem+json body.
+// problem answers with an RFC 9457 application/problem+json body
+// (rules.AppendProblem).
 func problem(ctx *fasthttp.RequestCtx, status int, title, detail string) {
 	ctx.Response.Reset()
 	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/problem+json")
+	ctx.SetContentType(rules.ContentTypeProblem)
 	ctx.Response.Header.Set("Cache-Control", "no-store")
-	b := ctx.Response.BodyWriter()
-	// Titles and details are fixed strings of this package: no escaping
-	// is needed.
-	_, _ = b.Write([]byte(`{"type":"about:blank","title":"` + title + `","status":` +
-		strconv.Itoa(status) + `,"detail":"` + detail + `"}`))
+	var buf [256]byte
+	ctx.Response.SetBody(rules.AppendProblem(buf[:0], status, title, detail))
 }

@@ -137,13 +137,14 @@ func WriteRefusal(w http.ResponseWriter, r *http.Request, resp rules.Response) {
 
 // delayEndedBody is the problem answered when a delayed request's context
 // ends before its wait does.
-const delayEndedBody = `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"the request's context ended while it waited for the rate limit"}`
+var delayEndedBody = rules.AppendProblem(nil, http.StatusServiceUnavailable, "Service Unavailable",
+	"the request's context ended while it waited for the rate limit")
 
 // WriteDelayEnded answers 503 to a request whose context ended during its
 // delay: a client that went away reads nothing, one whose deadline ended
 // learns why.
 func WriteDelayEnded(w http.ResponseWriter, r *http.Request) {
-	WriteRefusal(w, r, rules.Response{Status: http.StatusServiceUnavailable, ContentType: rules.ContentTypeProblem, Body: []byte(delayEndedBody)})
+	WriteRefusal(w, r, rules.Response{Status: http.StatusServiceUnavailable, ContentType: rules.ContentTypeProblem, Body: delayEndedBody})
 }
 
 // Sleep waits d or until ctx is done, and returns ctx.Err() in the latter

@@ -97,15 +97,23 @@ func field(out, name string) string {
 	return ""
 }
 
-// Master returns the address the first live Sentinel names as master.
-func (s *Sentinel) Master(t testing.TB) string {
+// WaitMaster waits up to 10s until every live Sentinel names addr as the
+// master (a Sentinel that did not lead the failover learns of it from the
+// others' hello messages, every two seconds), and fails the test if one
+// does not.
+func (s *Sentinel) WaitMaster(t testing.TB, addr string) {
 	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
 	for _, n := range s.Sentinels {
-		out := n.CLI(t, "sentinel", "get-master-addr-by-name", SentinelMaster)
-		if f := strings.Fields(out); len(f) == 2 {
-			return f[0] + ":" + f[1]
+		for {
+			out := n.CLI(t, "sentinel", "get-master-addr-by-name", SentinelMaster)
+			if f := strings.Fields(out); len(f) == 2 && f[0]+":"+f[1] == addr {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redistest: sentinel %s names %q as master, want %s", n.Addr, out, addr)
+			}
+			time.Sleep(50 * time.Millisecond) // polling real processes
 		}
 	}
-	t.Fatalf("redistest: no sentinel names a master")
-	return ""
 }

@@ -81,9 +81,11 @@ func (p *PKI) Issue(t testing.TB, client bool, notBefore, notAfter time.Time) (c
 	t.Helper()
 	p.n++
 	key := newKey(t)
-	usage := x509.ExtKeyUsageServerAuth
+	// A server's certificate is a client's too: cluster nodes and
+	// replicas present it to each other.
+	usage := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	if client {
-		usage = x509.ExtKeyUsageClientAuth
+		usage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(int64(p.n + 1)),
@@ -93,7 +95,7 @@ func (p *PKI) Issue(t testing.TB, client bool, notBefore, notAfter time.Time) (c
 		NotBefore:    notBefore,
 		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
+		ExtKeyUsage:  usage,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.key)
 	if err != nil {
@@ -132,6 +134,18 @@ type TLSOptions struct {
 func StartTLS(t testing.TB, o TLSOptions, extra ...string) *Server {
 	t.Helper()
 	s := newServer(t, t.TempDir(), extra...)
+	s.useTLS(t, o)
+	if err := s.start(); err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// useTLS makes s, not started yet, listen with TLS only on its port, as
+// o says.
+func (s *Server) useTLS(t testing.TB, o TLSOptions) {
+	t.Helper()
 	s.args[0], s.args[1] = "--port", "0"
 	cert, key := o.CertFile, o.KeyFile
 	if cert == "" {
@@ -155,9 +169,4 @@ func StartTLS(t testing.TB, o TLSOptions, extra ...string) *Server {
 	// any certificate, which may be the expired one a test wants.
 	s.tls = &tls.Config{InsecureSkipVerify: true, Certificates: []tls.Certificate{pair}}
 	s.cli = []string{"--tls", "--insecure", "--cert", ccert, "--key", ckey}
-	if err := s.start(); err != nil {
-		t.Fatalf("redistest: %v", err)
-	}
-	t.Cleanup(s.Kill)
-	return s
 }

@@ -92,9 +92,7 @@ func TestSentinelFailover(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	close(stop)
 	wg.Wait()
-	if got := set.Master(t); got != set.Replica.Addr {
-		t.Fatalf("sentinels name %s as master, want the replica %s", got, set.Replica.Addr)
-	}
+	set.WaitMaster(t, set.Replica.Addr)
 	if set.Replica.CLI(t, "exists", "tollgate:{after}") != "1" {
 		t.Fatal("the decision after the failover is not on the promoted replica")
 	}

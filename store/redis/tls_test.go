@@ -25,7 +25,7 @@ func openTLS(t *testing.T, addr string, f TLSFiles) *Store {
 	}
 	s, err := New(context.Background(), Config{
 		Addrs: []string{addr}, TLS: tc, OnFailure: FailClosed,
-		Timeout: 200 * time.Millisecond, BreakerCooldown: 50 * time.Millisecond,
+		Timeout: 2 * time.Second, BreakerCooldown: 50 * time.Millisecond, // a timeout a loaded machine meets
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -178,5 +178,44 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A Redis Cluster whose nodes speak only TLS: the client discovers the
+// nodes and decides on the one owning each key, over TLS.
+func TestTLSCluster(t *testing.T) {
+	pki := redistest.NewPKI(t)
+	c := redistest.StartClusterTLS(t, redistest.TLSOptions{PKI: pki})
+	tc, err := (TLSFiles{CAFile: pki.CAFile}).Load(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), Config{Addrs: c.Addrs()[:1], TLS: tc, OnFailure: FailClosed, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.DialError(); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.conn.Load(); c == nil || !c.cluster {
+		t.Fatal("not in cluster mode")
+	}
+	for i := range 30 {
+		key := "tls-cluster-" + string(rune('a'+i))
+		d, err := s.Apply(context.Background(), key, generous, 1)
+		if err != nil || !d.Allowed {
+			t.Fatalf("%s: %v %+v: not decided on the cluster", key, err, d)
+		}
+	}
+	total := 0
+	for _, n := range c.Nodes {
+		k := strings.TrimSpace(n.CLI(t, "dbsize"))
+		if k != "0" {
+			total++
+		}
+	}
+	if total < 2 {
+		t.Fatalf("keys on %d node(s), want them spread over the cluster", total)
 	}
 }
