@@ -144,13 +144,89 @@ type Route struct {
 	Upstream string `yaml:"upstream"`
 }
 
-// Store chooses the counter store: exactly one of Memory or Redis.
+// Store chooses the counter store: exactly one of Memory or Redis, and
+// beside it, for the rules whose consistency is gossip, Gossip.
 type Store struct {
 	// Memory keeps the counters in the gateway's own memory (the default
 	// when neither is given): nothing shared between gateways.
 	Memory *MemoryStore `yaml:"memory"`
 	// Redis keeps the counters on Redis, shared by every gateway using it.
 	Redis *RedisStore `yaml:"redis"`
+	// Gossip shares the counters of the rules whose consistency is gossip
+	// with the other gateways directly, over hashicorp/memberlist: no
+	// central store. Required by gossip rules; the rules without that
+	// tier keep using memory or redis. Changing it needs a restart.
+	Gossip *GossipStore `yaml:"gossip"`
+}
+
+// GossipStore is this gateway's membership in a gossip fleet (package
+// store/gossip). Every gateway of the fleet has its own name and address
+// and the same rules, interval and secret key.
+type GossipStore struct {
+	// Name identifies this gateway in the fleet, unique in it. Default:
+	// the host name. A gateway restarted under the same name takes its
+	// own counters back from its peers.
+	Name string `yaml:"name"`
+	// BindAddr is the IP address gossip listens on (UDP and TCP).
+	// Default 127.0.0.1: set an address the other gateways can reach.
+	BindAddr string `yaml:"bind_addr"`
+	// BindPort is the port gossip listens on, UDP and TCP. Default 7946
+	// (memberlist's customary port); 0 picks a free one.
+	BindPort *int `yaml:"bind_port"`
+	// AdvertiseAddr is the IP address the other gateways reach this one
+	// at, when it is not BindAddr (behind NAT, or BindAddr 0.0.0.0).
+	// Default: BindAddr, or the first private address when BindAddr is
+	// 0.0.0.0.
+	AdvertiseAddr string `yaml:"advertise_addr"`
+	// AdvertisePort is the port the other gateways reach this one at.
+	// Default: BindPort.
+	AdvertisePort int `yaml:"advertise_port"`
+	// Seeds are the gossip addresses (host:port) of gateways to join; one
+	// that answers is enough. A list may name this gateway itself (a
+	// fleet may share one list). A gateway with seeds answers its gossip
+	// rules by their failure mode (on_error) until it has exchanged state
+	// with one of them: see rules.Rule.Consistency.
+	Seeds []string `yaml:"seeds"`
+	// Interval is the gossip round: every interval a gateway sends the
+	// counters changed since the last round. Default 100ms; at least
+	// 10ms. A key can be admitted beyond its limit by about gateways ×
+	// requests per gateway per second × interval.
+	Interval time.Duration `yaml:"interval"`
+	// Fanout is how many gateways, picked at random, receive each round;
+	// they relay what was new to them. Default 0: every gateway, directly
+	// (best below a hundred gateways).
+	Fanout int `yaml:"fanout"`
+	// MessageBytes caps one gossip packet, in bytes. Default 1400 (one
+	// UDP packet); from 256 to 65000.
+	MessageBytes int `yaml:"message_bytes"`
+	// RoundBytes caps what one round sends each gateway, in bytes, the
+	// hottest keys first; the rest wait for the next round. Default 1 MiB.
+	RoundBytes int `yaml:"round_bytes"`
+	// PushPullInterval is the period of the full state exchange with a
+	// random gateway, which repairs whatever gossip lost. Default 10s.
+	PushPullInterval time.Duration `yaml:"push_pull_interval"`
+	// MaxKeys bounds the keys held, this gateway's and its peers'.
+	// Default 65,536.
+	MaxKeys int `yaml:"max_keys"`
+	// SecretKey encrypts and authenticates all gossip (AES-GCM): 16, 24
+	// or 32 bytes, written in hex (32, 48 or 64 hex digits) or base64,
+	// the same on every gateway. With a key, gossip not sealed with it is
+	// dropped and counted (tollgate_gossip_dropped_total{reason="key"}):
+	// a gateway without the key can neither join nor inject counts.
+	// Shown masked wherever the config is shown. Give at most one of
+	// SecretKey, SecretKeyFile and SecretKeyEnv; none means plaintext
+	// gossip, for a trusted network only.
+	SecretKey string `yaml:"secret_key"`
+	// SecretKeyFile is a file holding the secret key (hex or base64,
+	// surrounding white space ignored); a relative path is resolved
+	// against the configuration file's directory.
+	SecretKeyFile string `yaml:"secret_key_file"`
+	// SecretKeyEnv is the name of an environment variable holding the
+	// secret key (hex or base64).
+	SecretKeyEnv string `yaml:"secret_key_env"`
+	// Key is the secret key read from SecretKey, SecretKeyFile or
+	// SecretKeyEnv by Parse (nil when none is given). Never shown.
+	Key []byte `yaml:"-" json:"-"`
 }
 
 // MemoryStore is the in-process store.

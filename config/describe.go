@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ func (c *Config) Describe(w io.Writer) {
 		fmt.Fprintf(w, "store    redis %s (timeout %v)\n", c.Store.Redis.Describe(), c.Store.Redis.Timeout)
 	default:
 		fmt.Fprintf(w, "store    memory (at most %d keys)\n", c.Store.Memory.MaxKeys)
+	}
+	if g := c.Store.Gossip; g != nil {
+		fmt.Fprintf(w, "gossip   %s\n", describeGossip(g))
 	}
 	fmt.Fprintf(w, "\nroutes:\n")
 	for _, r := range c.Routes {
@@ -64,7 +68,7 @@ func (c *Config) Describe(w io.Writer) {
 		if tier := describeTier(r); tier != "" {
 			fmt.Fprintf(w, "    tier   %s\n", tier)
 		}
-		if c.Store.Redis != nil {
+		if c.Store.Redis != nil || r.Consistency == rules.ConsistencyGossip {
 			fmt.Fprintf(w, "    error  %s\n", describeOnError(&c.Config, &r))
 		}
 		for _, p := range r.Policies {
@@ -172,6 +176,8 @@ func describeTier(r rules.Rule) string {
 			every = eventual.DefaultInterval
 		}
 		return "eventual (decided locally, synced with Redis every " + every.String() + ")"
+	case "gossip":
+		return "gossip (decided locally, counters shared with the fleet by store.gossip)"
 	case "local":
 		if r.Nodes > 1 {
 			return "local (this gateway only, its 1/" + strconv.Itoa(r.Nodes) + " share of the limits)"
@@ -179,6 +185,36 @@ func describeTier(r rules.Rule) string {
 		return "local (this gateway only)"
 	}
 	return r.Consistency
+}
+
+// describeGossip says how this gateway gossips, never showing the key
+// (only where it comes from).
+func describeGossip(g *GossipStore) string {
+	var b strings.Builder
+	port := 0
+	if g.BindPort != nil {
+		port = *g.BindPort
+	}
+	fmt.Fprintf(&b, "node %q on %s, every %v", g.Name, net.JoinHostPort(g.BindAddr, strconv.Itoa(port)), g.Interval)
+	if g.AdvertiseAddr != "" || g.AdvertisePort != 0 {
+		fmt.Fprintf(&b, ", advertised as %s", net.JoinHostPort(g.AdvertiseAddr, strconv.Itoa(g.AdvertisePort)))
+	}
+	if len(g.Seeds) > 0 {
+		fmt.Fprintf(&b, ", seeds %s", strings.Join(g.Seeds, ", "))
+	} else {
+		b.WriteString(", no seeds (a fleet of one until another gateway joins it)")
+	}
+	switch {
+	case g.SecretKeyFile != "":
+		fmt.Fprintf(&b, ", encrypted (key from file %s)", g.SecretKeyFile)
+	case g.SecretKeyEnv != "":
+		fmt.Fprintf(&b, ", encrypted (key from $%s)", g.SecretKeyEnv)
+	case g.SecretKey != "":
+		b.WriteString(", encrypted (key in the file)")
+	default:
+		b.WriteString(", plaintext (no secret key: trusted network only)")
+	}
+	return b.String()
 }
 
 // describeOnError says what rule r answers while its store fails: its
@@ -192,6 +228,13 @@ func describeOnError(c *rules.Config, r *rules.Rule) string {
 	switch r.Consistency {
 	case rules.ConsistencyEventual, rules.ConsistencyLocal:
 		return "none: decided in this gateway, a Redis outage does not fail it"
+	case rules.ConsistencyGossip:
+		what := map[string]string{
+			rules.OnErrorOpen:   "allow",
+			rules.OnErrorClosed: "refuse",
+			rules.OnErrorLocal:  "decide in this gateway alone",
+		}[mode]
+		return fmt.Sprintf("%s: %s until this gateway has exchanged state with the fleet (%s)", mode, what, from)
 	}
 	what := map[string]string{
 		rules.OnErrorOpen:   "allow",

@@ -143,6 +143,9 @@ func (c *Config) Defaults() {
 			r.Timeout = redis.DefaultTimeout
 		}
 	}
+	if g := c.Store.Gossip; g != nil {
+		gossipDefaults(g)
+	}
 	if c.OnError == "" {
 		c.OnError = rules.OnErrorLocal
 	}

@@ -169,6 +169,7 @@ func (c *Config) validateStore(ps *problems) {
 	if m := s.Memory; m != nil && m.MaxKeys < 0 {
 		ps.add(c.at("store.memory.max_keys"), "store.memory.max_keys %d must be positive", m.MaxKeys)
 	}
+	c.validateGossip(ps)
 	if r := s.Redis; r != nil {
 		c.checkRedisURL(ps, r)
 		for i, a := range r.Cluster {

@@ -49,10 +49,15 @@ func (g *Gateway) adminHandler() http.Handler {
 // unready says why the gateway, though serving, should get no traffic:
 // Redis is down (not reached yet, or behind the open breaker) and some
 // enforced rule on it has the failure mode closed, so it refuses every
-// request it matches. "" when ready. A failure mode of open or local keeps
+// request it matches; or the gossip node is not warm yet and some
+// enforced gossip rule has the failure mode closed. "" when ready. A failure mode of open or local keeps
 // the gateway ready: it answers, only less exactly.
 func (g *Gateway) unready() string {
-	closed := g.snap.Load().refusesWithoutRedis
+	snap := g.snap.Load()
+	if cold := snap.refusesWhileCold; len(cold) > 0 && !g.stores.Gossip().Warm() {
+		return "gossip is not warm (no state exchange with the fleet yet) and these rules refuse until it is (on_error: closed): " + strings.Join(cold, ", ")
+	}
+	closed := snap.refusesWithoutRedis
 	if len(closed) == 0 || g.stores.Redis().Stats().Up() {
 		return ""
 	}

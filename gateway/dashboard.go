@@ -47,6 +47,7 @@ type dashState struct {
 	prevAt    time.Time
 	words     string // the configuration in words, as last sent
 	shown     *config.Config
+	sampled   *snapshot // the snapshot of the last sample
 
 	stop, done chan struct{}
 	started    bool
@@ -225,6 +226,10 @@ func (d *dashState) sample(s *snapshot, now time.Time) dashboard.Sample {
 		}
 	}
 	d.prev, d.prevAt = next, now
+	if d.sampled != s {
+		d.sampled = s
+		d.hitters.keepOnly(s.tops) // the rules of the old snapshot are gone
+	}
 	capacity := d.capacity(s.cfg)
 	if len(d.history) < capacity {
 		d.history = append(d.history, smp)

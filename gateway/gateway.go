@@ -90,6 +90,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if rs := g.stores.Redis(); rs != nil {
 		g.m.reg.MustRegister(redisCollector{rs})
 	}
+	if gs := g.stores.Gossip(); gs != nil {
+		g.m.reg.MustRegister(gossipCollector{s: gs, cold: g.stores.ColdDecisions})
+	}
 	if g.dash, err = newDashState(g, cfg); err != nil {
 		g.stores.Close()
 		return nil, err

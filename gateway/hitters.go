@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"strings"
 	"sync"
 
@@ -52,18 +53,21 @@ func (t *ruleTops) observe(ev *rules.Event) {
 }
 
 // hitterSet keeps each rule's ruleTops across reloads: a rule that keeps
-// its name, key and shadow flag keeps its counts.
+// its name, key and shadow flag keeps its counts. Tops of rules no longer
+// running are dropped by keepOnly, once a new snapshot serves (a reload
+// that fails to build keeps the old rules' counts).
 type hitterSet struct {
 	mu   sync.Mutex
 	byID map[string]*ruleTops
 }
 
-// forRules returns the tops of cfg's rules by position, made or kept,
-// and forgets those of rules no longer there.
+// forRules returns the tops of cfg's rules by position, kept or made.
 func (h *hitterSet) forRules(cfg *rules.Config, counters int) []*ruleTops {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	next := make(map[string]*ruleTops, len(cfg.Rules))
+	if h.byID == nil {
+		h.byID = map[string]*ruleTops{}
+	}
 	out := make([]*ruleTops, len(cfg.Rules))
 	for i := range cfg.Rules {
 		r := &cfg.Rules[i]
@@ -71,12 +75,22 @@ func (h *hitterSet) forRules(cfg *rules.Config, counters int) []*ruleTops {
 		t := h.byID[id]
 		if t == nil || t.volume.Capacity() != counters {
 			t = newRuleTops(r, counters)
+			h.byID[id] = t
 		}
-		next[id] = t
 		out[i] = t
 	}
-	h.byID = next
 	return out
+}
+
+// keepOnly forgets every tops but those in use.
+func (h *hitterSet) keepOnly(use []*ruleTops) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, t := range h.byID {
+		if !slices.Contains(use, t) {
+			delete(h.byID, id)
+		}
+	}
 }
 
 func boolWord(b bool) string {

@@ -42,6 +42,9 @@ type snapshot struct {
 	obs      *observer
 	tops     []*ruleTops
 	observer rules.Observer // the engine's: obs, or one over it
+	// refusesWhileCold names the enforced gossip rules whose failure mode
+	// is closed: the gateway is not ready until its gossip node is warm.
+	refusesWhileCold []string
 }
 
 // route is one compiled config.Route.
@@ -86,6 +89,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		obs.bind(&rc, e)
 		s.engine = e
 		s.refusesWithoutRedis = refusesWithoutRedis(&rc, g.stores.Redis() != nil)
+		s.refusesWhileCold = refusesWhileCold(&rc)
 	}
 	for _, rc := range cfg.Routes {
 		r, err := g.buildRoute(cfg, rc)

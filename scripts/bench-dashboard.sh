@@ -14,12 +14,12 @@
 # Markdown table, with the server's CPU time per request (less disturbed
 # by a shared machine than throughput) and the refusal log's size.
 #
-#   scripts/bench-dashboard.sh [ROUNDS] [SECONDS]    defaults: 5 rounds of 5 s
+#   scripts/bench-dashboard.sh [ROUNDS] [SECONDS]    defaults: 6 rounds of 5 s
 #
 # Needs: go, wrk, curl. Listens on 127.0.0.1:18281-18293; stops all on exit.
 set -euo pipefail
 
-ROUNDS=${1:-5}
+ROUNDS=${1:-6}
 SECS=${2:-5}
 CONNS=${CONNS:-32}
 VIEWERS=${VIEWERS:-1}
@@ -72,7 +72,14 @@ done
 RES="$RUN/results"
 : >"$RES"
 for r in $(seq "$ROUNDS"); do
-	for c in "${CONFIGS[@]}"; do
+	# Odd rounds in order, even rounds reversed (ABBA): a load that drifts
+	# during a round weighs on every configuration alike.
+	order=("${CONFIGS[@]}")
+	if [ $((r % 2)) -eq 0 ]; then
+		order=()
+		for ((i = ${#CONFIGS[@]} - 1; i >= 0; i--)); do order+=("${CONFIGS[$i]}"); done
+	fi
+	for c in "${order[@]}"; do
 		set -- $c
 		if [ "$1" = open ]; then
 			for _ in $(seq "$VIEWERS"); do

@@ -1,7 +1,7 @@
 // Package stores opens the counter stores a configuration file names and
 // gives each rule its store: the store section's (memory or Redis) and,
 // over the same connection, the consistency tiers' (strict and eventual on
-// Redis, local in memory). Every view of Redis answers its failures by the
+// Redis, local in memory, gossip on the store.gossip section's node). Every view of Redis answers its failures by the
 // failure mode of the rules it serves (rules.Config.OnErrorOf). The
 // gateway and tollgate forward-auth open their stores here, so that both
 // serve every tier alike.
@@ -23,6 +23,7 @@ import (
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/eventual"
+	"github.com/tollgate-dev/tollgate/store/gossip"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/redis"
 )
@@ -35,15 +36,20 @@ import (
 //	          by the rules' failure mode (WithFailure)
 //	strict    the Redis store, with the rule's failure mode (WithFailure)
 //	eventual  an eventual.Store over the Redis store, one per sync interval
+//	gossip    the gossip node of store.gossip, answering by the rule's
+//	          failure mode until warm: open allows, closed refuses, local
+//	          decides on the local store alone
 //	local     an in-memory store (the gateway's own when the store is in
 //	          memory); the rule engine divides the policies by nodes
 //
 // Stores are made on first use and kept until Close, so that a reload
 // keeps their counts. A Set is safe for concurrent use.
 type Set struct {
-	redis *redis.Store        // nil when the store is in memory
-	mem   *memory.Store       // the store section's memory store, if any
-	clock *memory.CoarseClock // the memory stores' clock, nil for the real one
+	redis  *redis.Store        // nil when the store is in memory
+	mem    *memory.Store       // the store section's memory store, if any
+	clock  *memory.CoarseClock // the memory stores' clock, nil for the real one
+	gossip *gossip.Store       // nil without store.gossip
+	cold   coldCounts          // gossip decisions answered before warm-up
 	// secMu guards section (Same, Rotate) and serializes rotations.
 	secMu   sync.Mutex
 	section config.Store // what was opened, and rotated to, for Same
@@ -120,25 +126,44 @@ func (t *Set) store(r rules.Rule, onError string) (limit.Store, error) {
 		}
 		t.eventual[iv] = s
 		return s, nil
-	case rules.ConsistencyLocal:
-		if t.mem != nil {
-			return t.mem, nil
+	case rules.ConsistencyGossip:
+		if t.gossip == nil {
+			return nil, errors.New("needs store.gossip")
 		}
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if t.closed {
-			return nil, errors.New("stores closed")
-		}
-		if t.local == nil {
-			s, err := memory.New(memoryConfig(memory.DefaultMaxKeys, t.clock))
+		v := gossipView{g: t.gossip, mode: onError, cold: &t.cold}
+		if onError == rules.OnErrorLocal {
+			local, err := t.localStore()
 			if err != nil {
 				return nil, err
 			}
-			t.local = s
+			v.local = local
 		}
-		return t.local, nil
+		return v, nil
+	case rules.ConsistencyLocal:
+		return t.localStore()
 	}
 	return nil, fmt.Errorf("unknown consistency %q", r.Consistency)
+}
+
+// localStore returns the in-process store of local rules: the store
+// section's memory store, or one made on first use.
+func (t *Set) localStore() (limit.Store, error) {
+	if t.mem != nil {
+		return t.mem, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, errors.New("stores closed")
+	}
+	if t.local == nil {
+		s, err := memory.New(memoryConfig(memory.DefaultMaxKeys, t.clock))
+		if err != nil {
+			return nil, err
+		}
+		t.local = s
+	}
+	return t.local, nil
 }
 
 // closeTiers stops the eventual stores (each pushes its last deltas) and
@@ -153,6 +178,9 @@ func (t *Set) closeTiers() {
 	if t.local != nil {
 		t.local.Close()
 	}
+	if t.gossip != nil {
+		t.gossip.Close() // sends its last round and leaves the fleet
+	}
 }
 
 // Open opens the store the store section sc names: memory unless Redis is
@@ -166,6 +194,20 @@ func (t *Set) closeTiers() {
 func Open(sc config.Store, log *slog.Logger) (*Set, error) {
 	clock := memory.NewCoarseClock(time.Millisecond)
 	t := &Set{clock: clock, section: sc}
+	if sc.Gossip != nil {
+		g, err := gossip.New(gossipConfig(sc.Gossip, log))
+		if err != nil {
+			clock.Close()
+			return nil, fmt.Errorf("store.gossip: %w", err)
+		}
+		t.gossip = g
+	}
+	opened := false
+	defer func() {
+		if !opened && t.gossip != nil {
+			t.gossip.Close()
+		}
+	}()
 	if sc.Redis != nil {
 		rc, err := redisConfig(sc.Redis)
 		if err != nil {
@@ -186,6 +228,7 @@ func Open(sc config.Store, log *slog.Logger) (*Set, error) {
 			clock.Close()
 			return nil, fmt.Errorf("store.redis: cannot connect: %w", err)
 		}
+		opened = true
 		return t, nil
 	}
 	maxKeys := 0
@@ -197,11 +240,21 @@ func Open(sc config.Store, log *slog.Logger) (*Set, error) {
 		clock.Close()
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	opened = true
 	return t, nil
 }
 
 // Redis returns the Redis store, or nil when the store is in memory.
 func (t *Set) Redis() *redis.Store { return t.redis }
+
+// Gossip returns the gossip node of store.gossip, or nil without one.
+func (t *Set) Gossip() *gossip.Store { return t.gossip }
+
+// ColdDecisions returns the gossip rules' decisions answered by their
+// failure mode before this gateway was warm, by mode.
+func (t *Set) ColdDecisions() ColdDecisions {
+	return ColdDecisions{Open: t.cold.open.Load(), Closed: t.cold.closed.Load(), Local: t.cold.local.Load()}
+}
 
 // Memory returns the store section's memory store, or nil when the store
 // is Redis.
@@ -243,6 +296,7 @@ func shape(s config.Store) any {
 		Memory  bool
 		MaxKeys int
 		Redis   *redisShape
+		Gossip  *config.GossipStore
 	}
 	var sh storeShape
 	if s.Memory != nil {
@@ -254,6 +308,7 @@ func shape(s config.Store) any {
 			sh.Redis.Sentinel = sn.Master + "," + strings.Join(sn.Addrs, ",")
 		}
 	}
+	sh.Gossip = s.Gossip // every field, the key read included: any change needs a restart
 	return sh
 }
 

@@ -57,4 +57,3 @@ var checkCommand = &command{
 		}
 	},
 }
-
