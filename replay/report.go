@@ -26,6 +26,9 @@ type Report struct {
 	Series SeriesData `json:"series"`
 	// Timelines are the tracked keys' own series (see Config.Track).
 	Timelines []Timeline `json:"timelines,omitempty"`
+	// Sections are parts computed by other packages over the same
+	// requests (see Section), in order.
+	Sections []Section `json:"sections,omitempty"`
 }
 
 // InputStats describes what was read.

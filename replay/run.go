@@ -81,6 +81,11 @@ type Config struct {
 	// Progress, if set, is called now and then with the number of input
 	// bytes read so far (compressed bytes for gzip input).
 	Progress func(read int64)
+	// Tap, if set, sees every simulated request in the order simulated
+	// (time order, after reordering): its instant (Unix ns), key and
+	// cost. Package fleetsim replays the same requests through a
+	// simulated fleet by it.
+	Tap func(t int64, key string, cost int64)
 }
 
 // ErrNoPolicies reports a Config without policies.
@@ -226,6 +231,7 @@ func newPipeline(cfg *Config, format accesslog.Format) (*pipeline, error) {
 		p.strs = stringTable{m: make(map[string]string), max: 1 << 16}
 	}
 	p.sim = newSimulator(cfg.Policies, p.er, engineName, cfg.Suggest, cfg.Track, cfg.MaxKeys, max(cfg.Top, cfg.SuggestTop))
+	p.sim.tap = cfg.Tap
 	p.reo = &reorderer{window: int64(cfg.Reorder), maxQueued: max(cfg.ReorderLines, 1), sink: p.sim}
 	if cfg.Reorder < 0 {
 		p.reo.window = 0

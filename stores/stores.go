@@ -192,55 +192,66 @@ func (t *Set) closeTiers() {
 // Redis is reached every rule answers by its failure mode. log, when not
 // nil, receives the Redis store's state changes.
 func Open(sc config.Store, log *slog.Logger) (*Set, error) {
-	clock := memory.NewCoarseClock(time.Millisecond)
-	t := &Set{clock: clock, section: sc}
+	var t *Set
+	if sc.Redis != nil {
+		rc, err := redisConfig(sc.Redis)
+		if err != nil {
+			return nil, err
+		}
+		if t, err = OpenRedis(rc, log); err != nil {
+			return nil, err
+		}
+	} else {
+		clock := memory.NewCoarseClock(time.Millisecond)
+		t = &Set{clock: clock}
+		maxKeys := 0
+		if sc.Memory != nil {
+			maxKeys = sc.Memory.MaxKeys
+		}
+		var err error
+		if t.mem, err = memory.New(memoryConfig(maxKeys, clock)); err != nil {
+			clock.Close()
+			return nil, fmt.Errorf("store: %w", err)
+		}
+	}
+	t.section = sc
 	if sc.Gossip != nil {
 		g, err := gossip.New(gossipConfig(sc.Gossip, log))
 		if err != nil {
-			clock.Close()
+			t.Close()
 			return nil, fmt.Errorf("store.gossip: %w", err)
 		}
 		t.gossip = g
 	}
-	opened := false
-	defer func() {
-		if !opened && t.gossip != nil {
-			t.gossip.Close()
-		}
-	}()
-	if sc.Redis != nil {
-		rc, err := redisConfig(sc.Redis)
-		if err != nil {
-			clock.Close()
-			return nil, err
-		}
+	return t, nil
+}
+
+// OpenRedis opens a Set on the Redis store rc configures, as Open does
+// for a store section naming Redis: for a front end configured otherwise
+// than by a tollgate file (tollgate envoy-rls, from envoyproxy/ratelimit's
+// environment). log, when not nil and rc.Logger is nil, receives the
+// store's state changes. Credentials or a certificate Redis refuses fail
+// it; a Redis that is down does not.
+func OpenRedis(rc redis.Config, log *slog.Logger) (*Set, error) {
+	if rc.Logger == nil {
 		rc.Logger = log
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if t.redis, err = redis.New(ctx, rc); err != nil {
-			clock.Close()
-			return nil, fmt.Errorf("store: %w", err)
-		}
-		// A certificate not trusted or credentials refused will not mend
-		// by waiting, unlike a Redis that is down: say so now.
-		if err := t.redis.DialError(); redis.IsConfigError(err) {
-			t.redis.Close()
-			clock.Close()
-			return nil, fmt.Errorf("store.redis: cannot connect: %w", err)
-		}
-		opened = true
-		return t, nil
 	}
-	maxKeys := 0
-	if sc.Memory != nil {
-		maxKeys = sc.Memory.MaxKeys
-	}
+	clock := memory.NewCoarseClock(time.Millisecond)
+	t := &Set{clock: clock}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	var err error
-	if t.mem, err = memory.New(memoryConfig(maxKeys, clock)); err != nil {
+	if t.redis, err = redis.New(ctx, rc); err != nil {
 		clock.Close()
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	opened = true
+	// A certificate not trusted or credentials refused will not mend by
+	// waiting, unlike a Redis that is down: say so now.
+	if err := t.redis.DialError(); redis.IsConfigError(err) {
+		t.redis.Close()
+		clock.Close()
+		return nil, fmt.Errorf("store.redis: cannot connect: %w", err)
+	}
 	return t, nil
 }
 

@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -19,11 +21,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 
+	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/envoyrls"
 	"github.com/tollgate-dev/tollgate/limit"
-	"github.com/tollgate-dev/tollgate/store/eventual"
-	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/redis"
+	"github.com/tollgate-dev/tollgate/stores"
 )
 
 var envoyRLSCommand = &command{
@@ -35,7 +38,7 @@ var envoyRLSCommand = &command{
 		fs.StringVar(&env.dir, "config-dir", env.dir, "`directory` of envoyproxy/ratelimit configuration files, one domain per file (default $RUNTIME_ROOT/$RUNTIME_SUBDIRECTORY/$RUNTIME_APPDIRECTORY, APPDIRECTORY defaulting to config)")
 		fs.StringVar(&env.grpc, "grpc", env.grpc, "gRPC listener `address` (default from GRPC_HOST, GRPC_PORT)")
 		fs.StringVar(&env.http, "http", env.http, "HTTP listener `address` (/json, /healthcheck), or off (default from HOST, PORT)")
-		fs.StringVar(&env.debug, "debug", env.debug, "debug listener `address` (/metrics), or off (default from DEBUG_HOST, DEBUG_PORT)")
+		fs.StringVar(&env.debug, "debug", env.debug, "debug listener `address` (/metrics, /debug/pprof/), or off (default from DEBUG_HOST, DEBUG_PORT)")
 		fs.StringVar(&env.redis, "redis", env.redis, "Redis `addresses` (host:port, comma-separated); empty decides in memory (default REDIS_URL, with REDIS_SOCKET_TYPE=tcp; REDIS_AUTH is [user:]password; REDIS_TYPE=sentinel, REDIS_TLS and REDIS_TLS_* as envoyproxy/ratelimit reads them)")
 		tier := fs.String("redis-tier", "strict", "with -redis: strict (every decision in Redis) or eventual (local, synced)")
 		fs.DurationVar(&env.redisTimeout, "redis-timeout", redis.DefaultTimeout, "with -redis: the bound of one Redis round trip")
@@ -187,44 +190,42 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 	return s, errors.Join(errs...)
 }
 
-// openEnvoyRLSStore opens the store s names, and its closer.
-func openEnvoyRLSStore(ctx context.Context, s envoyRLSSettings) (limit.Store, func(), error) {
+// openEnvoyRLSStore opens the store s names through package stores, as
+// serve and forward-auth open theirs: memory by default, else Redis at
+// the strict or the eventual tier, Redis failures answered by the
+// default on_error (local: decided in memory). Closing the Set closes
+// the store.
+func openEnvoyRLSStore(s envoyRLSSettings, log *slog.Logger) (limit.Store, *stores.Set, error) {
+	var set *stores.Set
+	var err error
 	if s.redis == "" {
-		ms, err := memory.New(memory.Config{})
-		if err != nil {
-			return nil, nil, err
+		set, err = stores.Open(config.Store{}, log)
+	} else {
+		rc := redis.Config{Addrs: strings.Split(s.redis, ","), MasterName: s.redisMaster, Username: s.redisUser, Password: s.redisPassword, Timeout: s.redisTimeout}
+		if s.redisTLS {
+			if rc.TLS, err = s.redisTLSFiles.Load(time.Now()); err != nil {
+				return nil, nil, fmt.Errorf("redis: REDIS_TLS_*: %w", err)
+			}
 		}
-		return ms, func() { ms.Close() }, nil
+		set, err = stores.OpenRedis(rc, log)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	rc := redis.Config{Addrs: strings.Split(s.redis, ","), MasterName: s.redisMaster, Username: s.redisUser, Password: s.redisPassword, Timeout: s.redisTimeout}
-	if s.redisTLS {
-		tc, err := s.redisTLSFiles.Load(time.Now())
-		if err != nil {
-			return nil, nil, fmt.Errorf("redis: REDIS_TLS_*: %w", err)
-		}
-		rc.TLS = tc
-	}
-	rs, err := redis.New(ctx, rc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("redis: %w", err)
+		return nil, nil, err
 	}
-	// A certificate not trusted or a password refused will not mend by
-	// waiting, unlike a Redis that is down: say so now.
-	if err := rs.DialError(); redis.IsConfigError(err) {
-		rs.Close()
-		return nil, nil, fmt.Errorf("redis: cannot connect: %w", err)
-	}
-	if s.tier == "eventual" {
-		es, err := eventual.New(eventual.Config{Redis: rs})
-		if err != nil {
-			rs.Close()
-			return nil, nil, err
+	var cfg rules.Config
+	st, err := set.Engine(&cfg)
+	if err == nil && s.redis != "" {
+		tier := rules.ConsistencyStrict
+		if s.tier == "eventual" {
+			tier = rules.ConsistencyEventual
 		}
-		return es, func() { es.Close(); rs.Close() }, nil
+		st, err = set.For(&cfg)(rules.Rule{Consistency: tier})
 	}
-	return rs, func() { rs.Close() }, nil
+	if err != nil {
+		set.Close()
+		return nil, nil, err
+	}
+	return st, set, nil
 }
 
 func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stderr io.Writer) int {
@@ -243,12 +244,12 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 		}
 		return exitFail
 	}
-	st, closeStore, err := openEnvoyRLSStore(ctx, s)
+	st, set, err := openEnvoyRLSStore(s, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate envoy-rls: store: %v\n", err)
 		return exitFail
 	}
-	defer closeStore()
+	defer set.Close()
 	reg := prometheus.NewRegistry()
 	metrics, err := envoyrls.NewMetrics(reg, 0)
 	if err != nil {
@@ -283,7 +284,11 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 		fmt.Fprintf(stderr, "tollgate envoy-rls: -grpc: %v\n", err)
 		return exitFail
 	}
-	g := grpc.NewServer()
+	// Stream workers: a stream is served by a goroutine kept from earlier
+	// ones, whose stack has already grown, rather than a new one per call
+	// (a stream beyond them still gets its own). The count covers the
+	// calls waiting on Redis at once under load.
+	g := grpc.NewServer(grpc.NumStreamWorkers(uint32(max(64, 8*runtime.GOMAXPROCS(0)))))
 	svc.Register(g)
 	errc := make(chan error, 3)
 	go func() { errc <- g.Serve(gl) }()
@@ -311,8 +316,15 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 		}
 		h := l.h
 		if l.flag == "-debug" {
+			// /metrics, and Go's profiles as envoyproxy/ratelimit's debug
+			// port serves them (/debug/pprof/).
 			mux := http.NewServeMux()
 			mux.Handle("/metrics", l.h)
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 			h = mux
 		}
 		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}

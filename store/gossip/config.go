@@ -81,6 +81,16 @@ type Config struct {
 	// netTransport uses memberlist's own NetTransport instead of
 	// transport (the benchmarks' A/B).
 	netTransport bool
+	// Transport, when set, replaces memberlist: the Store joins no
+	// fleet and runs no loop; each Round it gives the round's messages
+	// to Transport.Broadcast, and its owner delivers them to the other
+	// nodes with MergeDelta, and calls Round and Sweep itself (see
+	// transport.go). It is the seam of package fleetsim, which runs
+	// thousands of nodes on a virtual clock and network; a gateway
+	// leaves it nil. Name, BindAddr, BindPort, Seeds, SecretKey,
+	// Interval and PushPullInterval are then unused, and Fanout must be
+	// zero (a broadcast reaches every member).
+	Transport Transport
 	// Log receives memberlist's log lines. Nil discards them. They name
 	// nodes and addresses, never keys.
 	Log io.Writer
@@ -145,6 +155,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxKeys < 0 {
 		errs = append(errs, fmt.Errorf("gossip: max keys %d must not be negative", c.MaxKeys))
+	}
+	if c.Transport != nil && c.Fanout != 0 {
+		errs = append(errs, fmt.Errorf("gossip: fanout %d with a Transport: a Transport broadcasts to every member", c.Fanout))
 	}
 	return errors.Join(errs...)
 }

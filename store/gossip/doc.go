@@ -112,4 +112,12 @@
 // in Stats.Dropped; with SecretKey set, memberlist drops anything not
 // sealed with it, counted as Unauthenticated. Counts saturate; none is
 // ever negative or wrapped.
+//
+// # Simulation
+//
+// Config.Transport replaces memberlist (transport.go): the Store then
+// gives each round's messages to the Transport, its owner calls Round
+// and Sweep on its own clock and delivers messages with DecodeDelta and
+// MergeDelta, the code memberlist's deliveries run. Package fleetsim
+// drives a thousand nodes this way on a virtual clock and network.
 package gossip

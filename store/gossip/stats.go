@@ -99,8 +99,10 @@ func (s *Store) Stats() Stats {
 			Full:            s.st.full.Load(),
 		},
 	}
-	st.Suspect = s.members.suspects()
-	st.Alive = max(s.ml.NumMembers()-st.Suspect, 1)
+	if s.ml != nil {
+		st.Suspect = s.members.suspects()
+		st.Alive = max(s.ml.NumMembers()-st.Suspect, 1)
+	}
 	st.Dead = s.members.dead(time.Now())
 	now := s.clock()
 	for i := range s.shards {

@@ -160,6 +160,9 @@ func New(cfg Config) (*Store, error) {
 	for i := range s.shards {
 		s.shards[i].m = make(map[string]*entry)
 	}
+	if cfg.Transport != nil {
+		return s.detached(), nil
+	}
 	mc := memberlist.DefaultLANConfig()
 	if cfg.Name != "" {
 		mc.Name = cfg.Name
@@ -283,6 +286,9 @@ func (s *Store) shutdown(leave bool) error {
 	s.once.Do(func() {
 		close(s.stop)
 		<-s.done
+		if s.ml == nil { // a Transport's node: no memberlist, no loop
+			return
+		}
 		if leave {
 			s.round()
 			err = s.ml.Leave(s.cfg.Interval * 5)
