@@ -143,9 +143,13 @@ func (c *Config) Defaults() {
 			r.Timeout = redis.DefaultTimeout
 		}
 	}
+	if g := c.Store.Gossip; g != nil {
+		gossipDefaults(g)
+	}
 	if c.OnError == "" {
 		c.OnError = rules.OnErrorLocal
 	}
+	c.defaultsDashboard()
 	if c.AccessLog.Path != "" && c.AccessLog.Format == "" {
 		c.AccessLog.Format = "json"
 	}

@@ -39,7 +39,8 @@ type Gateway struct {
 	admin    *http.Server
 	adminLn  net.Listener
 	access   *accessLog
-	warns    *warnLog // fasthttp's and the proxy's, once started
+	dash     *dashState // the dashboard's feed and the refusal log
+	warns    *warnLog   // fasthttp's and the proxy's, once started
 	ready    atomic.Bool
 	inFlight atomic.Int64 // requests being served (connState)
 	tunnels  tunnels
@@ -89,14 +90,23 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if rs := g.stores.Redis(); rs != nil {
 		g.m.reg.MustRegister(redisCollector{rs})
 	}
+	if gs := g.stores.Gossip(); gs != nil {
+		g.m.reg.MustRegister(gossipCollector{s: gs, cold: g.stores.ColdDecisions})
+	}
+	if g.dash, err = newDashState(g, cfg); err != nil {
+		g.stores.Close()
+		return nil, err
+	}
 	s, err := g.build(cfg)
 	if err != nil {
+		g.dash.close()
 		g.stores.Close()
 		return nil, err
 	}
 	g.snap.Store(s)
 	if cfg.AccessLog.Path != "" {
 		if g.access, err = openAccessLog(cfg.Resolve(cfg.AccessLog.Path), cfg.AccessLog.Format); err != nil {
+			g.dash.close()
 			g.stores.Close()
 			return nil, err
 		}
@@ -162,6 +172,7 @@ func (g *Gateway) Start() error {
 			return fmt.Errorf("admin listen: %w", err)
 		}
 		g.admin = &http.Server{Handler: g.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		g.dash.start()
 		g.serving.Go(func() {
 			if err := g.admin.Serve(g.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				g.report(fmt.Errorf("admin: %w", err))
@@ -214,7 +225,9 @@ func (g *Gateway) Config() *config.Config { return g.snap.Load().cfg }
 
 // Reload validates-by-building cfg and, if it builds, swaps it in
 // atomically. The store is kept, so rules that did not change keep their
-// counters. Changes that need a restart (listener addresses, the store)
+// counters; new Redis credentials or TLS files reconnect it (see
+// stores.Set.Rotate), and a reload whose new connection fails is refused.
+// Changes that need a restart (listener addresses, where the store is)
 // are refused: the old configuration keeps serving.
 func (g *Gateway) Reload(cfg *config.Config) error {
 	err := g.reload(cfg)
@@ -239,11 +252,20 @@ func (g *Gateway) reload(cfg *config.Config) error {
 	if cfg.AccessLog.Path != old.AccessLog.Path || cfg.AccessLog.Format != old.AccessLog.Format {
 		restart = append(restart, "access_log")
 	}
+	if cfg.RefusalLog != old.RefusalLog {
+		restart = append(restart, "refusal_log")
+	}
 	if len(restart) > 0 {
 		return fmt.Errorf("reload refused: changes to %v need a restart", restart)
 	}
 	s, err := g.build(cfg)
 	if err != nil {
+		return err
+	}
+	// New Redis credentials or TLS files: connect with them before the
+	// new configuration serves (the old connection serves meanwhile, and
+	// keeps serving when they fail).
+	if err := g.stores.Rotate(cfg.Store); err != nil {
 		return err
 	}
 	g.snap.Store(s)
@@ -317,6 +339,7 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 		}
 	}
 	if g.admin != nil {
+		g.dash.hub.Close() // event streams never go idle: end them first
 		actx, cancel := context.WithTimeout(context.Background(), time.Second)
 		g.admin.Shutdown(actx)
 		cancel()
@@ -344,6 +367,7 @@ func (g *Gateway) Close() error {
 			// the listener ends Serve either way.
 			g.ln.Close()
 		}
+		g.dash.close()
 		if g.admin != nil {
 			g.admin.Close()
 		}

@@ -36,6 +36,15 @@ type snapshot struct {
 	// mode is closed: while Redis is down they refuse, and /readyz says
 	// so. Empty when the store is in memory.
 	refusesWithoutRedis []string
+	// obs counts the decisions (the dashboard samples its counters);
+	// tops are the rules' heavy hitters by position, nil when the
+	// dashboard is off.
+	obs      *observer
+	tops     []*ruleTops
+	observer rules.Observer // the engine's: obs, or one over it
+	// refusesWhileCold names the enforced gossip rules whose failure mode
+	// is closed: the gateway is not ready until its gossip node is warm.
+	refusesWhileCold []string
 }
 
 // route is one compiled config.Route.
@@ -65,7 +74,8 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 			return nil, fmt.Errorf("rules: %w", err)
 		}
 		obs := g.m.newObserver()
-		rc.Observer = obs
+		rc.Observer, s.tops = g.dash.observer(obs, cfg, &rc)
+		s.obs, s.observer = obs, rc.Observer
 		rc.Logger = g.log
 		rc.Stores = g.stores.For(&rc)
 		st, err := g.stores.Engine(&rc)
@@ -79,6 +89,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		obs.bind(&rc, e)
 		s.engine = e
 		s.refusesWithoutRedis = refusesWithoutRedis(&rc, g.stores.Redis() != nil)
+		s.refusesWhileCold = refusesWhileCold(&rc)
 	}
 	for _, rc := range cfg.Routes {
 		r, err := g.buildRoute(cfg, rc)

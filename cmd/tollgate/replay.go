@@ -12,6 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/tollgate-dev/tollgate/accesslog"
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/rules"
@@ -115,7 +116,7 @@ func runReplay(ctx context.Context, o *replayOptions, file string, stdin io.Read
 		cfg.Reorder = -1
 	}
 	var err error
-	if cfg.Format, err = replay.ParseFormat(o.format); err != nil {
+	if cfg.Format, err = accesslog.ParseFormat(o.format); err != nil {
 		return badReplayUsage(err)
 	}
 	for _, f := range o.fields {

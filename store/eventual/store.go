@@ -69,6 +69,7 @@ type Store struct {
 	max     int
 
 	syncMu sync.Mutex // one sync at a time
+	stats  syncStats
 	// charges and where are Sync's buffers, reused (under syncMu).
 	charges []redis.Charge
 	where   []*entry
@@ -354,6 +355,7 @@ func (s *Store) Sync(ctx context.Context) error {
 	}
 	t0 := s.local()
 	err := s.central.Sync(ctx, charges)
+	s.stats.record(t0, s.local(), len(charges), probe, err)
 	if off, ok := skew(charges, t0, s.local()); ok {
 		s.offset.Store(off)
 	}

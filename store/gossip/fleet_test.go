@@ -29,6 +29,7 @@ func startFleet(t testing.TB, n int, clock func() int64, tweak ...func(*Config))
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.shutdown(false) })
+		<-s.joined
 		nodes = append(nodes, s)
 	}
 	for _, s := range nodes {

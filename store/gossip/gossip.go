@@ -44,7 +44,8 @@ func (s *Store) round() {
 	var peers []*memberlist.Node
 	if s.ml != nil {
 		if peers = s.peers(); len(peers) == 0 {
-			s.redirty(cands) // nobody to tell yet
+			s.redirty(cands)       // nobody to tell yet
+			s.lastFresh.Store(now) // and no kick before the next tick either
 			return
 		}
 	}
@@ -64,6 +65,7 @@ func (s *Store) round() {
 		names []string
 		cs    []counter
 		lag   int64
+		fresh bool
 	)
 	for i, c := range cands {
 		if budget <= 0 {
@@ -85,6 +87,7 @@ func (s *Store) round() {
 			if sl.since != 0 {
 				lag = max(lag, now-sl.since)
 				sl.since = 0
+				fresh = true
 			}
 			sl.sends--
 			more = more || sl.sends > 0
@@ -108,6 +111,9 @@ func (s *Store) round() {
 		s.send(peers, enc.finish(kindDelta))
 	}
 	s.st.mergeLag.Store(lag)
+	if fresh {
+		s.lastFresh.Store(now)
+	}
 }
 
 // updateRelayRounds sets the rounds a relayed counter is sent with a

@@ -1,12 +1,6 @@
-package replay
+package accesslog
 
-import (
-	"errors"
-	"math"
-)
-
-// errTime reports a timestamp none of the parsers understood.
-var errTime = errors.New("bad timestamp")
+import "math"
 
 // monthIndex maps the three-letter English month abbreviations of the
 // common log format (any case) to 1..12, or 0.
@@ -288,9 +282,9 @@ func parseEpochTime(b []byte) (int64, bool) {
 	return t, true
 }
 
-// parseAnyTime tries ISO 8601/RFC 3339, then the common log format's
+// ParseTime tries ISO 8601/RFC 3339, then the common log format's
 // date, then a Unix epoch number.
-func parseAnyTime(b []byte) (int64, bool) {
+func ParseTime(b []byte) (int64, bool) {
 	if len(b) == 0 {
 		return 0, false
 	}

@@ -1,10 +1,8 @@
-package replay
+package accesslog
 
 import (
 	"fmt"
 	"strings"
-
-	"github.com/tollgate-dev/tollgate/accesslog"
 )
 
 // Fields names the JSON fields (or CSV header columns) that hold each part
@@ -25,19 +23,19 @@ type Fields struct {
 	Extra []string
 }
 
-// DefaultFields are the names tollgate's own gateway access log (package
-// accesslog's Field constants), slog's JSON handler and the usual nginx/Caddy JSON
-// log recipes use.
+// DefaultFields are the names tollgate's own JSON access log (AppendJSON,
+// the Field constants), slog's JSON handler and the usual nginx/Caddy
+// JSON log recipes use.
 var DefaultFields = Fields{
-	Time:   []string{accesslog.FieldTime, "ts", "timestamp", "@timestamp", "time_local", "time_iso8601", "date"},
-	Addr:   []string{accesslog.FieldRemote, "client_ip", "remote_ip", "ip", "remote", "clientip", "client"},
+	Time:   []string{FieldTime, "ts", "timestamp", "@timestamp", "time_local", "time_iso8601", "date"},
+	Addr:   []string{FieldRemote, "client_ip", "remote_ip", "ip", "remote", "clientip", "client"},
 	User:   []string{"user", "remote_user", "auth_user"},
-	Method: []string{accesslog.FieldMethod, "request_method", "verb"},
-	Path:   []string{"path", accesslog.FieldURI, "request_uri", "url", "request_path"},
-	Status: []string{accesslog.FieldStatus, "status_code", "response"},
+	Method: []string{FieldMethod, "request_method", "verb"},
+	Path:   []string{"path", FieldURI, "request_uri", "url", "request_path"},
+	Status: []string{FieldStatus, "status_code", "response"},
 	Key:    []string{"key"},
 	Cost:   []string{"cost", "weight"},
-	Host:   []string{accesslog.FieldHost, "server_name", "http_host", "vhost"},
+	Host:   []string{FieldHost, "server_name", "http_host", "vhost"},
 }
 
 // SetField overrides the names of one part from a "part=name[|name...]"
@@ -74,8 +72,8 @@ func (f *Fields) SetField(spec string) error {
 	return nil
 }
 
-// withDefaults fills every empty list from DefaultFields.
-func (f Fields) withDefaults() Fields {
+// WithDefaults fills every empty list from DefaultFields.
+func (f Fields) WithDefaults() Fields {
 	d := DefaultFields
 	pick := func(a, b []string) []string {
 		if len(a) > 0 {

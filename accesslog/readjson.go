@@ -1,4 +1,4 @@
-package replay
+package accesslog
 
 import "github.com/valyala/fastjson"
 
@@ -17,19 +17,15 @@ type jsonParser struct {
 }
 
 func newJSONParser(f Fields) *jsonParser {
-	return &jsonParser{names: newNameTable(f.withDefaults())}
+	return &jsonParser{names: newNameTable(f.WithDefaults())}
 }
 
-func (p *jsonParser) parse(line []byte, r *record) error {
-	v, err := p.p.ParseBytes(line)
-	if err != nil {
-		return errSyntax
+func (p *jsonParser) Parse(line []byte, r *Record) error {
+	o, ok := p.object(line)
+	if !ok {
+		return ErrSyntax
 	}
-	o, err := v.Object()
-	if err != nil {
-		return errSyntax
-	}
-	var ranks [slotExtra + maxFields]int8
+	var ranks [slotExtra + MaxExtraFields]int8
 	for i := range ranks {
 		ranks[i] = 127
 	}
@@ -53,17 +49,17 @@ func (p *jsonParser) parse(line []byte, r *record) error {
 		})
 	})
 	if timeVal == nil {
-		return errNoTime
+		return ErrNoTime
 	}
-	t, ok := parseAnyTime(timeVal)
+	t, ok := ParseTime(timeVal)
 	if !ok {
-		return errTime
+		return ErrTime
 	}
 	r.Time = t
 	if costVal != nil {
-		c, ok := digits(costVal)
+		c, ok := parseCost(costVal)
 		if !ok {
-			return errBadCost
+			return ErrBadCost
 		}
 		r.Cost = c
 	}
@@ -89,13 +85,9 @@ func (p *jsonParser) value(v *fastjson.Value) []byte {
 
 // fields lists the names of the line's top-level fields, at most 32, or
 // nil when the line is not a JSON object.
-func (p *jsonParser) fields(line []byte) []string {
-	v, err := p.p.ParseBytes(line)
-	if err != nil {
-		return nil
-	}
-	o, err := v.Object()
-	if err != nil {
+func (p *jsonParser) FieldNames(line []byte) []string {
+	o, ok := p.object(line)
+	if !ok {
 		return nil
 	}
 	var names []string
@@ -105,4 +97,15 @@ func (p *jsonParser) fields(line []byte) []string {
 		}
 	})
 	return names
+}
+
+// object parses line as one JSON object, valid until the next line is
+// parsed.
+func (p *jsonParser) object(line []byte) (*fastjson.Object, bool) {
+	v, err := p.p.ParseBytes(line)
+	if err != nil {
+		return nil, false
+	}
+	o, err := v.Object()
+	return o, err == nil
 }

@@ -1,13 +1,7 @@
-package replay
-
-import (
-	"bytes"
-
-	"github.com/tollgate-dev/tollgate/accesslog"
-)
+package accesslog
 
 // clfParser reads the NCSA common and combined log formats, which nginx
-// and Apache both write by default:
+// and Apache both write by default (and AppendCombined writes):
 //
 //	host ident user [dd/Mon/yyyy:hh:mm:ss +zzzz] "METHOD target proto" status bytes ["referer" "agent"]
 //
@@ -21,7 +15,7 @@ type clfParser struct {
 	req   []byte // the request line, decoded, when it had escapes
 }
 
-func (p *clfParser) parse(line []byte, r *record) error {
+func (p *clfParser) Parse(line []byte, r *Record) error {
 	i := 0
 	n := len(line)
 	field := func() []byte {
@@ -43,7 +37,7 @@ func (p *clfParser) parse(line []byte, r *record) error {
 		i++
 	}
 	if i >= n || len(r.Addr) == 0 {
-		return errSyntax
+		return ErrSyntax
 	}
 	u := line[start:i]
 	for len(u) > 0 && u[len(u)-1] == ' ' {
@@ -56,11 +50,11 @@ func (p *clfParser) parse(line []byte, r *record) error {
 		i++
 	}
 	if i >= n {
-		return errSyntax
+		return ErrSyntax
 	}
 	t, ok := p.times.clf(line[ts:i])
 	if !ok {
-		return errTime
+		return ErrTime
 	}
 	r.Time = t
 	i++
@@ -68,7 +62,7 @@ func (p *clfParser) parse(line []byte, r *record) error {
 		i++
 	}
 	if i >= n || line[i] != '"' {
-		return errSyntax
+		return ErrSyntax
 	}
 	i++
 	rs := i
@@ -79,11 +73,11 @@ func (p *clfParser) parse(line []byte, r *record) error {
 		i++
 	}
 	if i >= n {
-		return errSyntax
+		return ErrSyntax
 	}
 	req := line[rs:i]
 	if indexByte(req, '\\') >= 0 {
-		p.req = accesslog.Unquote(p.req[:0], req)
+		p.req = Unquote(p.req[:0], req)
 		req = p.req
 	}
 	i++
@@ -105,9 +99,10 @@ func (p *clfParser) parse(line []byte, r *record) error {
 	}
 	r.Status = line[ss:i]
 	if len(r.Status) == 0 {
-		return errSyntax
+		return ErrSyntax
 	}
 	return nil
 }
 
-func indexByte(b []byte, c byte) int { return bytes.IndexByte(b, c) }
+// FieldNames returns nil: the combined format's fields have no names.
+func (p *clfParser) FieldNames([]byte) []string { return nil }

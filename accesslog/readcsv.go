@@ -1,4 +1,4 @@
-package replay
+package accesslog
 
 import "strings"
 
@@ -19,25 +19,18 @@ type csvParser struct {
 }
 
 func newCSVParser(f Fields) *csvParser {
-	return &csvParser{spec: f.withDefaults(), slots: []int{slotTime, slotKey, slotCost, slotPath}}
+	return &csvParser{spec: f.WithDefaults(), slots: []int{slotTime, slotKey, slotCost, slotPath}}
 }
 
-// errHeader marks the header line: skipped, not malformed.
-var errHeader = errHeaderT{}
-
-type errHeaderT struct{}
-
-func (errHeaderT) Error() string { return "header" }
-
-func (p *csvParser) parse(line []byte, r *record) error {
+func (p *csvParser) Parse(line []byte, r *Record) error {
 	p.unquote = p.unquote[:0]
 	if !p.seen {
 		p.seen = true
 		first, _, ok := p.field(line, 0)
 		if !ok {
-			return errSyntax
+			return ErrSyntax
 		}
-		if _, ok := parseAnyTime(first); !ok {
+		if _, ok := ParseTime(first); !ok {
 			return p.header(line)
 		}
 	}
@@ -47,16 +40,16 @@ func (p *csvParser) parse(line []byte, r *record) error {
 	for i <= len(line) {
 		f, next, ok := p.field(line, i)
 		if !ok {
-			return errSyntax
+			return ErrSyntax
 		}
 		if col < len(p.slots) {
 			switch s := p.slots[col]; s {
 			case slotNone:
 			case slotTime:
 				timeCol = true
-				t, ok := parseAnyTime(f)
+				t, ok := ParseTime(f)
 				if !ok {
-					return errTime
+					return ErrTime
 				}
 				r.Time, haveTime = t, true
 			case slotCost:
@@ -73,14 +66,14 @@ func (p *csvParser) parse(line []byte, r *record) error {
 	}
 	if !haveTime {
 		if timeCol {
-			return errTime // the line ends before its time column
+			return ErrTime // the line ends before its time column
 		}
-		return errNoTime
+		return ErrNoTime
 	}
 	if len(costVal) > 0 {
-		c, ok := digits(costVal)
+		c, ok := parseCost(costVal)
 		if !ok {
-			return errBadCost
+			return ErrBadCost
 		}
 		r.Cost = c
 	}
@@ -96,7 +89,7 @@ func (p *csvParser) header(line []byte) error {
 	for i := 0; i <= len(line); {
 		f, next, ok := p.field(line, i)
 		if !ok {
-			return errSyntax
+			return ErrSyntax
 		}
 		name := strings.ToLower(strings.TrimSpace(string(f)))
 		cols = append(cols, name)
@@ -110,12 +103,12 @@ func (p *csvParser) header(line []byte) error {
 		i = next
 	}
 	p.slots, p.cols = slots, cols
-	return errHeader
+	return ErrHeader
 }
 
 // fields lists the header's column names when there was one (at most
 // 32), or nil.
-func (p *csvParser) fields(line []byte) []string {
+func (p *csvParser) FieldNames(line []byte) []string {
 	return p.cols[:min(len(p.cols), 32)]
 }
 

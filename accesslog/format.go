@@ -1,4 +1,4 @@
-package replay
+package accesslog
 
 import (
 	"bytes"
@@ -64,9 +64,9 @@ func DetectFormat(sample []byte) Format {
 		if line[0] == '{' {
 			return FormatJSON
 		}
-		var r record
-		r.reset(0)
-		if new(clfParser).parse(line, &r) == nil {
+		var r Record
+		r.Reset(0)
+		if new(clfParser).Parse(line, &r) == nil {
 			return FormatCombined
 		}
 		if bytes.IndexByte(line, ',') >= 0 {
@@ -74,14 +74,4 @@ func DetectFormat(sample []byte) Format {
 		}
 	}
 	return FormatCombined
-}
-
-func newParser(f Format, fields Fields) lineParser {
-	switch f {
-	case FormatJSON:
-		return newJSONParser(fields)
-	case FormatCSV:
-		return newCSVParser(fields)
-	}
-	return &clfParser{}
 }
