@@ -153,7 +153,12 @@ func (s *gossipSim) deliver(node int, k int32) {
 
 func (s *gossipSim) decide(node int, k int32, key string, cost int64) (bool, bool, error) {
 	s.deliver(node, k)
-	d, err := s.nodes[node].Apply(context.Background(), key, s.p, cost)
+	n := s.nodes[node]
+	d, err := n.Apply(context.Background(), key, s.p, cost)
+	if n.Kicked() {
+		// A change after a quiet interval: the tier rounds at once.
+		n.Round()
+	}
 	return d.Allowed, d.Allowed && cost > 0, err
 }
 
