@@ -28,8 +28,7 @@ type gossipSim struct {
 	logs    []*sendLog       // by key id
 	cursors map[uint64]int64 // node<<32 | key id: next log sequence to merge
 	sentNow bool             // the round in progress broadcast something
-	sender  int
-	sends   int64 // log entries filed, for the losses
+	sends   int64            // log entries filed, for the losses
 
 	msgs, bytes int64
 	rounds      []int // per node, for the sweeps
