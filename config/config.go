@@ -84,7 +84,40 @@ type Listen struct {
 	// length: it is counted as it streams and cut with 413 at the limit.
 	// Default 0: unlimited.
 	MaxRequestBody int64 `yaml:"max_request_body"`
+	// HTTP2 chooses the listener's data path. "off": the fasthttp
+	// HTTP/1.1 path, the fastest for HTTP/1.1 clients (with tls, ALPN
+	// offers http/1.1 only). "on": the net/http path with HTTP/2: with
+	// tls, ALPN offers h2 and http/1.1; without, h2c (prior knowledge,
+	// and HTTP/1.1's Upgrade: h2c) beside HTTP/1.1. Every request of an
+	// "on" listener, HTTP/1.1 ones too, goes through net/http, whose
+	// HTTP/1.1 is slower than fasthttp's. Default: "on" with tls (as
+	// nginx's `listen 443 ssl http2`), "off" without. Routes with
+	// protocol http2 and gRPC routes need "on".
+	HTTP2 string `yaml:"http2"`
+	// MaxConcurrentStreams bounds the streams an HTTP/2 client may have
+	// open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS); handlers
+	// beyond it wait, and a client that opens and resets streams faster
+	// than they run is disconnected (ENHANCE_YOUR_CALM). Default 128
+	// (nginx's http2_max_concurrent_streams).
+	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
+	// MaxHeaderListSize bounds an HTTP/2 request's header list
+	// (SETTINGS_MAX_HEADER_LIST_SIZE: names and values plus 32 bytes a
+	// field, RFC 9113 §6.5.2), in bytes; a larger one is refused with
+	// 431. Default 16384; at least 1024.
+	MaxHeaderListSize int `yaml:"max_header_list_size"`
 }
+
+// Listener data paths (Listen.HTTP2).
+const (
+	HTTP2Off = "off"
+	HTTP2On  = "on"
+)
+
+// Upstream protocols (Route.Protocol).
+const (
+	ProtocolHTTP1 = "http1"
+	ProtocolHTTP2 = "http2"
+)
 
 // TLS names PEM files holding a certificate chain and its private key.
 type TLS struct {
@@ -142,6 +175,21 @@ type Route struct {
 	// must not carry credentials (user:password@), and its port, when
 	// given, is from 1 to 65535.
 	Upstream string `yaml:"upstream"`
+	// Protocol is the HTTP version spoken to the upstream: "http1" or
+	// "http2" (h2 by ALPN for an https:// upstream, h2c with prior
+	// knowledge for http://). Default http1, http2 for a gRPC route. A
+	// route with http2 needs listen.http2 on.
+	Protocol string `yaml:"protocol"`
+	// GRPC marks the route as a gRPC API (it needs listen.http2 on).
+	// Its requests must be gRPC (HTTP/2, content-type application/grpc
+	// or application/grpc+...; others are answered 415 or 505); a
+	// refusal is a gRPC response, HTTP 200 with grpc-status 8
+	// (RESOURCE_EXHAUSTED; 14, UNAVAILABLE, for a store failure refused
+	// by on_error closed), a grpc-message, and the rate-limit fields and
+	// retry-after as metadata; upstream failures are gRPC statuses too.
+	// Rules match a gRPC method by its path (/package.Service/Method),
+	// metadata by headers, and key by grpc_service and grpc_method.
+	GRPC bool `yaml:"grpc"`
 }
 
 // Store chooses the counter store: exactly one of Memory or Redis, and
@@ -214,8 +262,8 @@ type GossipStore struct {
 	// dropped and counted (tollgate_gossip_dropped_total{reason="key"}):
 	// a gateway without the key can neither join nor inject counts.
 	// Shown masked wherever the config is shown. Give at most one of
-	// SecretKey, SecretKeyFile and SecretKeyEnv; none means plaintext
-	// gossip, for a trusted network only.
+	// secret_key, secret_key_file and secret_key_env; none means
+	// plaintext gossip, for a trusted network only.
 	SecretKey string `yaml:"secret_key"`
 	// SecretKeyFile is a file holding the secret key (hex or base64,
 	// surrounding white space ignored); a relative path is resolved

@@ -27,7 +27,14 @@ func (c *Config) Describe(w io.Writer) {
 	if c.Listen.TLS != nil {
 		scheme = "https"
 	}
-	fmt.Fprintf(w, "traffic  %s://%s\n", scheme, c.Listen.Addr)
+	fmt.Fprintf(w, "traffic  %s://%s", scheme, c.Listen.Addr)
+	switch {
+	case c.Listen.HTTP2 == HTTP2On && c.Listen.TLS != nil:
+		fmt.Fprintf(w, " (h2 and http/1.1 by ALPN, on net/http)")
+	case c.Listen.HTTP2 == HTTP2On:
+		fmt.Fprintf(w, " (h2c and HTTP/1.1, on net/http)")
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "admin    %s\n", c.Admin.Addr)
 	switch {
 	case c.Store.Redis != nil:
@@ -47,6 +54,12 @@ func (c *Config) Describe(w io.Writer) {
 		fmt.Fprintf(w, "  %s%s -> %s", host, r.Path, r.Upstream)
 		if r.Upstream == "demo" {
 			fmt.Fprintf(w, " (the built-in demo origin, not a service of yours)")
+		}
+		switch {
+		case r.GRPC:
+			fmt.Fprintf(w, " (gRPC, over HTTP/2)")
+		case r.Protocol == ProtocolHTTP2:
+			fmt.Fprintf(w, " (over HTTP/2)")
 		}
 		fmt.Fprintln(w)
 	}

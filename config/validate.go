@@ -63,6 +63,7 @@ func (c *Config) validate(ps *problems) {
 		ps.add(c.at("upstream.max_conns"), "upstream.max_conns %d must not be negative", c.Upstream.MaxConns)
 	}
 	c.validateRoutes(ps)
+	c.validateHTTP2(ps)
 	c.validateStore(ps)
 	c.validateRules(ps)
 	c.validateTiers(ps)

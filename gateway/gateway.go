@@ -44,6 +44,7 @@ type Gateway struct {
 	ready    atomic.Bool
 	inFlight atomic.Int64 // requests being served (connState)
 	tunnels  tunnels
+	h2       h2State // the net/http data path's (h2.go)
 	serveErr chan error
 	serving  sync.WaitGroup // the listeners' Serve goroutines
 
@@ -125,10 +126,14 @@ func (g *Gateway) Start() error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	ln = yieldListener{ln}
+	if cfg.Listen.HTTP2 == config.HTTP2On {
+		g.h2.ln = g.newH2Listener(cfg)
+		ln = g.h2.ln.conns.listener(ln)
+	}
 	if cfg.Listen.TLS != nil {
 		ln = tls.NewListener(ln, &tls.Config{
 			MinVersion: tls.VersionTLS12,
-			NextProtos: []string{"http/1.1"},
+			NextProtos: alpnProtos(cfg.Listen),
 			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 				return g.snap.Load().cert, nil
 			},
@@ -180,11 +185,20 @@ func (g *Gateway) Start() error {
 		})
 	}
 	g.ln, g.server = ln, server
-	g.serving.Go(func() {
-		if err := server.Serve(ln); err != nil {
-			g.report(fmt.Errorf("serve: %w", err))
-		}
-	})
+	if hl := g.h2.ln; hl != nil {
+		g.server = nil // the net/http path serves this listener
+		g.serving.Go(func() {
+			if err := hl.serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				g.report(fmt.Errorf("serve: %w", err))
+			}
+		})
+	} else {
+		g.serving.Go(func() {
+			if err := server.Serve(ln); err != nil {
+				g.report(fmt.Errorf("serve: %w", err))
+			}
+		})
+	}
 	g.watching = true
 	go g.watch(newWatcher(cfg))
 	g.ready.Store(true)
@@ -281,8 +295,12 @@ func listenShape(l config.Listen) any {
 		TLS                                    bool
 		ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 		MaxConns                               int
+		HTTP2                                  string
+		MaxConcurrentStreams                   int
+		MaxHeaderListSize                      int
 	}
-	return shape{l.Addr, l.TLS != nil, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns}
+	return shape{l.Addr, l.TLS != nil, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns,
+		l.HTTP2, l.MaxConcurrentStreams, l.MaxHeaderListSize}
 }
 
 // ReloadFile loads path and reloads it. A file that does not load is
@@ -338,6 +356,11 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			}
 		}
 	}
+	if hl := g.h2.ln; hl != nil {
+		if err = hl.shutdown(ctx, g.inFlight.Load); err != nil && ctx.Err() != nil {
+			err = &CutError{Requests: g.inFlight.Load(), Err: ctx.Err()}
+		}
+	}
 	if g.admin != nil {
 		g.dash.hub.Close() // event streams never go idle: end them first
 		actx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -371,7 +394,11 @@ func (g *Gateway) Close() error {
 		if g.admin != nil {
 			g.admin.Close()
 		}
+		if g.h2.ln != nil {
+			g.h2.ln.close()
+		}
 		g.serving.Wait()
+		g.closeTransports()
 		g.tunnels.closeAll()
 		g.mu.Lock()
 		for _, c := range g.clients {

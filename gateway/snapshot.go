@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http/httputil"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -58,6 +59,11 @@ type route struct {
 	addr     string // upstream host:port, for WebSocket tunnels
 	hostHdr  string // upstream Host header
 	basePath string // upstream URL path prefix, without trailing slash
+
+	// The net/http data path's (listen.http2 on): see h2proxy.go.
+	grpc     bool                   // a gRPC route
+	protocol string                 // towards the upstream: http1 or http2
+	h2proxy  *httputil.ReverseProxy // nil unless listen.http2 is on
 
 	dialTimeout time.Duration
 	upTime      prometheus.Observer
@@ -139,6 +145,7 @@ func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*route, error
 	for i, class := range statusLabels {
 		r.upStatus[i] = g.m.upstreamStatus.WithLabelValues(r.name, class)
 	}
+	r.grpc, r.protocol = rc.GRPC, rc.Protocol
 	if rc.Upstream == "demo" {
 		r.demo = true
 		return r, nil
@@ -159,6 +166,9 @@ func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*route, error
 	r.hostHdr = u.Host
 	r.basePath = strings.TrimSuffix(u.Path, "/")
 	r.client = g.client(cfg.Upstream, r.addr, r.tls)
+	if cfg.Listen.HTTP2 == config.HTTP2On {
+		r.h2proxy = g.newH2Proxy(r, g.transport(cfg.Upstream, r.addr, r.protocol, r.tls))
+	}
 	return r, nil
 }
 

@@ -174,6 +174,10 @@ type HeaderMatch struct {
 //	               envoyproxy/ratelimit's descriptor without a value or
 //	               a constant key in nginx's limit_req_zone (to cap what
 //	               reaches an origin whoever sends it)
+//	grpc_service   a gRPC request's service, "package.Service" of the
+//	               path /package.Service/Method (see GRPCMethod)
+//	grpc_method    a gRPC request's service and method,
+//	               "package.Service/Method"
 //
 // A part that is missing from the request (no such header or parameter)
 // makes the whole key missing: the rule then does not apply unless
