@@ -25,7 +25,9 @@
 //	          the deltas, pushes them, lays them over the pulled state,
 //	          and keeps a lost sync's deltas for the next one
 //	gossip    store/gossip per node with a Config.Transport instead of
-//	          memberlist: the fleet calls Round every interval; a round's
+//	          memberlist: the fleet calls Round every interval, and at
+//	          once when the store asks for it (Store.Kicked: a change
+//	          after a quiet interval); a round's
 //	          broadcast is decoded once (gossip.DecodeDelta, the tier's
 //	          decoder) and each recipient merges it with
 //	          gossip.MergeDelta, the code memberlist's deliveries run
