@@ -64,7 +64,10 @@
 // is a CRDT (idempotent, commutative, associative) and nothing but a
 // decision reads the merged view, so merging later changes nothing, and
 // the nodes never merge the keys they never decide on (under hash or
-// regional routing, all keys but their own). Deltas older than two
+// regional routing, all keys but their own; a real node holds them all,
+// so its key table, gossip.Config.MaxKeys, fills sooner than a simulated
+// one's, and a round's keys, ordered by heat, may pack into messages a
+// little differently). Deltas older than two
 // windows, which no view reads, are dropped. The eventual tier gets no
 // such shortcut: each node syncs every key it holds every interval, the
 // tier's real cost, which dominates a long log's simulation.
