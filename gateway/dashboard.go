@@ -350,6 +350,26 @@ func (d *dashState) status() []dashboard.Status {
 			{Name: "answered by failure mode", Value: strconv.FormatUint(st.FailOpen+st.FailClosed+st.FailLocal, 10)},
 		}})
 	}
+	if gs := d.g.stores.Gossip(); gs != nil {
+		st := gs.Stats()
+		state := "warm"
+		if !st.Warm {
+			state = "cold: no state exchange with the fleet yet"
+		}
+		cold := d.g.stores.ColdDecisions()
+		dropped := st.Dropped.Malformed + st.Dropped.Unauthenticated + st.Dropped.Absurd + st.Dropped.Future
+		out = append(out, dashboard.Status{Name: "gossip node " + gs.Name() + " on " + gs.Addr(), Kind: "store", Fields: []dashboard.Field{
+			{Name: "state", Value: state, Alert: !st.Warm},
+			{Name: "members alive", Value: strconv.Itoa(st.Alive)},
+			{Name: "suspect", Value: strconv.Itoa(st.Suspect), Alert: st.Suspect > 0},
+			{Name: "dead (last hour)", Value: strconv.Itoa(st.Dead), Alert: st.Dead > 0},
+			{Name: "keys", Value: strconv.Itoa(st.Keys)},
+			{Name: "merge lag", Value: st.MergeLag.Round(time.Millisecond).String()},
+			{Name: "bytes sent / received", Value: strconv.FormatUint(st.BytesSent, 10) + " / " + strconv.FormatUint(st.BytesReceived, 10)},
+			{Name: "dropped (decode, key, absurd, future)", Value: strconv.FormatUint(dropped, 10), Alert: dropped > 0},
+			{Name: "answered cold by failure mode", Value: strconv.FormatUint(cold.Open+cold.Closed+cold.Local, 10)},
+		}})
+	}
 	for _, e := range d.g.stores.EventualSyncs() {
 		lag := "never synced"
 		if e.LastOK != 0 {
