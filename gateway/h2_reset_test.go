@@ -197,9 +197,12 @@ routes:
 	if decided < 101 {
 		t.Errorf("only %v of the attacker's streams were decided", decided)
 	}
-	bound := 2 * time.Second
+	// Generous: a loaded test machine stalls anyone for a second; a
+	// gateway busy with the attack alone would stall the other client
+	// for the whole attack.
+	bound := 5 * time.Second
 	if raceEnabled {
-		bound = 10 * time.Second // the race detector slows every handler
+		bound = 15 * time.Second // the race detector slows every handler
 	}
 	if slowest.Load() > int64(bound) {
 		t.Errorf("the other client waited up to %v during the attack", time.Duration(slowest.Load()))
