@@ -262,8 +262,8 @@ type GossipStore struct {
 	// dropped and counted (tollgate_gossip_dropped_total{reason="key"}):
 	// a gateway without the key can neither join nor inject counts.
 	// Shown masked wherever the config is shown. Give at most one of
-	// SecretKey, SecretKeyFile and SecretKeyEnv; none means plaintext
-	// gossip, for a trusted network only.
+	// secret_key, secret_key_file and secret_key_env; none means
+	// plaintext gossip, for a trusted network only.
 	SecretKey string `yaml:"secret_key"`
 	// SecretKeyFile is a file holding the secret key (hex or base64,
 	// surrounding white space ignored); a relative path is resolved

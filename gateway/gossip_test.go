@@ -5,6 +5,9 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/gateway/dashboard"
 )
 
 // gossipRule is one gossip rule, 10 per minute per client, whose failure
@@ -112,4 +115,42 @@ func TestAColdGossipGatewayAnswersByItsFailureMode(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+}
+
+// The dashboard shows the gossip node: warm, its members, its keys.
+func TestDashboardShowsTheGossipNode(t *testing.T) {
+	cfg, err := config.Parse("test.yaml", []byte(`listen: {addr: "127.0.0.1:0"}
+admin: {addr: "127.0.0.1:0", dashboard: {period: 100ms}}
+reload: {watch: false}
+store: {gossip: {name: dash, bind_port: 0, interval: 20ms}}
+`+gossipRule))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ev := openEvents(t, g)
+	send(t, "http://"+g.Addr().String(), "k", 3)
+	name := "gossip node dash on " + g.stores.Gossip().Addr()
+	field := func(f *dashboard.Frame, field string) string {
+		for _, s := range f.Status {
+			if s.Name == name {
+				for _, fl := range s.Fields {
+					if fl.Name == field {
+						return fl.Value
+					}
+				}
+			}
+		}
+		return ""
+	}
+	ev.frameWhere(t, func(f *dashboard.Frame) bool {
+		return field(f, "state") == "warm" && field(f, "members alive") == "1" && field(f, "keys") == "1"
+	})
 }

@@ -69,9 +69,20 @@ rules:
 		}
 		return len(strings.Split(out, "\n"))
 	}
+	// The first decisions may meet a Redis not yet dialled, or a 100 ms
+	// timeout on a loaded machine (then /closed answers 429, as it
+	// should): wait, bounded, until each rule is decided by Redis.
 	for _, p := range []string{"/open", "/closed", "/local"} {
-		if code, err := status(p); err != nil || code != 200 {
-			t.Fatalf("%s before the failover: %d %v", p, code, err)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			code, err := status(p)
+			if err == nil && code == 200 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s before the failover: %d %v", p, code, err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	if n := onMaster(set.Primary); n != 3 {

@@ -187,3 +187,28 @@ func TestGossipableAgreesWithTheStore(t *testing.T) {
 		t.Errorf("algorithms not met: %v", policies)
 	}
 }
+
+// A gossip section read again (a reload) is the same store; another seed
+// list or key needs a restart.
+func TestSameGossipSection(t *testing.T) {
+	sec := func(seeds ...string) config.Store {
+		g := gossipSection("same", seeds...)
+		g.Key = []byte("0123456789abcdef")
+		return config.Store{Memory: &config.MemoryStore{MaxKeys: 1024}, Gossip: g}
+	}
+	set, err := Open(sec(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if !set.Same(sec()) {
+		t.Error("the same gossip section read again is not the same store")
+	}
+	other := sec()
+	other.Gossip.Key = []byte("fedcba9876543210")
+	for _, o := range []config.Store{sec("127.0.0.1:7946"), other, {Memory: &config.MemoryStore{MaxKeys: 1024}}} {
+		if set.Same(o) {
+			t.Errorf("%+v is the same store", o.Gossip)
+		}
+	}
+}
