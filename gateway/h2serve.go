@@ -148,13 +148,12 @@ func cleanPath(p string) string {
 // problem does on the fasthttp path.
 func problemH2(w http.ResponseWriter, status int, title, detail string) {
 	h := w.Header()
-	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Type", rules.ContentTypeProblem)
 	h.Set("Cache-Control", "no-store")
-	body := `{"type":"about:blank","title":"` + title + `","status":` +
-		strconv.Itoa(status) + `,"detail":"` + detail + `"}`
+	body := rules.AppendProblem(nil, status, title, detail)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
-	_, _ = w.Write([]byte(body))
+	_, _ = w.Write(body)
 }
 
 // demoH2 is the built-in demo origin on the net/http path.
