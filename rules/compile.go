@@ -27,6 +27,7 @@ func compile(c *Config) (*Engine, problems) {
 		observer:  c.Observer,
 		shadowLog: c.Logger,
 		now:       c.Now,
+		scales:    c.Scales,
 	}
 	e.batches.New = func() any { s := make([]limit.Request, 0, 8); return &s }
 	if e.now == nil {
@@ -116,7 +117,7 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 	case r.Tiers != nil:
 		cr.tiers = e.compileTiers(r.Name, r.Tiers, cr.tier, where+".tiers", ps)
 	default:
-		cr.policies = compilePolicies(r.Name, r.Name, "", r.Policies, cr.tier, where+".policies", ps)
+		cr.policies = e.compilePolicies(r.Name, r.Name, "", r.Policies, cr.tier, where+".policies", ps)
 	}
 	for i, p := range cr.allPolicies() {
 		p.index = i
@@ -143,7 +144,7 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 
 // compilePolicies compiles a rule's (or a plan's) policies. Default names
 // are base, base-2, base-3...; keys are namespaced by rule, plan and name.
-func compilePolicies(rule, base, plan string, list []Policy, t tier, where string, ps *problems) []*compiledPolicy {
+func (e *Engine) compilePolicies(rule, base, plan string, list []Policy, t tier, where string, ps *problems) []*compiledPolicy {
 	var out []*compiledPolicy
 	names := map[string]bool{}
 	for i, p := range list {
@@ -177,7 +178,11 @@ func compilePolicies(rule, base, plan string, list []Policy, t tier, where strin
 		if plan != "" {
 			ns += keySep + plan
 		}
-		out = append(out, compilePolicy(ns, name, lp))
+		cp := compilePolicy(ns, name, lp)
+		if p.Adaptive != "" {
+			e.bindScale(cp, ns, p.Adaptive, at+".adaptive", ps)
+		}
+		out = append(out, cp)
 	}
 	return out
 }
@@ -199,7 +204,7 @@ func (e *Engine) compileTiers(rule string, t *Tiers, rt tier, where string, ps *
 		if len(t.Plans[name]) == 0 {
 			ps.add(at, "no policies")
 		}
-		list := compilePolicies(rule, rule+"-"+name, name, t.Plans[name], rt, at, ps)
+		list := e.compilePolicies(rule, rule+"-"+name, name, t.Plans[name], rt, at, ps)
 		plans[name] = &compiledPlan{name: name, policies: list}
 		ct.all = append(ct.all, list...)
 	}

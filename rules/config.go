@@ -59,6 +59,10 @@ type Config struct {
 	// engine's store, whatever its tier (a local rule's policies are still
 	// divided by its Nodes). Set in code; never decoded.
 	Stores StoreFunc `yaml:"-" json:"-"`
+	// Scales, when set, finds the adaptive controller a policy names
+	// (Policy.Adaptive). New refuses a policy naming one when it is nil,
+	// or naming one it does not know. Set in code; never decoded.
+	Scales ScaleFunc `yaml:"-" json:"-"`
 }
 
 // Rule is one limit: which requests it applies to, how they are grouped
@@ -208,6 +212,12 @@ type Policy struct {
 	// Delay is the leaky bucket's nginx delay=N: in shape mode the first
 	// N excess requests pass undelayed.
 	Delay int64 `yaml:"delay" json:"delay"`
+	// Adaptive names an adaptive controller (the file's adaptive
+	// section; Config.Scales in code) whose factor scales this policy:
+	// its limit, burst and rate multiplied by the factor, between the
+	// controller's floor and the policy as written (the base). Headers
+	// report the scaled quota. Empty: the policy is static.
+	Adaptive string `yaml:"adaptive" json:"adaptive"`
 }
 
 // Tiers chooses a rule's policies by plan: an identity (taken from the

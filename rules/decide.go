@@ -198,6 +198,7 @@ func (e *Engine) collect(d *decision, res *Result, b *batch, r *compiledRule) {
 		}
 	}
 	for _, p := range policies {
+		p = p.current()
 		var fb [256]byte
 		full := append(append(fb[:0], p.keyPrefix...), val...)
 		key := e.keys.intern(full)

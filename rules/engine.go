@@ -44,6 +44,11 @@ type Engine struct {
 	now       func() time.Time
 
 	batches sync.Pool // *[]limit.Request
+
+	// scales finds adaptive controllers (Config.Scales); unscaled is set
+	// when a policy names one and scales is nil.
+	scales   ScaleFunc
+	unscaled bool
 }
 
 type compiledRule struct {
@@ -99,6 +104,9 @@ func New(cfg Config, store limit.Store) (*Engine, error) {
 	e, ps := compile(&cfg)
 	if len(ps) > 0 {
 		return nil, errors.Join(ps...)
+	}
+	if err := e.checkScales(); err != nil {
+		return nil, err
 	}
 	e.store = store
 	if cfg.Stores != nil {
