@@ -44,6 +44,9 @@ type Signal struct {
 	Threshold float64
 	// Weight is the signal's share of the score; > 0.
 	Weight float64
+	// Source says where the readings come from, for the runner that
+	// takes them; the arithmetic does not read it.
+	Source Source
 }
 
 // Settings are a controller's parameters. The zero value of each
@@ -75,6 +78,13 @@ type Settings struct {
 	RecoverAfter int
 	// OnMissing is what a signal whose source failed does. Default Hold.
 	OnMissing Missing
+
+	// Upstream is the upstream URL whose exchanges the gateway measures
+	// (Latency, ErrorRate, InFlight, Header); for the runner.
+	Upstream string
+	// Shared makes the gateways of a fleet apply one factor, shared
+	// through Redis (Fleet); for the runner.
+	Shared bool
 }
 
 // ErrInvalidSettings reports Settings a controller cannot run with.

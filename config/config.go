@@ -47,6 +47,10 @@ type Config struct {
 	// at least 10ms here: a tiny one would spin a core on Redis round
 	// trips that can never complete.
 	rules.Config `yaml:",inline"`
+	// Adaptive are the adaptive controllers by name, each scaling the
+	// policies that name it (policies[].adaptive) with the health of an
+	// origin. Default: none.
+	Adaptive map[string]Adaptive `yaml:"adaptive"`
 	// AccessLog is off unless a path is given.
 	AccessLog AccessLog `yaml:"access_log"`
 	// Reload controls watching the file for changes (SIGHUP always

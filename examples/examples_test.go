@@ -32,7 +32,9 @@ func TestExamplesAreValid(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			if _, err := rules.New(cfg.Config, st); err != nil {
+			rc := cfg.Config
+			rc.Scales = cfg.BaseScales()
+			if _, err := rules.New(rc, st); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -71,6 +71,10 @@ func (s *scaledPolicy) at(pm int64) *compiledPolicy {
 	return c
 }
 
+// ValidName reports whether s is usable as a rule, policy or adaptive
+// controller name: 1-64 letters, digits, '-', '_' or '.'.
+func ValidName(s string) bool { return validName(s) }
+
 // bindScale makes cp follow the controller named name.
 func (e *Engine) bindScale(cp *compiledPolicy, ns, name, at string, ps *problems) {
 	if !validName(name) {

@@ -43,6 +43,7 @@ var checkCommand = &command{
 				defer st.Close()
 				var rc rules.Config
 				if rc, err = cfg.EngineConfig(); err == nil {
+					rc.Scales = cfg.BaseScales()
 					_, err = rules.New(rc, st)
 				}
 			}
@@ -151,6 +152,7 @@ func summarize(w io.Writer, c *config.Config) {
 	if c.AccessLog.Path != "" {
 		fmt.Fprintf(w, "log      %s (%s)\n", c.AccessLog.Path, c.AccessLog.Format)
 	}
+	summarizeAdaptive(w, c)
 }
 
 func describeMatch(m rules.Match) string {
@@ -199,6 +201,9 @@ func describePolicy(p rules.Policy) string {
 	}
 	if p.Delay != 0 {
 		fmt.Fprintf(&b, " delay %d", p.Delay)
+	}
+	if p.Adaptive != "" {
+		fmt.Fprintf(&b, " scaled by adaptive %s", p.Adaptive)
 	}
 	if p.Name != "" {
 		fmt.Fprintf(&b, " (%q)", p.Name)
