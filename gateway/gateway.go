@@ -33,6 +33,7 @@ type Gateway struct {
 	conns   upstreamConns
 
 	stores *stores.Set // the store section's store and the tiers' over it
+	adapt  controllers // the adaptive controllers (adaptive.go)
 
 	server   *fasthttp.Server
 	ln       net.Listener
@@ -89,12 +90,14 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if rs := g.stores.Redis(); rs != nil {
 		g.m.reg.MustRegister(redisCollector{rs})
 	}
+	g.initAdaptive()
 	s, err := g.build(cfg)
 	if err != nil {
 		g.stores.Close()
 		return nil, err
 	}
 	g.snap.Store(s)
+	g.adapt.commit(s.loops)
 	if cfg.AccessLog.Path != "" {
 		if g.access, err = openAccessLog(cfg.Resolve(cfg.AccessLog.Path), cfg.AccessLog.Format); err != nil {
 			g.stores.Close()
@@ -247,6 +250,7 @@ func (g *Gateway) reload(cfg *config.Config) error {
 		return err
 	}
 	g.snap.Store(s)
+	g.adapt.commit(s.loops)
 	return nil
 }
 
@@ -348,6 +352,7 @@ func (g *Gateway) Close() error {
 			g.admin.Close()
 		}
 		g.serving.Wait()
+		g.adapt.closeAll()
 		g.tunnels.closeAll()
 		g.mu.Lock()
 		for _, c := range g.clients {

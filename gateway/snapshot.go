@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tollgate-dev/tollgate/adaptive"
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/rules"
 )
@@ -36,6 +37,9 @@ type snapshot struct {
 	// mode is closed: while Redis is down they refuse, and /readyz says
 	// so. Empty when the store is in memory.
 	refusesWithoutRedis []string
+	// loops are the adaptive controllers this configuration runs, by
+	// name (controllers.commit starts them once it is in place).
+	loops map[string]*adaptive.Loop
 }
 
 // route is one compiled config.Route.
@@ -53,12 +57,20 @@ type route struct {
 	dialTimeout time.Duration
 	upTime      prometheus.Observer
 	upStatus    [7]prometheus.Counter // by statusIndex
+	// meters measure the exchanges for the adaptive controllers whose
+	// upstream this route's is.
+	meters []*adaptive.Meter
 }
 
 // build compiles cfg into a snapshot over the gateway's store. It is
 // called with g.mu held (or before the gateway is shared).
 func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 	s := &snapshot{cfg: cfg, logAccess: cfg.AccessLog.Path != ""}
+	loops, err := g.adapt.prepare(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("adaptive: %w", err)
+	}
+	s.loops = loops
 	if len(cfg.Rules) > 0 {
 		rc, err := cfg.EngineConfig() // a copy: the observer and logger are per snapshot
 		if err != nil {
@@ -68,6 +80,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		rc.Observer = obs
 		rc.Logger = g.log
 		rc.Stores = g.stores.For(&rc)
+		rc.Scales = scales(loops)
 		st, err := g.stores.Engine(&rc)
 		if err != nil {
 			return nil, fmt.Errorf("rules: on_error: %w", err)
@@ -85,6 +98,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
+		r.meters = metersFor(loops, rc.Upstream)
 		s.routes = append(s.routes, r)
 	}
 	// Host-specific routes before catch-alls, then longest path first.
