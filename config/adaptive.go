@@ -123,8 +123,11 @@ func sortedNames[V any](m map[string]V) []string {
 }
 
 // validateAdaptive checks every controller and every policy's reference
-// to one.
+// to one, and the concurrency lease.
 func (c *Config) validateAdaptive(ps *problems) {
+	if l := c.ConcurrencyLease; l != 0 && l < 100*time.Millisecond {
+		ps.add(c.at("concurrency_lease"), "concurrency_lease %v is below the least value of 100ms", l)
+	}
 	for _, name := range sortedNames(c.Adaptive) {
 		c.adaptiveSettings(name, ps)
 	}

@@ -51,6 +51,12 @@ type Config struct {
 	// policies that name it (policies[].adaptive) with the health of an
 	// origin. Default: none.
 	Adaptive map[string]Adaptive `yaml:"adaptive"`
+	// ConcurrencyLease is how long a concurrency slot held on Redis
+	// (algorithm concurrency, store.redis) lives without being renewed:
+	// the gateway holding it renews it every third of that, so a gateway
+	// that dies gives its slots back within one lease. Default 30s; at
+	// least 100ms. A change needs a restart.
+	ConcurrencyLease time.Duration `yaml:"concurrency_lease"`
 	// AccessLog is off unless a path is given.
 	AccessLog AccessLog `yaml:"access_log"`
 	// Reload controls watching the file for changes (SIGHUP always

@@ -34,6 +34,7 @@ func TestExamplesAreValid(t *testing.T) {
 			defer st.Close()
 			rc := cfg.Config
 			rc.Scales = cfg.BaseScales()
+			rc.Slots = memory.NewSlots()
 			if _, err := rules.New(rc, st); err != nil {
 				t.Fatal(err)
 			}

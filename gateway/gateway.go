@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/stores"
 )
 
@@ -34,6 +35,7 @@ type Gateway struct {
 
 	stores *stores.Set // the store section's store and the tiers' over it
 	adapt  controllers // the adaptive controllers (adaptive.go)
+	slots  limit.Slots // concurrency slots, kept across reloads (slots.go)
 
 	server   *fasthttp.Server
 	ln       net.Listener
@@ -91,6 +93,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.m.reg.MustRegister(redisCollector{rs})
 	}
 	g.initAdaptive()
+	g.openSlots(cfg)
 	s, err := g.build(cfg)
 	if err != nil {
 		g.stores.Close()
@@ -242,6 +245,9 @@ func (g *Gateway) reload(cfg *config.Config) error {
 	if cfg.AccessLog.Path != old.AccessLog.Path || cfg.AccessLog.Format != old.AccessLog.Format {
 		restart = append(restart, "access_log")
 	}
+	if cfg.ConcurrencyLease != old.ConcurrencyLease {
+		restart = append(restart, "concurrency_lease")
+	}
 	if len(restart) > 0 {
 		return fmt.Errorf("reload refused: changes to %v need a restart", restart)
 	}
@@ -365,6 +371,7 @@ func (g *Gateway) Close() error {
 		if g.warns != nil {
 			g.warns.Close()
 		}
+		g.closeSlots()
 		g.stores.Close()
 	})
 	return nil

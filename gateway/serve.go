@@ -38,6 +38,9 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 		if ent != nil {
 			ent.result(&res)
 		}
+		if res.Holds() {
+			defer holdSlots(ctx, &res)
+		}
 		if res.Refused() {
 			fastlimit.WriteRefusal(ctx, &res)
 			yieldBeforeNextRead(ctx)

@@ -81,6 +81,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		rc.Logger = g.log
 		rc.Stores = g.stores.For(&rc)
 		rc.Scales = scales(loops)
+		rc.Slots = g.slots
 		st, err := g.stores.Engine(&rc)
 		if err != nil {
 			return nil, fmt.Errorf("rules: on_error: %w", err)

@@ -118,6 +118,16 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 		cr.tiers = e.compileTiers(r.Name, r.Tiers, cr.tier, where+".tiers", ps)
 	default:
 		cr.policies = e.compilePolicies(r.Name, r.Name, "", r.Policies, cr.tier, where+".policies", ps)
+		cr.policies, cr.conc = splitConcurrency(cr.policies)
+		if len(cr.conc) > 0 {
+			e.conc = true
+			switch {
+			case r.Shadow:
+				ps.add(where+".shadow", "a shadow rule cannot hold concurrency slots (it never refuses)")
+			case r.Consistency != "":
+				ps.add(where+".consistency", "a rule with a concurrency policy holds its slots in the engine's slot store (the store section): it takes no consistency tier")
+			}
+		}
 	}
 	for i, p := range cr.allPolicies() {
 		p.index = i
@@ -163,6 +173,19 @@ func (e *Engine) compilePolicies(rule, base, plan string, list []Policy, t tier,
 			ps.add(at+".name", "duplicate policy name %q", name)
 		}
 		names[name] = true
+		if p.Algorithm == AlgConcurrency {
+			if plan != "" {
+				ps.add(at+".algorithm", "concurrency goes in a rule's policies, not in a plan")
+				continue
+			}
+			if cp := compileConcurrency(p, rule, name, at, ps); cp != nil {
+				if p.Adaptive != "" {
+					e.bindScale(cp, rule, p.Adaptive, at+".adaptive", ps)
+				}
+				out = append(out, cp)
+			}
+			continue
+		}
 		lp, field, err := p.toLimit()
 		if err == nil {
 			lp, field, err = t.tierPolicy(lp)
@@ -232,4 +255,16 @@ func (e *Engine) compileTiers(rule string, t *Tiers, rt tier, where string, ps *
 		ct.members[string(e.appendClientValue(nil, id))] = plan
 	}
 	return ct
+}
+
+// splitConcurrency separates the concurrency policies from the others.
+func splitConcurrency(list []*compiledPolicy) (rates, conc []*compiledPolicy) {
+	for _, p := range list {
+		if p.concurrency {
+			conc = append(conc, p)
+		} else {
+			rates = append(rates, p)
+		}
+	}
+	return rates, conc
 }

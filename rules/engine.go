@@ -49,6 +49,10 @@ type Engine struct {
 	// when a policy names one and scales is nil.
 	scales   ScaleFunc
 	unscaled bool
+	// slots holds concurrency slots (Config.Slots); conc is set when a
+	// rule has a concurrency policy.
+	slots limit.Slots
+	conc  bool
 }
 
 type compiledRule struct {
@@ -57,6 +61,7 @@ type compiledRule struct {
 	key       []keyPart
 	anonymous bool
 	policies  []*compiledPolicy // nil for a tiered rule
+	conc      []*compiledPolicy // its concurrency policies, apart
 	tiers     *compiledTiers
 	cost      compiledCost
 	shadow    bool
@@ -91,6 +96,10 @@ type compiledCostBy struct {
 	cost  int64
 }
 
+// ErrNoSlots reports a concurrency policy in an engine built without
+// Config.Slots.
+var ErrNoSlots = errors.New("rules: a concurrency policy needs Config.Slots")
+
 // ErrStore wraps a store failure returned by Decide.
 var ErrStore = errors.New("rate-limit store failed")
 
@@ -108,6 +117,10 @@ func New(cfg Config, store limit.Store) (*Engine, error) {
 	if err := e.checkScales(); err != nil {
 		return nil, err
 	}
+	if e.conc && cfg.Slots == nil {
+		return nil, ErrNoSlots
+	}
+	e.slots = cfg.Slots
 	e.store = store
 	if cfg.Stores != nil {
 		if err := e.bindStores(&cfg); err != nil {

@@ -33,6 +33,10 @@ type compiledPolicy struct {
 	scaled *scaledPolicy
 	// permille is the factor this form is scaled by; 0 for the base.
 	permille int64
+	// concurrency marks a concurrency policy (policy is an inFlight),
+	// refused with Retry-After retryAfter.
+	concurrency bool
+	retryAfter  time.Duration
 }
 
 // PolicyError is a Policy that does not convert to a limit.Policy, with

@@ -61,6 +61,13 @@ func (s *scaledPolicy) at(pm int64) *compiledPolicy {
 	if pm == 1000 {
 		return s.base
 	}
+	if in, ok := s.base.policy.(inFlight); ok {
+		in.max = max(in.max*pm/1000, 1)
+		c := compilePolicy(s.ns, s.base.name, in)
+		c.keyPrefix, c.concurrency, c.retryAfter = s.base.keyPrefix, true, s.base.retryAfter
+		c.index, c.permille = s.base.index, pm
+		return c
+	}
 	lp, err := limit.Scale(s.base.policy, pm)
 	if err != nil {
 		return s.base

@@ -44,6 +44,7 @@ var checkCommand = &command{
 				var rc rules.Config
 				if rc, err = cfg.EngineConfig(); err == nil {
 					rc.Scales = cfg.BaseScales()
+					rc.Slots = memory.NewSlots()
 					_, err = rules.New(rc, st)
 				}
 			}
