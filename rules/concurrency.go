@@ -114,9 +114,11 @@ func (e *Engine) collectConcurrency(d *decision, res *Result, r *compiledRule) {
 
 // acquire takes the slots of res's concurrency policies (the first
 // res.nslots applied). It returns false when one is refused (every slot
-// taken is given back, and res is the refusal) or when the slot store
-// failed and the rule's failure mode is closed. A store failure of a rule
-// failing open takes no slot and goes on.
+// taken is given back, and res is the refusal), when the slot store
+// failed and the rule's failure mode is closed, or when the request's
+// context ended (its client went away) before it had its slots. A store
+// failure of a rule whose mode is open or local takes no slot and goes on
+// (the slots have no local fallback yet).
 func (e *Engine) acquire(ctx context.Context, res *Result) (bool, error) {
 	var firstErr error
 	for i := 0; i < res.nslots; i++ {
@@ -127,6 +129,15 @@ func (e *Engine) acquire(ctx context.Context, res *Result) (bool, error) {
 			err = fmt.Errorf("%w: %w", ErrStore, hideKeys(err, limit.Request{Key: s.key}))
 			if firstErr == nil {
 				firstErr = err
+			}
+			if ctx.Err() != nil {
+				// The client went away before a slot was had: refuse
+				// (nobody reads the answer). Admitting it without a slot
+				// would let every abandoned request pass the limit.
+				res.Release()
+				res.Outcome, res.failClosed = Errored, true
+				res.Decision = limit.Decision{Index: i}
+				return false, firstErr
 			}
 			e.logError(ctx, res, 0, err)
 			if a.rule.failClosed {
