@@ -1,7 +1,14 @@
 // Package accesslog owns the access-log formats as tollgate writes and
 // reads them: the gateway writes its lines with AppendCombined or
-// AppendJSON, and tollgate replay decodes the combined format's quoted
-// fields with Unquote, so a log the gateway writes is one replay reads.
+// AppendJSON, and tollgate replay reads them (and nginx's, Apache's,
+// other JSON lines and CSV) with DetectFormat and a Parser into Records,
+// so a log the gateway writes is one replay reads without a flag.
+//
+// The readers are streaming and allocation-free per line: the combined
+// and common formats are parsed by hand, byte by byte, with a cache of
+// the last timestamp's minute; JSON lines by fastjson, escapes decoded,
+// fields found by name (Fields); CSV as RFC 4180 reads it, by position
+// or by a header's names.
 //
 // The combined format is nginx's:
 //

@@ -3,5 +3,7 @@
 // sethvargo/go-limiter, go-redis/redis_rate, ...) never enter the library's
 // go.mod. Commands and figures: ../BENCHMARKS.md. The programs under peers/
 // are the Go baselines that ../scripts/bench-gateway.sh serves beside the
-// gateway (net/http, fasthttp, gnet).
+// gateway (net/http, fasthttp, gnet). envoyproxy/ratelimit is pinned as a
+// tool (go.mod's tool directive): rlsload measures it and envoyrls's
+// parity test runs it (scripts/test.sh builds it).
 package bench

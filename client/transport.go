@@ -57,12 +57,15 @@ type WaitError struct {
 	// (Retry-After or a spent RateLimit allowance) rather than computed.
 	FromServer bool
 	// StatusCode is the status of the response that asked for the wait;
-	// zero when the wait came from pacing or a transport error.
+	// zero when the wait came from pacing or a transport error, or for a
+	// gRPC call (client/grpcretry).
 	StatusCode int
 	// Attempts is how many times the request was sent.
 	Attempts int
 	// Err is context.DeadlineExceeded or ErrWaitTooLong.
 	Err error
+
+	refused bool // a refusal asked for the wait (RetryJitter applies)
 }
 
 // Error describes the wait and why it was not taken.
@@ -168,7 +171,7 @@ func (t *Transport) pause(ctx context.Context, werr *WaitError) error {
 	var extra time.Duration
 	if werr.FromServer {
 		j := c.PaceJitter
-		if werr.StatusCode != 0 {
+		if werr.StatusCode != 0 || werr.refused {
 			j = c.RetryJitter
 		}
 		extra = uniform(c.Rand, j)

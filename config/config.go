@@ -59,6 +59,8 @@ type Config struct {
 	ConcurrencyLease time.Duration `yaml:"concurrency_lease"`
 	// AccessLog is off unless a path is given.
 	AccessLog AccessLog `yaml:"access_log"`
+	// RefusalLog is off unless a path is given.
+	RefusalLog RefusalLog `yaml:"refusal_log"`
 	// Reload controls watching the file for changes (SIGHUP always
 	// reloads).
 	Reload Reload `yaml:"reload"`
@@ -92,7 +94,40 @@ type Listen struct {
 	// length: it is counted as it streams and cut with 413 at the limit.
 	// Default 0: unlimited.
 	MaxRequestBody int64 `yaml:"max_request_body"`
+	// HTTP2 chooses the listener's data path. "off": the fasthttp
+	// HTTP/1.1 path, the fastest for HTTP/1.1 clients (with tls, ALPN
+	// offers http/1.1 only). "on": the net/http path with HTTP/2: with
+	// tls, ALPN offers h2 and http/1.1; without, h2c (prior knowledge,
+	// and HTTP/1.1's Upgrade: h2c) beside HTTP/1.1. Every request of an
+	// "on" listener, HTTP/1.1 ones too, goes through net/http, whose
+	// HTTP/1.1 is slower than fasthttp's. Default: "on" with tls (as
+	// nginx's `listen 443 ssl http2`), "off" without. Routes with
+	// protocol http2 and gRPC routes need "on".
+	HTTP2 string `yaml:"http2"`
+	// MaxConcurrentStreams bounds the streams an HTTP/2 client may have
+	// open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS); handlers
+	// beyond it wait, and a client that opens and resets streams faster
+	// than they run is disconnected (ENHANCE_YOUR_CALM). Default 128
+	// (nginx's http2_max_concurrent_streams).
+	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
+	// MaxHeaderListSize bounds an HTTP/2 request's header list
+	// (SETTINGS_MAX_HEADER_LIST_SIZE: names and values plus 32 bytes a
+	// field, RFC 9113 §6.5.2), in bytes; a larger one is refused with
+	// 431. Default 16384; at least 1024.
+	MaxHeaderListSize int `yaml:"max_header_list_size"`
 }
+
+// Listener data paths (Listen.HTTP2).
+const (
+	HTTP2Off = "off"
+	HTTP2On  = "on"
+)
+
+// Upstream protocols (Route.Protocol).
+const (
+	ProtocolHTTP1 = "http1"
+	ProtocolHTTP2 = "http2"
+)
 
 // TLS names PEM files holding a certificate chain and its private key.
 type TLS struct {
@@ -108,6 +143,8 @@ type TLS struct {
 type Admin struct {
 	// Addr is host:port. Default "127.0.0.1:9090"; "off" disables it.
 	Addr string `yaml:"addr"`
+	// Dashboard is the live dashboard served at /.
+	Dashboard Dashboard `yaml:"dashboard"`
 }
 
 // Upstream holds the connection settings towards the upstreams.
@@ -148,15 +185,106 @@ type Route struct {
 	// must not carry credentials (user:password@), and its port, when
 	// given, is from 1 to 65535.
 	Upstream string `yaml:"upstream"`
+	// Protocol is the HTTP version spoken to the upstream: "http1" or
+	// "http2" (h2 by ALPN for an https:// upstream, h2c with prior
+	// knowledge for http://). Default http1, http2 for a gRPC route. A
+	// route with http2 needs listen.http2 on.
+	Protocol string `yaml:"protocol"`
+	// GRPC marks the route as a gRPC API (it needs listen.http2 on).
+	// Its requests must be gRPC (HTTP/2, content-type application/grpc
+	// or application/grpc+...; others are answered 415 or 505); a
+	// refusal is a gRPC response, HTTP 200 with grpc-status 8
+	// (RESOURCE_EXHAUSTED; 14, UNAVAILABLE, for a store failure refused
+	// by on_error closed), a grpc-message, and the rate-limit fields and
+	// retry-after as metadata; upstream failures are gRPC statuses too.
+	// Rules match a gRPC method by its path (/package.Service/Method),
+	// metadata by headers, and key by grpc_service and grpc_method.
+	GRPC bool `yaml:"grpc"`
 }
 
-// Store chooses the counter store: exactly one of Memory or Redis.
+// Store chooses the counter store: exactly one of Memory or Redis, and
+// beside it, for the rules whose consistency is gossip, Gossip.
 type Store struct {
 	// Memory keeps the counters in the gateway's own memory (the default
 	// when neither is given): nothing shared between gateways.
 	Memory *MemoryStore `yaml:"memory"`
 	// Redis keeps the counters on Redis, shared by every gateway using it.
 	Redis *RedisStore `yaml:"redis"`
+	// Gossip shares the counters of the rules whose consistency is gossip
+	// with the other gateways directly, over hashicorp/memberlist: no
+	// central store. Required by gossip rules; the rules without that
+	// tier keep using memory or redis. Changing it needs a restart.
+	Gossip *GossipStore `yaml:"gossip"`
+}
+
+// GossipStore is this gateway's membership in a gossip fleet (package
+// store/gossip). Every gateway of the fleet has its own name and address
+// and the same rules, interval and secret key.
+type GossipStore struct {
+	// Name identifies this gateway in the fleet, unique in it. Default:
+	// the host name. A gateway restarted under the same name takes its
+	// own counters back from its peers.
+	Name string `yaml:"name"`
+	// BindAddr is the IP address gossip listens on (UDP and TCP).
+	// Default 127.0.0.1: set an address the other gateways can reach.
+	BindAddr string `yaml:"bind_addr"`
+	// BindPort is the port gossip listens on, UDP and TCP. Default 7946
+	// (memberlist's customary port); 0 picks a free one.
+	BindPort *int `yaml:"bind_port"`
+	// AdvertiseAddr is the IP address the other gateways reach this one
+	// at, when it is not BindAddr (behind NAT, or BindAddr 0.0.0.0).
+	// Default: BindAddr, or the first private address when BindAddr is
+	// 0.0.0.0.
+	AdvertiseAddr string `yaml:"advertise_addr"`
+	// AdvertisePort is the port the other gateways reach this one at.
+	// Default: BindPort.
+	AdvertisePort int `yaml:"advertise_port"`
+	// Seeds are the gossip addresses (host:port) of gateways to join; one
+	// that answers is enough. A list may name this gateway itself (a
+	// fleet may share one list). A gateway with seeds answers its gossip
+	// rules by their failure mode (on_error) until it has exchanged state
+	// with one of them: see rules.Rule.Consistency.
+	Seeds []string `yaml:"seeds"`
+	// Interval is the gossip round: every interval a gateway sends the
+	// counters changed since the last round. Default 100ms; at least
+	// 10ms. A key can be admitted beyond its limit by about gateways ×
+	// requests per gateway per second × interval.
+	Interval time.Duration `yaml:"interval"`
+	// Fanout is how many gateways, picked at random, receive each round;
+	// they relay what was new to them. Default 0: every gateway, directly
+	// (best below a hundred gateways).
+	Fanout int `yaml:"fanout"`
+	// MessageBytes caps one gossip packet, in bytes. Default 1400 (one
+	// UDP packet); from 256 to 65000.
+	MessageBytes int `yaml:"message_bytes"`
+	// RoundBytes caps what one round sends each gateway, in bytes, the
+	// hottest keys first; the rest wait for the next round. Default 1 MiB.
+	RoundBytes int `yaml:"round_bytes"`
+	// PushPullInterval is the period of the full state exchange with a
+	// random gateway, which repairs whatever gossip lost. Default 10s.
+	PushPullInterval time.Duration `yaml:"push_pull_interval"`
+	// MaxKeys bounds the keys held, this gateway's and its peers'.
+	// Default 65,536.
+	MaxKeys int `yaml:"max_keys"`
+	// SecretKey encrypts and authenticates all gossip (AES-GCM): 16, 24
+	// or 32 bytes, written in hex (32, 48 or 64 hex digits) or base64,
+	// the same on every gateway. With a key, gossip not sealed with it is
+	// dropped and counted (tollgate_gossip_dropped_total{reason="key"}):
+	// a gateway without the key can neither join nor inject counts.
+	// Shown masked wherever the config is shown. Give at most one of
+	// secret_key, secret_key_file and secret_key_env; none means
+	// plaintext gossip, for a trusted network only.
+	SecretKey string `yaml:"secret_key"`
+	// SecretKeyFile is a file holding the secret key (hex or base64,
+	// surrounding white space ignored); a relative path is resolved
+	// against the configuration file's directory.
+	SecretKeyFile string `yaml:"secret_key_file"`
+	// SecretKeyEnv is the name of an environment variable holding the
+	// secret key (hex or base64).
+	SecretKeyEnv string `yaml:"secret_key_env"`
+	// Key is the secret key read from SecretKey, SecretKeyFile or
+	// SecretKeyEnv by Parse (nil when none is given). Never shown.
+	Key []byte `yaml:"-" json:"-"`
 }
 
 // MemoryStore is the in-process store.
@@ -167,12 +295,51 @@ type MemoryStore struct {
 
 // RedisStore is the shared store on Redis.
 type RedisStore struct {
-	// URL is redis://[user:password@]host:port[/db]; the password is
-	// masked wherever the config is shown.
+	// URL is redis://[user@]host:port[/db], or rediss:// for TLS (see
+	// tls). A password may be written in it (user:password@, masked
+	// wherever the config is shown), but a file checked into git should
+	// take it from password_file or password_env instead.
 	URL string `yaml:"url"`
+	// User is the ACL user to authenticate as (AUTH user password),
+	// when the URL names none. Not a secret: shown by /config.
+	User string `yaml:"username"`
+	// PasswordFile is a file holding the password (trailing newlines
+	// dropped), such as a mounted Kubernetes or Docker secret; a relative
+	// path is resolved against the configuration file's directory. It is
+	// read at load and at every reload, and watched like the
+	// configuration file: a rotated password is picked up without a
+	// restart (the store reconnects with it; a password Redis refuses
+	// fails the reload, and the old connection keeps serving).
+	PasswordFile string `yaml:"password_file"`
+	// PasswordEnv names an environment variable holding the password,
+	// read at load and at every reload. At most one of password_file,
+	// password_env and a password in the URL. There is no ${VAR}
+	// expansion elsewhere in the file: these two keys are the way in.
+	PasswordEnv string `yaml:"password_env"`
+	// TLS configures TLS to Redis. TLS is on when the URL is rediss://
+	// or this section is given (an empty one, tls: {}, trusts the
+	// system's authorities); a redis:// URL with this section is refused
+	// as a contradiction. It applies to every connection: the server,
+	// each Cluster node, the Sentinels and the master they name. Its
+	// files are read at load and at every reload, and watched like the
+	// configuration file: a renewed certificate is picked up without a
+	// restart. A certificate Redis does not trust, or one of Redis's
+	// this side does not, stops `tollgate serve` at start with the
+	// reason, and fails a reload (the old connection keeps serving); at
+	// run time (a server's certificate changed under a running gateway)
+	// decisions follow each rule's failure mode until it is mended.
+	TLS *RedisTLS `yaml:"tls"`
 	// Cluster lists more host:port seeds of a Redis Cluster besides URL's
 	// host (the client discovers the rest).
 	Cluster []string `yaml:"cluster"`
+	// Sentinel, when set, names a master watched by Redis Sentinel: the
+	// URL's host:port is then the first Sentinel (the URL still gives the
+	// scheme, rediss:// for TLS, the master's credentials and the
+	// database; Sentinels are asked without AUTH). The store asks the
+	// Sentinels for the master, connects to it, and follows a failover
+	// without a restart; decisions during the switch answer by each
+	// rule's failure mode (on_error). Not with cluster.
+	Sentinel *RedisSentinel `yaml:"sentinel"`
 	// Prefix is prepended to every key. Default "tollgate:".
 	Prefix string `yaml:"prefix"`
 	// Timeout bounds one Redis round trip. Default 50ms.
@@ -184,6 +351,8 @@ type RedisStore struct {
 	// whatever store; a strict rule may set its own. A value here is
 	// reported at its line with the setting to write instead.
 	OnError string `yaml:"on_error"`
+
+	secrets redisSecrets // what load read: see redis.go
 }
 
 // AccessLog writes one line per request.

@@ -150,17 +150,10 @@ func kindName(n *yaml.Node) string {
 }
 
 // value decodes n into v; what names v in messages ("rules[2].rate").
+// It counts the node against the alias budget, follows an alias, records
+// where what is, then decodes by v's type (decodeTyped).
 func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
-	if d.exhausted {
-		return
-	}
-	if d.visits++; d.visits > d.limit {
-		d.exhausted = true
-		at := n
-		if d.alias != nil {
-			at = d.alias
-		}
-		d.fail(at, "", "aliases expand past %d nodes: use fewer aliases, or aliases of smaller parts", d.limit)
+	if !d.visit(n) {
 		return
 	}
 	if n.Kind == yaml.AliasNode {
@@ -184,31 +177,51 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 		return
 	}
 	if isNull(n) {
-		// Keep the zero value (defaults fill it), placed at the null, so
-		// that what validation finds missing in it has a line. A key
-		// left empty ("redis:" and nothing under it) where a mapping of
-		// settings goes is that mapping with nothing set, not the
-		// section left out: its required keys are reported missing
-		// rather than the section silently ignored. An explicit null
-		// (~, null) leaves it out.
-		if v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Struct && n.Value == "" && n.Style&yaml.TaggedStyle == 0 {
-			v.Set(reflect.New(v.Type().Elem()))
-		}
+		nullValue(n, v)
 		return
 	}
+	d.decodeTyped(n, v, what, label)
+}
+
+// visit counts n against the budget of nodes aliases may expand to, and
+// reports whether decoding goes on: once the budget is spent, one
+// problem is reported (at the alias being expanded) and nothing more is
+// decoded.
+func (d *decoder) visit(n *yaml.Node) bool {
+	if d.exhausted {
+		return false
+	}
+	if d.visits++; d.visits <= d.limit {
+		return true
+	}
+	d.exhausted = true
+	at := n
+	if d.alias != nil {
+		at = d.alias
+	}
+	d.fail(at, "", "aliases expand past %d nodes: use fewer aliases, or aliases of smaller parts", d.limit)
+	return false
+}
+
+// nullValue keeps v's zero value for a null n (defaults fill it), placed
+// at the null, so that what validation finds missing in it has a line. A
+// key left empty ("redis:" and nothing under it) where a mapping of
+// settings goes is that mapping with nothing set, not the section left
+// out: its required keys are reported missing rather than the section
+// silently ignored. An explicit null (~, null) leaves it out.
+func nullValue(n *yaml.Node, v reflect.Value) {
+	if v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Struct && n.Value == "" && n.Style&yaml.TaggedStyle == 0 {
+		v.Set(reflect.New(v.Type().Elem()))
+	}
+}
+
+// decodeTyped decodes the non-null node n into v by v's type; label is
+// what, or "the document" at the top.
+func (d *decoder) decodeTyped(n *yaml.Node, v reflect.Value, what, label string) {
 	t := v.Type()
 	switch {
 	case t == durationType:
-		if n.Kind != yaml.ScalarNode {
-			d.fail(n, what, "%s: want a duration such as 5s, got %s", label, kindName(n))
-			return
-		}
-		dur, err := time.ParseDuration(n.Value)
-		if err != nil || dur < 0 {
-			d.fail(n, what, "%s: %q is not a duration such as 500ms, 5s or 1m", label, n.Value)
-			return
-		}
-		v.SetInt(int64(dur))
+		d.duration(n, v, what, label)
 		return
 	case t.Kind() == reflect.Pointer:
 		p := reflect.New(t.Elem())
@@ -220,43 +233,9 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 	case reflect.Struct:
 		d.structure(n, v, what, label)
 	case reflect.Slice:
-		if n.Kind == yaml.ScalarNode && t.Elem().Kind() == reflect.String {
-			// A single string where a list of strings is expected:
-			// "key: ip" is "key: [ip]".
-			s := reflect.MakeSlice(t, 1, 1)
-			d.value(n, s.Index(0), what+"[0]")
-			v.Set(s)
-			return
-		}
-		if n.Kind != yaml.SequenceNode {
-			d.fail(n, what, "%s: want a list, got %s", label, kindName(n))
-			return
-		}
-		s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
-		for i, c := range n.Content {
-			d.value(c, s.Index(i), fmt.Sprintf("%s[%d]", what, i))
-		}
-		v.Set(s)
+		d.list(n, v, what, label)
 	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			d.fail(n, what, "%s: want a mapping, got %s", label, kindName(n))
-			return
-		}
-		m := reflect.MakeMapWithSize(t, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, c := n.Content[i], n.Content[i+1]
-			if !d.key(k, label) {
-				continue
-			}
-			if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
-				d.ps.add(d.pos(k), "%s: duplicate key %q", label, k.Value)
-				continue
-			}
-			e := reflect.New(t.Elem()).Elem()
-			d.value(c, e, what+"."+k.Value)
-			m.SetMapIndex(reflect.ValueOf(k.Value), e)
-		}
-		v.Set(m)
+		d.mapping(n, v, what, label)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			d.fail(n, what, "%s: want a string, got %s", label, kindName(n))
@@ -264,32 +243,103 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 		}
 		v.SetString(n.Value)
 	case reflect.Bool:
-		// Only YAML 1.2's booleans, even under an explicit !!bool tag:
-		// "!!bool yes" is not read as false.
-		b, ok := boolValues[n.Value]
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || !ok {
-			d.fail(n, what, "%s: want true or false, got %s", label, kindName(n))
-			return
-		}
-		v.SetBool(b)
+		d.boolean(n, v, what, label)
 	case reflect.Int, reflect.Int64, reflect.Int32:
-		if n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
-			d.fail(n, what, "%s: %s", label, notWhole(n.Value, t.Bits()))
-			return
-		}
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
-			d.fail(n, what, "%s: want a whole number, got %s", label, kindName(n))
-			return
-		}
-		i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, t.Bits())
-		if err != nil {
-			d.fail(n, what, "%s: %s", label, outOfRange(n.Value, t.Bits()))
-			return
-		}
-		v.SetInt(i)
+		d.integer(n, v, what, label)
 	default:
 		d.fail(n, what, "%s: unsupported field type %s", label, t)
 	}
+}
+
+// duration decodes a time.Duration written as Go writes one ("5s").
+func (d *decoder) duration(n *yaml.Node, v reflect.Value, what, label string) {
+	if n.Kind != yaml.ScalarNode {
+		d.fail(n, what, "%s: want a duration such as 5s, got %s", label, kindName(n))
+		return
+	}
+	dur, err := time.ParseDuration(n.Value)
+	if err != nil || dur < 0 {
+		d.fail(n, what, "%s: %q is not a duration such as 500ms, 5s or 1m", label, n.Value)
+		return
+	}
+	v.SetInt(int64(dur))
+}
+
+// list decodes a sequence into a slice; a single string where a list of
+// strings is expected is that list of one ("key: ip" is "key: [ip]").
+func (d *decoder) list(n *yaml.Node, v reflect.Value, what, label string) {
+	t := v.Type()
+	if n.Kind == yaml.ScalarNode && t.Elem().Kind() == reflect.String {
+		s := reflect.MakeSlice(t, 1, 1)
+		d.value(n, s.Index(0), what+"[0]")
+		v.Set(s)
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.fail(n, what, "%s: want a list, got %s", label, kindName(n))
+		return
+	}
+	s := reflect.MakeSlice(t, len(n.Content), len(n.Content))
+	for i, c := range n.Content {
+		d.value(c, s.Index(i), fmt.Sprintf("%s[%d]", what, i))
+	}
+	v.Set(s)
+}
+
+// mapping decodes a mapping into a map keyed by string, a duplicate key
+// reported at its second occurrence.
+func (d *decoder) mapping(n *yaml.Node, v reflect.Value, what, label string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, what, "%s: want a mapping, got %s", label, kindName(n))
+		return
+	}
+	t := v.Type()
+	m := reflect.MakeMapWithSize(t, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, c := n.Content[i], n.Content[i+1]
+		if !d.key(k, label) {
+			continue
+		}
+		if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
+			d.ps.add(d.pos(k), "%s: duplicate key %q", label, k.Value)
+			continue
+		}
+		e := reflect.New(t.Elem()).Elem()
+		d.value(c, e, what+"."+k.Value)
+		m.SetMapIndex(reflect.ValueOf(k.Value), e)
+	}
+	v.Set(m)
+}
+
+// boolean decodes only YAML 1.2's booleans, even under an explicit !!bool
+// tag: "!!bool yes" is not read as false.
+func (d *decoder) boolean(n *yaml.Node, v reflect.Value, what, label string) {
+	b, ok := boolValues[n.Value]
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || !ok {
+		d.fail(n, what, "%s: want true or false, got %s", label, kindName(n))
+		return
+	}
+	v.SetBool(b)
+}
+
+// integer decodes a whole number (YAML 1.2's forms, '_' separators
+// allowed) that fits v's bits.
+func (d *decoder) integer(n *yaml.Node, v reflect.Value, what, label string) {
+	bits := v.Type().Bits()
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
+		d.fail(n, what, "%s: %s", label, notWhole(n.Value, bits))
+		return
+	}
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		d.fail(n, what, "%s: want a whole number, got %s", label, kindName(n))
+		return
+	}
+	i, err := strconv.ParseInt(strings.ReplaceAll(n.Value, "_", ""), 0, bits)
+	if err != nil {
+		d.fail(n, what, "%s: %s", label, outOfRange(n.Value, bits))
+		return
+	}
+	v.SetInt(i)
 }
 
 // notWhole says why the YAML number s (a !!float: "1.5", "1e3", ".inf",

@@ -17,10 +17,13 @@
 // A rule may choose where its counters live (see rules.Rule for details):
 //
 //	consistency: strict     # one atomic script on store.redis per decision
-//	on_error: closed        # strict only: open, closed or local while Redis
-//	                        # is down (default: the top-level on_error)
+//	on_error: closed        # strict and gossip only: open, closed or local
+//	                        # while Redis is down, or until a gossip
+//	                        # gateway is warm (default: the top-level one)
 //	consistency: eventual   # decided in process, synced with store.redis
 //	sync_interval: 100ms    # eventual only (default 100ms, at least 10ms)
+//	consistency: gossip     # decided in process, shared with the other
+//	                        # gateways by store.gossip (no central store)
 //	consistency: local      # in process only, nothing shared
 //	nodes: 3                # local only: each of 3 gateways enforces 1/3
 //
@@ -33,9 +36,10 @@
 // fail_open, fail_closed) are refused at their line, naming what to write.
 //
 // A rule without consistency uses the store of the store: section, exactly
-// as before tiers existed. strict and eventual need store.redis. A request
+// as before tiers existed. strict and eventual need store.redis, gossip
+// needs store.gossip (beside memory or redis). A request
 // matched by rules of several tiers is charged tier by tier, cheapest first
-// (local, eventual, the store: section's, strict), stopping at the first
+// (local, eventual, gossip, the store: section's, strict), stopping at the first
 // refusal: see package rules for what all-or-nothing means across tiers.
 // examples/consistency-tiers.yaml uses all three.
 //

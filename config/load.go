@@ -128,9 +128,28 @@ func (c *Config) Defaults() {
 		c.Routes = []Route{{Path: "/", Upstream: "demo"}}
 	}
 	for i := range c.Routes {
-		if c.Routes[i].Path == "" {
-			c.Routes[i].Path = "/"
+		r := &c.Routes[i]
+		if r.Path == "" {
+			r.Path = "/"
 		}
+		if r.Protocol == "" {
+			r.Protocol = ProtocolHTTP1
+			if r.GRPC {
+				r.Protocol = ProtocolHTTP2
+			}
+		}
+	}
+	if c.Listen.HTTP2 == "" {
+		c.Listen.HTTP2 = HTTP2Off
+		if c.Listen.TLS != nil {
+			c.Listen.HTTP2 = HTTP2On
+		}
+	}
+	if c.Listen.MaxConcurrentStreams == 0 {
+		c.Listen.MaxConcurrentStreams = 128
+	}
+	if c.Listen.MaxHeaderListSize == 0 {
+		c.Listen.MaxHeaderListSize = 16 << 10
 	}
 	if c.Store.Memory == nil && c.Store.Redis == nil {
 		c.Store.Memory = &MemoryStore{}
@@ -143,9 +162,13 @@ func (c *Config) Defaults() {
 			r.Timeout = redis.DefaultTimeout
 		}
 	}
+	if g := c.Store.Gossip; g != nil {
+		gossipDefaults(g)
+	}
 	if c.OnError == "" {
 		c.OnError = rules.OnErrorLocal
 	}
+	c.defaultsDashboard()
 	if c.AccessLog.Path != "" && c.AccessLog.Format == "" {
 		c.AccessLog.Format = "json"
 	}

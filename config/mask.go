@@ -10,7 +10,8 @@ import (
 
 // Masked returns c as YAML with its secrets hidden: the password of a
 // Redis URL or of a route's upstream URL (which validation refuses, but a
-// Config built in code may have), and the identities (API keys) of tier
+// Config built in code may have), the gossip secret key (secret_key; the
+// file and variable it may come from are named, not read), and the identities (API keys) of tier
 // members, which are replaced by their count.
 func (c *Config) Masked() ([]byte, error) {
 	m := *c
@@ -18,6 +19,14 @@ func (c *Config) Masked() ([]byte, error) {
 		rc := *r
 		rc.URL = maskURL(rc.URL)
 		m.Store.Redis = &rc
+	}
+	if g := c.Store.Gossip; g != nil {
+		gc := *g
+		if gc.SecretKey != "" {
+			gc.SecretKey = "xxxxx"
+		}
+		gc.Key = nil
+		m.Store.Gossip = &gc
 	}
 	m.Routes = append(m.Routes[:0:0], c.Routes...)
 	for i := range m.Routes {

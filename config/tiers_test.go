@@ -58,7 +58,7 @@ func TestTierKeysProblemsAtTheirLines(t *testing.T) {
 		{3, "strict needs store.redis"},
 		{7, "rules[1].nodes: -2 must not be negative"},
 		{10, `rules[2].consistency: "sometimes"`},
-		{11, "rules[2].on_error: set but the rule's consistency is not strict"},
+		{11, "rules[2].on_error: set but the rule's consistency is neither strict nor gossip"},
 		{14, "eventual needs store.redis"},
 	})
 	_, err = Parse("t.yaml", []byte("rules:\n  - name: a\n    consistency: eventual\n    sync_interval: soon\n    nodez: 3\n    policies: [{rate: 10/s}]\n"))

@@ -63,11 +63,13 @@ func (c *Config) validate(ps *problems) {
 		ps.add(c.at("upstream.max_conns"), "upstream.max_conns %d must not be negative", c.Upstream.MaxConns)
 	}
 	c.validateRoutes(ps)
+	c.validateHTTP2(ps)
 	c.validateStore(ps)
 	c.validateRules(ps)
 	c.validateTiers(ps)
 	c.validateAdaptive(ps)
 	c.validateAccessLog(ps)
+	c.validateDashboard(ps)
 }
 
 func checkAddr(ps *problems, p Pos, what, addr string) {
@@ -169,6 +171,7 @@ func (c *Config) validateStore(ps *problems) {
 	if m := s.Memory; m != nil && m.MaxKeys < 0 {
 		ps.add(c.at("store.memory.max_keys"), "store.memory.max_keys %d must be positive", m.MaxKeys)
 	}
+	c.validateGossip(ps)
 	if r := s.Redis; r != nil {
 		c.checkRedisURL(ps, r)
 		for i, a := range r.Cluster {
@@ -201,8 +204,8 @@ func (c *Config) checkRedisURL(ps *problems, r *RedisStore) {
 	case err != nil:
 		ps.add(at, "store.redis.url: %v (want redis://HOST:PORT, optionally with user:password@ and /DB)", redactErr(err))
 		return
-	case u.Scheme != "redis":
-		ps.add(at, "store.redis.url: scheme must be redis, got %q", u.Scheme)
+	case u.Scheme != "redis" && u.Scheme != "rediss":
+		ps.add(at, "store.redis.url: scheme must be redis (or rediss for TLS), got %q", u.Scheme)
 		return
 	case u.Port() == "":
 		ps.add(at, "store.redis.url: give the port, e.g. redis://localhost:6379")
@@ -214,6 +217,7 @@ func (c *Config) checkRedisURL(ps *problems, r *RedisStore) {
 			ps.add(at, "store.redis.url: database %q is not a number", db)
 		}
 	}
+	c.validateRedisConn(ps, r, u)
 }
 
 // hostPort reports whether s is a bare host:port ("127.0.0.1:3000",
@@ -307,11 +311,18 @@ func (c *Config) validateAccessLog(ps *problems) {
 	if a.Format != "json" && a.Format != "combined" {
 		ps.add(c.at("access_log.format"), "access_log.format %q: want json or combined%s", a.Format, didYouMean(a.Format, "json", "combined"))
 	}
-	if a.Path != "-" {
-		dir := filepath.Dir(c.Resolve(a.Path))
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			ps.add(c.at("access_log.path"), "access_log.path %q: directory %s does not exist", a.Path, dir)
-		}
+	c.checkLogDir(ps, "access_log.path", a.Path)
+}
+
+// checkLogDir records a problem when a log file's directory is missing;
+// "-" is a standard stream.
+func (c *Config) checkLogDir(ps *problems, what, path string) {
+	if path == "-" {
+		return
+	}
+	dir := filepath.Dir(c.Resolve(path))
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		ps.add(c.at(what), "%s %q: directory %s does not exist", what, path, dir)
 	}
 }
 

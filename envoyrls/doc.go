@@ -41,7 +41,8 @@
 //     "key" (or wildcard) count apart, unless share_threshold shares the
 //     wildcard's counter. Each descriptor of a request is charged on its
 //     own (one over its limit does not stop the others counting), as
-//     envoyproxy/ratelimit does by default.
+//     envoyproxy/ratelimit does by default; on Redis all of a request's
+//     descriptors are decided in one script call (limit.EachApplier).
 //   - hits_addend: a descriptor's own (zero only looks), else the
 //     request's, where zero means one.
 //   - A descriptor matching nothing, an unknown domain, an empty
@@ -59,7 +60,8 @@
 //     within_limit and shadow_mode are counted in hits and split between
 //     near and over limit with envoyproxy/ratelimit's arithmetic.
 //   - /json: 200 OK, 429 OVER_LIMIT, 400 a bad request; /healthcheck "OK".
-//     Ports 8081 (gRPC), 8080 (HTTP), 6070 (debug: /metrics here).
+//     Ports 8081 (gRPC), 8080 (HTTP), 6070 (debug: /metrics here, and
+//     Go's profiles under /debug/pprof/ as there).
 //
 // # Differences, deliberate
 //

@@ -2,7 +2,6 @@ package envoyrls
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -11,8 +10,10 @@ import (
 )
 
 // headerBuilder gathers, descriptor by descriptor, what the response
-// headers say.
+// headers say. Its first items live in the builder itself, so that a
+// request of a few descriptors allocates none.
 type headerBuilder struct {
+	stack [4]headerItem
 	items []headerItem
 	// pick is the index in items of the legacy trio's descriptor: the
 	// first over the limit, else the one with the least remaining.
@@ -20,26 +21,23 @@ type headerBuilder struct {
 }
 
 type headerItem struct {
-	name      string
-	limit     uint32
-	window    time.Duration
-	remaining uint32
-	reset     time.Duration
-	over      bool
+	name, policyItem string // the limit's (derived)
+	limit            uint32
+	remaining        uint32
+	reset            time.Duration
+	over             bool
 }
 
 // add records a limited descriptor's status.
 func (h *headerBuilder) add(l *Limit, st *rlsv3.RateLimitResponse_DescriptorStatus, reset time.Duration, _ int64) {
+	f := l.figures()
 	it := headerItem{
-		name:      sfName(l),
-		limit:     l.RequestsPerUnit,
-		window:    unitLength(l.Unit),
-		remaining: st.GetLimitRemaining(),
-		reset:     reset,
-		over:      st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT,
-	}
-	if l.Policy != nil {
-		it.window = l.Policy.Quota().Window
+		name:       f.name,
+		policyItem: f.policyItem,
+		limit:      l.RequestsPerUnit,
+		remaining:  st.GetLimitRemaining(),
+		reset:      reset,
+		over:       st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT,
 	}
 	for i := range h.items {
 		if h.items[i].name == it.name { // one item per name: the tighter
@@ -49,6 +47,9 @@ func (h *headerBuilder) add(l *Limit, st *rlsv3.RateLimitResponse_DescriptorStat
 			}
 			return
 		}
+	}
+	if h.items == nil {
+		h.items = h.stack[:0]
 	}
 	h.items = append(h.items, it)
 	h.repick()
@@ -64,6 +65,13 @@ func (h *headerBuilder) repick() {
 	}
 }
 
+// headerValues are a response's headers and the slice of pointers to
+// them that the response holds, allocated together.
+type headerValues[T any] struct {
+	v T
+	p [3]*corev3.HeaderValue
+}
+
 // headers returns the headers in the style of c.
 func (h *headerBuilder) headers(c *Config) []*corev3.HeaderValue {
 	if len(h.items) == 0 {
@@ -72,35 +80,39 @@ func (h *headerBuilder) headers(c *Config) []*corev3.HeaderValue {
 	switch c.Headers {
 	case HeadersLegacy:
 		it := h.items[h.pick]
-		return []*corev3.HeaderValue{
-			headerValue(c.LimitHeader, strconv.FormatUint(uint64(it.limit), 10)),
-			headerValue(c.RemainingHeader, strconv.FormatUint(uint64(it.remaining), 10)),
-			headerValue(c.ResetHeader, strconv.FormatInt(rules.CeilSeconds(it.reset), 10)),
-		}
+		hv := new(headerValues[[3]corev3.HeaderValue])
+		hv.v[0].Key, hv.v[0].Value = c.LimitHeader, strconv.FormatUint(uint64(it.limit), 10)
+		hv.v[1].Key, hv.v[1].Value = c.RemainingHeader, strconv.FormatUint(uint64(it.remaining), 10)
+		hv.v[2].Key, hv.v[2].Value = c.ResetHeader, strconv.FormatInt(rules.CeilSeconds(it.reset), 10)
+		hv.p = [3]*corev3.HeaderValue{&hv.v[0], &hv.v[1], &hv.v[2]}
+		return hv.p[:]
 	case HeadersDraft10:
-		var pol, rl strings.Builder
+		var buf [256]byte
+		pol := h.items[0].policyItem
+		if len(h.items) > 1 {
+			b := buf[:0]
+			for i, it := range h.items {
+				if i > 0 {
+					b = append(b, ", "...)
+				}
+				b = append(b, it.policyItem...)
+			}
+			pol = string(b)
+		}
+		b := buf[:0]
 		for i, it := range h.items {
 			if i > 0 {
-				pol.WriteString(", ")
-				rl.WriteString(", ")
+				b = append(b, ", "...)
 			}
-			pol.WriteString(it.name)
-			pol.WriteString(";q=")
-			pol.WriteString(strconv.FormatUint(uint64(it.limit), 10))
-			if w := rules.CeilSeconds(it.window); w > 0 {
-				pol.WriteString(";w=")
-				pol.WriteString(strconv.FormatInt(w, 10))
-			}
-			rl.WriteString(it.name)
-			rl.WriteString(";r=")
-			rl.WriteString(strconv.FormatUint(uint64(it.remaining), 10))
-			rl.WriteString(";t=")
-			rl.WriteString(strconv.FormatInt(rules.CeilSeconds(it.reset), 10))
+			b = append(b, it.name...)
+			b = strconv.AppendUint(append(b, ";r="...), uint64(it.remaining), 10)
+			b = strconv.AppendInt(append(b, ";t="...), rules.CeilSeconds(it.reset), 10)
 		}
-		return []*corev3.HeaderValue{
-			headerValue("RateLimit-Policy", pol.String()),
-			headerValue("RateLimit", rl.String()),
-		}
+		hv := new(headerValues[[2]corev3.HeaderValue])
+		hv.v[0].Key, hv.v[0].Value = "RateLimit-Policy", pol
+		hv.v[1].Key, hv.v[1].Value = "RateLimit", string(b)
+		hv.p = [3]*corev3.HeaderValue{&hv.v[0], &hv.v[1]}
+		return hv.p[:2]
 	}
 	return nil
 }

@@ -2,12 +2,14 @@ package envoyrls
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // Limits is a loaded set of envoyproxy/ratelimit configuration files: one
@@ -67,6 +69,52 @@ type Limit struct {
 	// File and Line are where the descriptor is configured.
 	File string
 	Line int
+
+	derived
+}
+
+// derived are a Limit's figures that every decision repeats, computed
+// once when the limit is loaded (prepare), so that a decision formats
+// none of them.
+type derived struct {
+	prepared bool
+	// keyTag is the policy's text, part of every counter key.
+	keyTag string
+	// name is the draft-10 item name (sfName) and policyItem its
+	// RateLimit-Policy item: name;q=N;w=S.
+	name, policyItem string
+	// current is the response's current_limit, shared by every response:
+	// read only.
+	current *rlsv3.RateLimitResponse_RateLimit
+}
+
+// prepare computes l's derived figures. A Limit is immutable once
+// prepared.
+func (l *Limit) prepare() {
+	d := derived{prepared: true, name: sfName(l), current: l.proto()}
+	window := unitLength(l.Unit)
+	if l.Policy != nil {
+		d.keyTag = l.Policy.String()
+		window = l.Policy.Quota().Window
+	}
+	b := append([]byte(d.name), ";q="...)
+	b = strconv.AppendUint(b, uint64(l.RequestsPerUnit), 10)
+	if w := rules.CeilSeconds(window); w > 0 {
+		b = strconv.AppendInt(append(b, ";w="...), w, 10)
+	}
+	d.policyItem = string(b)
+	l.derived = d
+}
+
+// figures returns l's derived figures, computing them for a Limit that
+// was not loaded by Build (a test's).
+func (l *Limit) figures() *derived {
+	if !l.derived.prepared {
+		c := *l
+		c.prepare()
+		return &c.derived
+	}
+	return &l.derived
 }
 
 // proto returns the limit as the response's current_limit.

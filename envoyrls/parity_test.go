@@ -23,9 +23,10 @@ import (
 // real envoyproxy/ratelimit and to this package, on one redis-server, and
 // compares every overall_code and status (code, current_limit,
 // limit_remaining). The binary is envoyproxy/ratelimit's service_cmd,
-// named by ENVOY_RATELIMIT_BIN (go install
-// github.com/envoyproxy/ratelimit/src/service_cmd@<version>); without it
-// the test is skipped. The one difference expected is the documented
+// named by ENVOY_RATELIMIT_BIN: scripts/test.sh builds the version the
+// bench module pins as a tool (cd bench && go build
+// github.com/envoyproxy/ratelimit/src/service_cmd); without it the test
+// is skipped. The one difference expected is the documented
 // one: a refused request is not counted here.
 func TestParityWithEnvoyproxyRatelimit(t *testing.T) {
 	bin := os.Getenv("ENVOY_RATELIMIT_BIN")

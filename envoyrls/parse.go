@@ -295,6 +295,9 @@ func (p *parser) descriptor(parent *node, domain, prefix string, d *yaml.Node, d
 	if rl != nil && rl.Tag != "!!null" {
 		n.limit = p.rateLimit(rl, domain, path)
 		if n.limit != nil {
+			n.limit.prepare()
+		}
+		if n.limit != nil {
 			n.limit.ShadowMode, n.limit.QuotaMode, n.limit.DetailedMetric = shadow, quota, detailed
 			n.limit.Line = d.Line
 		}

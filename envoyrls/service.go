@@ -12,7 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc/codes"
@@ -239,7 +238,12 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	}
 	ls := s.limits.Load()
 	descs := req.GetDescriptors()
-	items := make([]item, len(descs))
+	var stack [4]item
+	items := stack[:0]
+	if len(descs) > len(stack) {
+		items = make([]item, 0, len(descs))
+	}
+	items = items[:len(descs)]
 	replaced := map[string]bool(nil)
 	for i, d := range descs {
 		it := &items[i]
@@ -281,69 +285,87 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 
 // decide charges the items with a policy.
 func (s *Service) decide(ctx context.Context, items []item) error {
-	if s.cfg.AllOrNothing {
-		var reqs []limit.Request
-		var idx []int
-		for i := range items {
-			if l := items[i].limit; l != nil && l.Policy != nil {
-				reqs = append(reqs, limit.Request{Key: items[i].key, Policy: l.Policy, Cost: items[i].cost})
-				idx = append(idx, i)
-			}
+	var (
+		reqStack [4]limit.Request
+		idxStack [4]int
+		outStack [4]limit.Decision
+	)
+	reqs, idx := reqStack[:0], idxStack[:0]
+	for i := range items {
+		if l := items[i].limit; l != nil && l.Policy != nil {
+			reqs = append(reqs, limit.Request{Key: items[i].key, Policy: l.Policy, Cost: items[i].cost})
+			idx = append(idx, i)
 		}
-		if len(reqs) == 0 {
-			return nil
-		}
-		d, err := s.cfg.Store.ApplyAll(ctx, reqs)
-		if err != nil {
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	out := outStack[:0]
+	if len(reqs) > len(outStack) {
+		out = make([]limit.Decision, len(reqs))
+	}
+	out = out[:len(reqs)]
+	if !s.cfg.AllOrNothing {
+		if err := s.applyEach(ctx, reqs, out); err != nil {
 			return err
 		}
-		if d.Allowed {
-			// Each allowed: ask every one's state by a peek (cost 0)
-			// so that each descriptor reports its own remaining.
-			for _, i := range idx {
-				pd, err := s.cfg.Store.Apply(ctx, items[i].key, items[i].limit.Policy, 0)
-				if err != nil {
-					return err
-				}
-				pd.Allowed = true
-				items[i].d, items[i].decided = pd, true
-			}
-			return nil
-		}
-		// Refused, nothing charged: each descriptor reports whether it
-		// alone would fit, by a peek at its state.
-		for _, i := range idx {
-			pd, err := s.cfg.Store.Apply(ctx, items[i].key, items[i].limit.Policy, 0)
-			if err != nil {
-				return err
-			}
-			pd.Allowed = pd.Remaining >= items[i].cost && idx[d.Index] != i
-			items[i].d, items[i].decided = pd, true
+		for j, i := range idx {
+			items[i].d, items[i].decided = out[j], true
 		}
 		return nil
 	}
-	for i := range items {
-		l := items[i].limit
-		if l == nil || l.Policy == nil {
-			continue
+	d, err := s.cfg.Store.ApplyAll(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	// Then every descriptor's own state, by a peek (cost 0), so that each
+	// reports its own remaining.
+	for j := range reqs {
+		reqs[j].Cost = 0
+	}
+	if err := s.applyEach(ctx, reqs, out); err != nil {
+		return err
+	}
+	for j, i := range idx {
+		pd := out[j]
+		if d.Allowed {
+			pd.Allowed = true
+		} else {
+			// Refused, nothing charged: each descriptor reports whether
+			// it alone would fit.
+			pd.Allowed = pd.Remaining >= items[i].cost && d.Index != j
 		}
-		d, err := s.cfg.Store.Apply(ctx, items[i].key, l.Policy, items[i].cost)
+		items[i].d, items[i].decided = pd, true
+	}
+	return nil
+}
+
+// applyEach decides each of reqs on its own into out: in one round trip
+// when the store can (limit.EachApplier, the Redis store pipelining
+// them), else one Apply after another.
+func (s *Service) applyEach(ctx context.Context, reqs []limit.Request, out []limit.Decision) error {
+	if ea, ok := s.cfg.Store.(limit.EachApplier); ok && len(reqs) > 1 {
+		return ea.ApplyEach(ctx, reqs, out)
+	}
+	for j, r := range reqs {
+		d, err := s.cfg.Store.Apply(ctx, r.Key, r.Policy, r.Cost)
 		if err != nil {
 			return err
 		}
-		items[i].d, items[i].decided = d, true
+		out[j] = d
 	}
 	return nil
 }
 
 // respond builds the response and counts the metrics.
 func (s *Service) respond(req *rlsv3.RateLimitRequest, items []item) *rlsv3.RateLimitResponse {
-	resp := &rlsv3.RateLimitResponse{Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, len(items))}
+	resp, sts, durs := newResponse(len(items))
 	over, quota, quotaOver := 0, 0, 0
 	var hdr headerBuilder
 	for i := range items {
 		it := &items[i]
-		st := &rlsv3.RateLimitResponse_DescriptorStatus{Code: rlsv3.RateLimitResponse_OK}
+		st := &sts[i]
+		st.Code = rlsv3.RateLimitResponse_OK
 		resp.Statuses[i] = st
 		l := it.limit
 		switch {
@@ -353,7 +375,7 @@ func (s *Service) respond(req *rlsv3.RateLimitRequest, items []item) *rlsv3.Rate
 			st.LimitRemaining = math.MaxUint32
 			continue
 		}
-		st.CurrentLimit = l.proto()
+		st.CurrentLimit = l.figures().current
 		var allowed bool
 		var remaining int64
 		var reset time.Duration
@@ -372,7 +394,8 @@ func (s *Service) respond(req *rlsv3.RateLimitRequest, items []item) *rlsv3.Rate
 			remaining = 0
 		}
 		st.LimitRemaining = uint32(min(max(remaining, 0), math.MaxUint32))
-		st.DurationUntilReset = durationpb.New(reset)
+		durs[i].Seconds, durs[i].Nanos = int64(reset/time.Second), int32(reset%time.Second)
+		st.DurationUntilReset = &durs[i]
 		if !allowed {
 			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
 			if l.ShadowMode {
@@ -404,6 +427,29 @@ func (s *Service) respond(req *rlsv3.RateLimitRequest, items []item) *rlsv3.Rate
 	return resp
 }
 
+// responseBlock is a response of up to four descriptors in one
+// allocation: its statuses, their reset durations, and the slice of
+// pointers the response holds.
+type responseBlock struct {
+	resp rlsv3.RateLimitResponse
+	sts  [4]rlsv3.RateLimitResponse_DescriptorStatus
+	durs [4]durationpb.Duration
+	ptrs [4]*rlsv3.RateLimitResponse_DescriptorStatus
+}
+
+// newResponse returns a response with n statuses to fill (their pointers
+// in resp.Statuses still nil), and the statuses and durations to point
+// them at.
+func newResponse(n int) (*rlsv3.RateLimitResponse, []rlsv3.RateLimitResponse_DescriptorStatus, []durationpb.Duration) {
+	if n <= 4 {
+		b := new(responseBlock)
+		b.resp.Statuses = b.ptrs[:n]
+		return &b.resp, b.sts[:n], b.durs[:n]
+	}
+	resp := &rlsv3.RateLimitResponse{Statuses: make([]*rlsv3.RateLimitResponse_DescriptorStatus, n)}
+	return resp, make([]rlsv3.RateLimitResponse_DescriptorStatus, n), make([]durationpb.Duration, n)
+}
+
 // untilUnitEnd is the time from now to the end of the unit's current
 // window, aligned to the epoch.
 func untilUnitEnd(now time.Time, u rlsv3.RateLimitResponse_RateLimit_Unit) time.Duration {
@@ -430,6 +476,7 @@ func overrideLimit(domain string, configured bool, o *rlv3.RateLimitDescriptor_R
 	if l.RequestsPerUnit > 0 {
 		l.Policy = limit.FixedWindow{Limit: int64(l.RequestsPerUnit), Window: unitLength(unit)}
 	}
+	l.prepare()
 	return l
 }
 
@@ -437,28 +484,39 @@ func overrideLimit(domain string, configured bool, o *rlv3.RateLimitDescriptor_R
 // domain, every entry (a shared level's pattern in place of its value)
 // and the policy, so that a reload changing a limit's algorithm or
 // window starts afresh, and raw values never reach the store's keys.
+// The hashed text is built on the stack up to 512 bytes: the key string
+// is its one allocation.
 func counterKey(domain string, entries []*rlv3.RateLimitDescriptor_Entry, shared []string, l *Limit) string {
-	h := sha256.New()
-	field := func(s string) {
-		var n [8]byte
-		h.Write(strconv.AppendInt(n[:0], int64(len(s)), 10))
-		h.Write([]byte{':'})
-		h.Write([]byte(s))
+	var stack [512]byte
+	b := stack[:0]
+	field := func(mark byte, s string) {
+		n := len(s)
+		if mark != 0 {
+			n++
+		}
+		b = append(strconv.AppendInt(b, int64(n), 10), ':')
+		if mark != 0 {
+			b = append(b, mark)
+		}
+		b = append(b, s...)
 	}
-	field(domain)
+	field(0, domain)
 	for i, e := range entries {
-		field(e.GetKey())
+		field(0, e.GetKey())
 		if i < len(shared) && shared[i] != "" {
-			field("*" + shared[i])
+			field('*', shared[i])
 		} else {
-			field("=" + e.GetValue())
+			field('=', e.GetValue())
 		}
 	}
 	if l.Policy != nil {
-		field(l.Policy.String())
+		field(0, l.figures().keyTag)
 	}
-	var sum [sha256.Size]byte
-	return "rls:" + hex.EncodeToString(h.Sum(sum[:0])[:16])
+	sum := sha256.Sum256(b)
+	var key [4 + 32]byte
+	copy(key[:], "rls:")
+	hex.Encode(key[4:], sum[:16])
+	return string(key[:])
 }
 
 // detailedPath is the descriptor's path with its values, as
@@ -481,6 +539,3 @@ func detailedPath(entries []*rlv3.RateLimitDescriptor_Entry, shared []string) st
 	}
 	return string(b)
 }
-
-// headerValue is one response header.
-func headerValue(k, v string) *corev3.HeaderValue { return &corev3.HeaderValue{Key: k, Value: v} }

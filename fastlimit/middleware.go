@@ -16,6 +16,10 @@ import (
 // shaped one waits its delay first; every response carries the rate-limit
 // headers. A store error is logged with the rule engine's logger and
 // handled as the rules' failure mode says (rules.Config.OnErrorOf).
+//
+// The sequence is Decide, Enforce, next, Finish: a handler that needs to
+// act between the steps (measure the decision, log it, route first) calls
+// them itself, as the gateway does.
 func Middleware(engine func() *rules.Engine, next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		e := engine()
@@ -23,19 +27,49 @@ func Middleware(engine func() *rules.Engine, next fasthttp.RequestHandler) fasth
 			next(ctx)
 			return
 		}
-		// A store error is already in res (Outcome Errored, refused or
-		// not as configured) and logged by the engine's Logger.
-		res, _ := e.Decide(ctx, Request{Ctx: ctx})
-		if res.Refused() {
-			WriteRefusal(ctx, &res)
+		res := Decide(ctx, e)
+		if res.Holds() {
+			// Concurrency slots go back when next returns or panics (a
+			// body next streams with SetBodyStream is still being sent
+			// then: the gateway holds them to the exchange's end).
+			defer res.Release()
+		}
+		if !Enforce(ctx, &res) {
 			return
 		}
-		if res.Delay > 0 {
-			time.Sleep(res.Delay)
-		}
 		next(ctx)
-		if res.Matched() {
-			SetHeaders(&ctx.Response.Header, &res)
-		}
+		Finish(ctx, &res)
+	}
+}
+
+// Decide is the engine's decision on ctx's request. A store error is in
+// the result (Outcome Errored, refused or not as the rules' failure mode
+// says) and already logged by the engine's Logger.
+func Decide(ctx *fasthttp.RequestCtx, e *rules.Engine) rules.Result {
+	res, _ := e.Decide(ctx, Request{Ctx: ctx})
+	return res
+}
+
+// Enforce carries out res before the request is served. A refused
+// request is answered with the refusal (WriteRefusal) and Enforce returns
+// false: the handler must not serve it. A delayed one waits its delay,
+// then Enforce returns true, as it does for every other request.
+func Enforce(ctx *fasthttp.RequestCtx, res *rules.Result) bool {
+	if res.Refused() {
+		WriteRefusal(ctx, res)
+		return false
+	}
+	if res.Delay > 0 {
+		time.Sleep(res.Delay)
+	}
+	return true
+}
+
+// Finish sets the rate-limit headers (SetHeaders) on the response of a
+// request that res admitted, once the handler has written it, when a rule
+// matched; they replace any of the same name the handler wrote.
+func Finish(ctx *fasthttp.RequestCtx, res *rules.Result) {
+	if res.Matched() {
+		SetHeaders(&ctx.Response.Header, res)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -95,11 +94,8 @@ func (h *Handler) Swap(e *rules.Engine) {
 }
 
 func (h *Handler) isTrusted(r *http.Request) bool {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	return h.trusted.Contains(ap.Addr().Unmap().WithZone(""))
+	ap := httplimit.Request{Req: r}.RemoteAddr() // the peer, as the engine reads it
+	return ap.IsValid() && h.trusted.Contains(ap.Addr().Unmap().WithZone(""))
 }
 
 // ServeHTTP decides on the original request r describes and answers in
@@ -115,7 +111,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.log.LogAttrs(r.Context(), slog.LevelWarn, "forward-auth: request from a peer that is not a trusted proxy",
 				slog.String("peer", r.RemoteAddr))
 		}
-		writeProblem(w, http.StatusForbidden, "the peer is not a trusted proxy")
+		writeProblem(w, r, http.StatusForbidden, "the peer is not a trusted proxy")
 		return
 	}
 	o, field, err := readOriginal(r, f)
@@ -124,38 +120,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.log.LogAttrs(r.Context(), slog.LevelWarn, "forward-auth: the forwarded request cannot be decided on",
 				slog.String("field", field), slog.String("error", err.Error()), slog.String("peer", r.RemoteAddr))
 		}
-		writeProblem(w, http.StatusBadRequest, field+": "+err.Error())
+		writeProblem(w, r, http.StatusBadRequest, field+": "+err.Error())
 		return
 	}
 	res, _ := h.engine.Load().Decide(r.Context(), &o)
 	hdr := w.Header()
 	hdr.Set("Cache-Control", "no-store") // an answer about one request
-	var buf [10]rules.Header
-	if hs := res.AppendHeaders(buf[:0]); len(hs) > 0 {
-		// One allocation for every value slice.
-		vals := make([]string, len(hs))
-		for i, f := range hs {
-			vals[i] = f.Value
-			hdr[f.Name] = vals[i : i+1 : i+1]
-		}
-	}
+	httplimit.SetHeaders(hdr, &res)
 	if res.Refused() {
-		ref := res.Refusal()
 		if nginx {
-			writeNginxRefusal(w, ref)
+			writeNginxRefusal(w, res.Refusal())
 			return
 		}
-		hdr.Set("Content-Type", ref.ContentType)
-		hdr.Set("X-Content-Type-Options", "nosniff")
-		hdr.Set("Content-Length", strconv.Itoa(len(ref.Body)))
-		w.WriteHeader(ref.Status)
-		w.Write(ref.Body) //nolint:errcheck // the proxy may have gone; nothing to do
+		httplimit.WriteRefusal(w, r, res.Refusal())
 		return
 	}
 	if res.Outcome == rules.Delayed && res.Delay > 0 {
 		if err := h.wait(r.Context(), res.Delay); err != nil {
 			// The proxy gave up (or its client did): it reads nothing.
-			writeProblem(w, http.StatusServiceUnavailable, "the request's context ended while it waited for the rate limit")
+			httplimit.WriteDelayEnded(w, r)
 			return
 		}
 	}
@@ -186,15 +169,10 @@ func printable(b []byte) bool {
 	return true
 }
 
-// writeProblem answers an auth request that was not decided on.
-func writeProblem(w http.ResponseWriter, status int, detail string) {
-	body := `{"type":"about:blank","title":` + strconv.Quote(http.StatusText(status)) +
-		`,"status":` + strconv.Itoa(status) + `,"detail":` + strconv.Quote(detail) + `}`
-	hdr := w.Header()
-	hdr.Set("Content-Type", rules.ContentTypeProblem)
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("Cache-Control", "no-store")
-	hdr.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	w.Write([]byte(body)) //nolint:errcheck // the proxy may have gone; nothing to do
+// writeProblem answers an auth request that was not decided on, with a
+// problem+json body written as httplimit writes a refusal.
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail string) {
+	body := rules.AppendProblem(nil, status, http.StatusText(status), detail)
+	w.Header().Set("Cache-Control", "no-store")
+	httplimit.WriteRefusal(w, r, rules.Response{Status: status, ContentType: rules.ContentTypeProblem, Body: body})
 }

@@ -3,10 +3,10 @@ package forwardauth
 import (
 	"errors"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/httplimit"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -43,59 +43,34 @@ var (
 
 // original is the rules.Request view of the request a proxy asks about:
 // the method, path, query and host from the forwarded fields, the header
-// fields and peer of the auth request itself (the proxy copies the
-// client's fields, and the engine reads the client address from the
-// forwarding fields of a trusted peer, as rules.ClientIP says).
+// fields and peer of the auth request itself, read as httplimit reads
+// them (the proxy copies the client's fields, and the engine reads the
+// client address from the forwarding fields of a trusted peer, as
+// rules.ClientIP says).
 type original struct {
-	r                            *http.Request
+	httplimit.Request            // Header, FirstHeader, RemoteAddr: the proxy's
 	method, host, path, rawQuery string
 }
 
 var _ rules.Request = (*original)(nil)
 
+// Method returns the forwarded method.
 func (o *original) Method() string { return o.method }
 
+// Host returns the forwarded host.
 func (o *original) Host() string { return o.host }
 
+// Path returns the forwarded path, decoded.
 func (o *original) Path() string { return o.path }
 
+// Query returns the first value of a parameter of the forwarded query.
 func (o *original) Query(name string) (string, bool) { return rules.QueryValue(o.rawQuery, name) }
-
-// Header returns the field's lines joined with ", " (RFC 9110 §5.3).
-func (o *original) Header(name string) (string, bool) {
-	vals := o.r.Header[name]
-	switch len(vals) {
-	case 0:
-		return "", false
-	case 1:
-		return vals[0], true
-	}
-	return strings.Join(vals, ", "), true
-}
-
-// FirstHeader returns the field's first line (rules.FirstHeader).
-func (o *original) FirstHeader(name string) (string, bool) {
-	vals := o.r.Header[name]
-	if len(vals) == 0 {
-		return "", false
-	}
-	return vals[0], true
-}
-
-// RemoteAddr is the auth request's peer: the proxy.
-func (o *original) RemoteAddr() netip.AddrPort {
-	ap, err := netip.ParseAddrPort(o.r.RemoteAddr)
-	if err != nil {
-		return netip.AddrPort{}
-	}
-	return ap
-}
 
 // readOriginal reads the original request from r's fields f. The method
 // and request-target are required; a missing host leaves Host empty (host
 // rules then do not match). It returns the field at fault with the error.
 func readOriginal(r *http.Request, f fields) (original, string, error) {
-	o := original{r: r}
+	o := original{Request: httplimit.Request{Req: r}}
 	m, ok := first(r.Header, f.method)
 	if !ok || m == "" {
 		return o, f.method, ErrMissingField

@@ -8,7 +8,8 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Traefik is not packaged here, so its snippet is not run; this checks
+// Traefik is not packaged here (not in Debian; its module's dependencies
+// are refused by the Go module proxy), so its snippet is not run; this checks
 // that it parses and asks the forwarded-style endpoint at the address the
 // other snippets use, with the client's X-Forwarded-* kept out.
 func TestTraefikSnippetAsksTheForwardedStyleEndpoint(t *testing.T) {

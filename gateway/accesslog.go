@@ -119,12 +119,18 @@ func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
 	if ctx.Response.IsBodyStream() {
 		size = max(ctx.Response.Header.ContentLength(), 0)
 	}
-	var buf [512]byte
 	var rbuf [64]byte
 	remote := rbuf[:0]
 	if addr, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
 		remote = addr.AddrPort().Addr().Unmap().AppendTo(remote)
 	}
+	a.write(e, remote, status, size)
+}
+
+// write writes e's line, with the client's address and the response's
+// status and body size.
+func (a *accessLog) write(e *entry, remote []byte, status, size int) {
+	var buf [512]byte
 	b := buf[:0]
 	now := time.Now()
 	if a.combined {

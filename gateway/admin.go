@@ -6,10 +6,12 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tollgate-dev/tollgate/gateway/dashboard"
 )
 
 // adminHandler serves the admin listener: /metrics, /healthz, /readyz,
-// /config and /debug/pprof/.
+// /config, /debug/pprof/ and the live dashboard at / (package dashboard).
 func (g *Gateway) adminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{}))
@@ -40,16 +42,22 @@ func (g *Gateway) adminHandler() http.Handler {
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	dashboard.Register(mux, g.dash.hub, g.dash.enabled)
 	return mux
 }
 
 // unready says why the gateway, though serving, should get no traffic:
 // Redis is down (not reached yet, or behind the open breaker) and some
 // enforced rule on it has the failure mode closed, so it refuses every
-// request it matches. "" when ready. A failure mode of open or local keeps
+// request it matches; or the gossip node is not warm yet and some
+// enforced gossip rule has the failure mode closed. "" when ready. A failure mode of open or local keeps
 // the gateway ready: it answers, only less exactly.
 func (g *Gateway) unready() string {
-	closed := g.snap.Load().refusesWithoutRedis
+	snap := g.snap.Load()
+	if cold := snap.refusesWhileCold; len(cold) > 0 && !g.stores.Gossip().Warm() {
+		return "gossip is not warm (no state exchange with the fleet yet) and these rules refuse until it is (on_error: closed): " + strings.Join(cold, ", ")
+	}
+	closed := snap.refusesWithoutRedis
 	if len(closed) == 0 || g.stores.Redis().Stats().Up() {
 		return ""
 	}

@@ -4,8 +4,12 @@
 // config.Config.
 //
 // The traffic listener serves the data path; a separate admin listener
-// (loopback by default) serves /metrics (Prometheus), /healthz, /readyz and
-// /config (the running configuration with secrets masked). [Gateway.Reload]
+// (loopback by default) serves /metrics (Prometheus), /healthz, /readyz,
+// /config (the running configuration with secrets masked) and, at /, the
+// live dashboard (package gateway/dashboard): decision rates, each rule's
+// heavy hitters (package topk), the store's state and whatever
+// [Gateway.AddStatus] providers report. The refusal log (refusal_log)
+// writes sampled, capped "limiting requests" lines. [Gateway.Reload]
 // validates a new configuration and swaps it in atomically: routes,
 // upstream clients and the rule engine are one immutable snapshot behind an
 // atomic.Pointer, and the store is kept, so the counters of unchanged rules

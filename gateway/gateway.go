@@ -42,10 +42,12 @@ type Gateway struct {
 	admin    *http.Server
 	adminLn  net.Listener
 	access   *accessLog
-	warns    *warnLog // fasthttp's and the proxy's, once started
+	dash     *dashState // the dashboard's feed and the refusal log
+	warns    *warnLog   // fasthttp's and the proxy's, once started
 	ready    atomic.Bool
 	inFlight atomic.Int64 // requests being served (connState)
 	tunnels  tunnels
+	h2       h2State // the net/http data path's (h2.go)
 	serveErr chan error
 	serving  sync.WaitGroup // the listeners' Serve goroutines
 
@@ -94,8 +96,18 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g.initAdaptive()
 	g.openSlots(cfg)
+	if gs := g.stores.Gossip(); gs != nil {
+		g.m.reg.MustRegister(gossipCollector{s: gs, cold: g.stores.ColdDecisions})
+	}
+	if g.dash, err = newDashState(g, cfg); err != nil {
+		g.closeSlots()
+		g.stores.Close()
+		return nil, err
+	}
 	s, err := g.build(cfg)
 	if err != nil {
+		g.dash.close()
+		g.closeSlots()
 		g.stores.Close()
 		return nil, err
 	}
@@ -103,6 +115,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.adapt.commit(s.loops)
 	if cfg.AccessLog.Path != "" {
 		if g.access, err = openAccessLog(cfg.Resolve(cfg.AccessLog.Path), cfg.AccessLog.Format); err != nil {
+			g.dash.close()
+			g.adapt.closeAll()
+			g.closeSlots()
 			g.stores.Close()
 			return nil, err
 		}
@@ -121,10 +136,14 @@ func (g *Gateway) Start() error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	ln = yieldListener{ln}
+	if cfg.Listen.HTTP2 == config.HTTP2On {
+		g.h2.ln = g.newH2Listener(cfg)
+		ln = g.h2.ln.conns.listener(ln)
+	}
 	if cfg.Listen.TLS != nil {
 		ln = tls.NewListener(ln, &tls.Config{
 			MinVersion: tls.VersionTLS12,
-			NextProtos: []string{"http/1.1"},
+			NextProtos: alpnProtos(cfg.Listen),
 			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 				return g.snap.Load().cert, nil
 			},
@@ -168,6 +187,7 @@ func (g *Gateway) Start() error {
 			return fmt.Errorf("admin listen: %w", err)
 		}
 		g.admin = &http.Server{Handler: g.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+		g.dash.start()
 		g.serving.Go(func() {
 			if err := g.admin.Serve(g.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				g.report(fmt.Errorf("admin: %w", err))
@@ -175,11 +195,20 @@ func (g *Gateway) Start() error {
 		})
 	}
 	g.ln, g.server = ln, server
-	g.serving.Go(func() {
-		if err := server.Serve(ln); err != nil {
-			g.report(fmt.Errorf("serve: %w", err))
-		}
-	})
+	if hl := g.h2.ln; hl != nil {
+		g.server = nil // the net/http path serves this listener
+		g.serving.Go(func() {
+			if err := hl.serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				g.report(fmt.Errorf("serve: %w", err))
+			}
+		})
+	} else {
+		g.serving.Go(func() {
+			if err := server.Serve(ln); err != nil {
+				g.report(fmt.Errorf("serve: %w", err))
+			}
+		})
+	}
 	g.watching = true
 	go g.watch(newWatcher(cfg))
 	g.ready.Store(true)
@@ -220,7 +249,9 @@ func (g *Gateway) Config() *config.Config { return g.snap.Load().cfg }
 
 // Reload validates-by-building cfg and, if it builds, swaps it in
 // atomically. The store is kept, so rules that did not change keep their
-// counters. Changes that need a restart (listener addresses, the store)
+// counters; new Redis credentials or TLS files reconnect it (see
+// stores.Set.Rotate), and a reload whose new connection fails is refused.
+// Changes that need a restart (listener addresses, where the store is)
 // are refused: the old configuration keeps serving.
 func (g *Gateway) Reload(cfg *config.Config) error {
 	err := g.reload(cfg)
@@ -248,11 +279,20 @@ func (g *Gateway) reload(cfg *config.Config) error {
 	if cfg.ConcurrencyLease != old.ConcurrencyLease {
 		restart = append(restart, "concurrency_lease")
 	}
+	if cfg.RefusalLog != old.RefusalLog {
+		restart = append(restart, "refusal_log")
+	}
 	if len(restart) > 0 {
 		return fmt.Errorf("reload refused: changes to %v need a restart", restart)
 	}
 	s, err := g.build(cfg)
 	if err != nil {
+		return err
+	}
+	// New Redis credentials or TLS files: connect with them before the
+	// new configuration serves (the old connection serves meanwhile, and
+	// keeps serving when they fail).
+	if err := g.stores.Rotate(cfg.Store); err != nil {
 		return err
 	}
 	g.snap.Store(s)
@@ -269,8 +309,12 @@ func listenShape(l config.Listen) any {
 		TLS                                    bool
 		ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 		MaxConns                               int
+		HTTP2                                  string
+		MaxConcurrentStreams                   int
+		MaxHeaderListSize                      int
 	}
-	return shape{l.Addr, l.TLS != nil, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns}
+	return shape{l.Addr, l.TLS != nil, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns,
+		l.HTTP2, l.MaxConcurrentStreams, l.MaxHeaderListSize}
 }
 
 // ReloadFile loads path and reloads it. A file that does not load is
@@ -326,7 +370,13 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			}
 		}
 	}
+	if hl := g.h2.ln; hl != nil {
+		if err = hl.shutdown(ctx, g.inFlight.Load); err != nil && ctx.Err() != nil {
+			err = &CutError{Requests: g.inFlight.Load(), Err: ctx.Err()}
+		}
+	}
 	if g.admin != nil {
+		g.dash.hub.Close() // event streams never go idle: end them first
 		actx, cancel := context.WithTimeout(context.Background(), time.Second)
 		g.admin.Shutdown(actx)
 		cancel()
@@ -354,11 +404,16 @@ func (g *Gateway) Close() error {
 			// the listener ends Serve either way.
 			g.ln.Close()
 		}
+		g.dash.close()
 		if g.admin != nil {
 			g.admin.Close()
 		}
+		if g.h2.ln != nil {
+			g.h2.ln.close()
+		}
 		g.serving.Wait()
 		g.adapt.closeAll()
+		g.closeTransports()
 		g.tunnels.closeAll()
 		g.mu.Lock()
 		for _, c := range g.clients {

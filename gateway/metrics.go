@@ -20,6 +20,7 @@ type metrics struct {
 	upstreamStatus *prometheus.CounterVec   // route, class
 	reloads        *prometheus.CounterVec   // result
 	reloadOK       prometheus.Gauge
+	h2             h2Metrics // the net/http data path's (h2metrics.go)
 }
 
 // newMetrics creates the collectors.
@@ -67,6 +68,7 @@ func newMetrics() *metrics {
 	for _, r := range []string{"success", "failure"} {
 		m.reloads.WithLabelValues(r)
 	}
+	m.h2 = newH2Metrics(m.reg)
 	return m
 }
 

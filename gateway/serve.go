@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -30,8 +29,10 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 	var res rules.Result
 	var now time.Time // after the decision: the upstream exchange's start
 	if s.engine != nil {
+		// fastlimit.Middleware's sequence, its steps called here to
+		// time the decision and log it.
 		t0 := monoNow()
-		res, _ = s.engine.Decide(ctx, fastlimit.Request{Ctx: ctx})
+		res = fastlimit.Decide(ctx, s.engine)
 		took := time.Since(t0)
 		now = t0.Add(took)
 		g.m.decisionTime.Observe(took.Seconds())
@@ -41,14 +42,12 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 		if res.Holds() {
 			defer holdSlots(ctx, &res)
 		}
-		if res.Refused() {
-			fastlimit.WriteRefusal(ctx, &res)
+		if !fastlimit.Enforce(ctx, &res) {
 			yieldBeforeNextRead(ctx)
 			return
 		}
 		if res.Delay > 0 {
-			time.Sleep(res.Delay)
-			now = time.Time{}
+			now = time.Time{} // the delay made it stale
 		}
 	}
 	// Checked on the way to the upstream only: a refusal forwards
@@ -68,20 +67,16 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 	default:
 		g.proxy(ctx, s, rt, now)
 	}
-	if res.Matched() {
-		fastlimit.SetHeaders(&ctx.Response.Header, &res)
-	}
+	fastlimit.Finish(ctx, &res)
 }
 
-// problem answers with an RFC 9457 application/problem+json body.
+// problem answers with an RFC 9457 application/problem+json body
+// (rules.AppendProblem).
 func problem(ctx *fasthttp.RequestCtx, status int, title, detail string) {
 	ctx.Response.Reset()
 	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/problem+json")
+	ctx.SetContentType(rules.ContentTypeProblem)
 	ctx.Response.Header.Set("Cache-Control", "no-store")
-	b := ctx.Response.BodyWriter()
-	// Titles and details are fixed strings of this package: no escaping
-	// is needed.
-	_, _ = b.Write([]byte(`{"type":"about:blank","title":"` + title + `","status":` +
-		strconv.Itoa(status) + `,"detail":"` + detail + `"}`))
+	var buf [256]byte
+	ctx.Response.SetBody(rules.AppendProblem(buf[:0], status, title, detail))
 }

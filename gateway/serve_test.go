@@ -8,6 +8,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/fastlimit"
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // countingOrigin is a raw origin that answers every request it reads 200
@@ -87,5 +92,38 @@ func TestMultipartBodyPassesUntouched(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("1 MB multipart body announced at a limit of 1000: %d, want 413", resp.StatusCode)
+	}
+}
+
+// The gateway limits with fastlimit's sequence: for the same rules and
+// request it answers what fastlimit.Middleware in front of the same
+// origin answers, allowed (the origin's response and the rate-limit
+// headers) and refused (the refusal's status, headers and body), GET and
+// HEAD.
+func TestServeAnswersAsFastlimitMiddleware(t *testing.T) {
+	for _, method := range []string{fasthttp.MethodGet, fasthttp.MethodHead} {
+		// A burst of 2: each side's first request is allowed, its
+		// second refused. One gateway per side, so that both start
+		// with a full bucket.
+		yaml := demoRoute + "rules: [{name: per-ip, policies: [{rate: 1/h, burst: 2}]}]\n"
+		g, ref := newTestGateway(t, yaml), newTestGateway(t, yaml)
+		mw := fastlimit.Middleware(func() *rules.Engine { return ref.snap.Load().engine }, demo)
+		addr := &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 5555}
+		for i, want := range []int{200, 200, 429} {
+			var req fasthttp.Request
+			req.Header.SetMethod(method)
+			req.SetRequestURI("http://example.com/items/42")
+			var got, exp fasthttp.RequestCtx
+			got.Init(&req, addr, nil)
+			exp.Init(&req, addr, nil)
+			g.serve(&got)
+			mw(&exp)
+			if got.Response.StatusCode() != want {
+				t.Fatalf("%s #%d: gateway answered %d, want %d", method, i, got.Response.StatusCode(), want)
+			}
+			if g, e := got.Response.String(), exp.Response.String(); g != e {
+				t.Errorf("%s #%d: the gateway answered\n%s\nfastlimit.Middleware\n%s", method, i, g, e)
+			}
+		}
 	}
 }

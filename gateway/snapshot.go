@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"net/http/httputil"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -40,6 +41,15 @@ type snapshot struct {
 	// loops are the adaptive controllers this configuration runs, by
 	// name (controllers.commit starts them once it is in place).
 	loops map[string]*adaptive.Loop
+	// obs counts the decisions (the dashboard samples its counters);
+	// tops are the rules' heavy hitters by position, nil when the
+	// dashboard is off.
+	obs      *observer
+	tops     []*ruleTops
+	observer rules.Observer // the engine's: obs, or one over it
+	// refusesWhileCold names the enforced gossip rules whose failure mode
+	// is closed: the gateway is not ready until its gossip node is warm.
+	refusesWhileCold []string
 }
 
 // route is one compiled config.Route.
@@ -53,6 +63,11 @@ type route struct {
 	addr     string // upstream host:port, for WebSocket tunnels
 	hostHdr  string // upstream Host header
 	basePath string // upstream URL path prefix, without trailing slash
+
+	// The net/http data path's (listen.http2 on): see h2proxy.go.
+	grpc     bool                   // a gRPC route
+	protocol string                 // towards the upstream: http1 or http2
+	h2proxy  *httputil.ReverseProxy // nil unless listen.http2 is on
 
 	dialTimeout time.Duration
 	upTime      prometheus.Observer
@@ -77,7 +92,8 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 			return nil, fmt.Errorf("rules: %w", err)
 		}
 		obs := g.m.newObserver()
-		rc.Observer = obs
+		rc.Observer, s.tops = g.dash.observer(obs, cfg, &rc)
+		s.obs, s.observer = obs, rc.Observer
 		rc.Logger = g.log
 		rc.Stores = g.stores.For(&rc)
 		rc.Scales = scales(loops)
@@ -93,6 +109,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		obs.bind(&rc, e)
 		s.engine = e
 		s.refusesWithoutRedis = refusesWithoutRedis(&rc, g.stores.Redis() != nil)
+		s.refusesWhileCold = refusesWhileCold(&rc)
 	}
 	for _, rc := range cfg.Routes {
 		r, err := g.buildRoute(cfg, rc)
@@ -143,6 +160,7 @@ func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*route, error
 	for i, class := range statusLabels {
 		r.upStatus[i] = g.m.upstreamStatus.WithLabelValues(r.name, class)
 	}
+	r.grpc, r.protocol = rc.GRPC, rc.Protocol
 	if rc.Upstream == "demo" {
 		r.demo = true
 		return r, nil
@@ -163,6 +181,9 @@ func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*route, error
 	r.hostHdr = u.Host
 	r.basePath = strings.TrimSuffix(u.Path, "/")
 	r.client = g.client(cfg.Upstream, r.addr, r.tls)
+	if cfg.Listen.HTTP2 == config.HTTP2On {
+		r.h2proxy = g.newH2Proxy(r, g.transport(cfg.Upstream, r.addr, r.protocol, r.tls))
+	}
 	return r, nil
 }
 

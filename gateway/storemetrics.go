@@ -3,8 +3,10 @@ package gateway
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tollgate-dev/tollgate/store/gossip"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/redis"
+	"github.com/tollgate-dev/tollgate/stores"
 )
 
 // redisCollector exports a Redis store's state and counters (redis.Stats,
@@ -102,4 +104,85 @@ func (c memoryCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(memoryKeysDesc, prometheus.GaugeValue, float64(st.Keys))
 	ch <- prometheus.MustNewConstMetric(memoryEvictionsDesc, prometheus.CounterValue, float64(st.Evictions))
 	ch <- prometheus.MustNewConstMetric(memoryFullDesc, prometheus.CounterValue, float64(st.Full))
+}
+
+// gossipCollector exports the gossip node's membership and traffic
+// (gossip.Stats, read once per scrape) and the gossip rules' decisions
+// answered before the node was warm (stores.Set.ColdDecisions).
+type gossipCollector struct {
+	s    *gossip.Store
+	cold func() stores.ColdDecisions
+}
+
+var (
+	gossipMembersDesc = prometheus.NewDesc("tollgate_gossip_members",
+		"Gossip fleet members by state as this gateway sees them: alive (itself included), suspect (a probe went unanswered), dead (died or left in the last hour; their counts keep counting until their windows end).",
+		[]string{"state"}, nil)
+	gossipWarmDesc = prometheus.NewDesc("tollgate_gossip_warm",
+		"1 once this gateway has exchanged state with the fleet (its gossip rules decide); 0 while they answer by their failure mode.", nil, nil)
+	gossipKeysDesc = prometheus.NewDesc("tollgate_gossip_keys",
+		"Keys tracked by the gossip node, this gateway's and its peers', idle ones not yet swept included.", nil, nil)
+	gossipBytesDesc = prometheus.NewDesc("tollgate_gossip_bytes_total",
+		"Gossip payload bytes (before encryption) by direction (sent, received) and kind (delta: the rounds' changed counters; state: the full push/pull exchanges).",
+		[]string{"direction", "kind"}, nil)
+	gossipMessagesDesc = prometheus.NewDesc("tollgate_gossip_messages_total",
+		"Gossip round messages by direction (a message sent to n peers counts n times).", []string{"direction"}, nil)
+	gossipPushPullsDesc = prometheus.NewDesc("tollgate_gossip_push_pulls_total",
+		"Full state exchanges merged.", nil, nil)
+	gossipDroppedDesc = prometheus.NewDesc("tollgate_gossip_dropped_total",
+		"Gossip dropped without changing a count, by reason: decode (a message that failed to decode), key (a packet not sealed with the secret key), absurd (a count beyond 4 × the limit), future (a window more than a minute ahead), mismatch (a key whose policy differs from this gateway's), full (a key not learned, the key table full).",
+		[]string{"reason"}, nil)
+	gossipMergeLagDesc = prometheus.NewDesc("tollgate_gossip_merge_lag_seconds",
+		"In the last round that sent anything, the age of the oldest change it sent: how long an admission waited before it left this gateway (about one interval; more when the rounds are over their byte budget).", nil, nil)
+	gossipUnsentDesc = prometheus.NewDesc("tollgate_gossip_oldest_unsent_seconds",
+		"Age of the oldest change this gateway has not sent yet (0 when none waits).", nil, nil)
+	gossipColdDesc = prometheus.NewDesc("tollgate_gossip_cold_decisions_total",
+		"Gossip rule decisions answered by the failure mode (open, closed, local) because this gateway was not warm yet.", []string{"mode"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (gossipCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{gossipMembersDesc, gossipWarmDesc, gossipKeysDesc, gossipBytesDesc, gossipMessagesDesc,
+		gossipPushPullsDesc, gossipDroppedDesc, gossipMergeLagDesc, gossipUnsentDesc, gossipColdDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c gossipCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.Stats()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge(gossipMembersDesc, float64(st.Alive), "alive")
+	gauge(gossipMembersDesc, float64(st.Suspect), "suspect")
+	gauge(gossipMembersDesc, float64(st.Dead), "dead")
+	warm := 0.0
+	if st.Warm {
+		warm = 1
+	}
+	gauge(gossipWarmDesc, warm)
+	gauge(gossipKeysDesc, float64(st.Keys))
+	counter(gossipBytesDesc, st.BytesSent, "sent", "delta")
+	counter(gossipBytesDesc, st.BytesReceived, "received", "delta")
+	counter(gossipBytesDesc, st.StateBytesSent, "sent", "state")
+	counter(gossipBytesDesc, st.StateBytesReceived, "received", "state")
+	counter(gossipMessagesDesc, st.MessagesSent, "sent")
+	counter(gossipMessagesDesc, st.MessagesReceived, "received")
+	counter(gossipPushPullsDesc, st.PushPulls)
+	counter(gossipDroppedDesc, st.Dropped.Malformed, "decode")
+	counter(gossipDroppedDesc, st.Dropped.Unauthenticated, "key")
+	counter(gossipDroppedDesc, st.Dropped.Absurd, "absurd")
+	counter(gossipDroppedDesc, st.Dropped.Future, "future")
+	counter(gossipDroppedDesc, st.Dropped.Mismatch, "mismatch")
+	counter(gossipDroppedDesc, st.Dropped.Full, "full")
+	gauge(gossipMergeLagDesc, st.MergeLag.Seconds())
+	gauge(gossipUnsentDesc, st.OldestUnsent.Seconds())
+	cold := c.cold()
+	counter(gossipColdDesc, cold.Open, "open")
+	counter(gossipColdDesc, cold.Closed, "closed")
+	counter(gossipColdDesc, cold.Local, "local")
 }

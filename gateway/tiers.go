@@ -26,3 +26,17 @@ func refusesWithoutRedis(cfg *rules.Config, onRedis bool) []string {
 	}
 	return names
 }
+
+// refusesWhileCold returns the names of cfg's enforced gossip rules whose
+// failure mode is closed: those that refuse every request until the
+// gateway has exchanged state with the gossip fleet.
+func refusesWhileCold(cfg *rules.Config) []string {
+	var names []string
+	for i := range cfg.Rules {
+		r := &cfg.Rules[i]
+		if r.Consistency == rules.ConsistencyGossip && !r.Shadow && cfg.OnErrorOf(r) == rules.OnErrorClosed {
+			names = append(names, r.Name)
+		}
+	}
+	return names
+}

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,15 +49,7 @@ func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 			g.tunnels.release(rt.addr)
 		}
 	}()
-	var up net.Conn
-	var err error
-	d := &net.Dialer{Timeout: rt.dialTimeout}
-	if rt.tls {
-		host, _, _ := net.SplitHostPort(rt.addr)
-		up, err = tls.DialWithDialer(d, "tcp", rt.addr, &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}})
-	} else {
-		up, err = d.Dial("tcp", rt.addr)
-	}
+	up, err := dialUpstream(rt)
 	if err != nil {
 		g.upstreamError(ctx, rt, err)
 		return
@@ -67,6 +58,42 @@ func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 	if t := s.cfg.Upstream.ResponseTimeout; t > 0 {
 		up.SetDeadline(time.Now().Add(t))
 	}
+	br, err := askToSwitch(ctx, s, rt, up)
+	if err != nil {
+		up.Close()
+		g.upstreamError(ctx, rt, err)
+		return
+	}
+	status := ctx.Response.StatusCode()
+	rt.upStatus[statusIndex(status)].Inc()
+	if status != fasthttp.StatusSwitchingProtocols {
+		up.Close()
+		removeResponseHop(&ctx.Response.Header)
+		return
+	}
+	up.SetDeadline(time.Time{})
+	// From here the hijack handler owns up and the reservation.
+	tunnelled = true
+	g.handOver(ctx, rt, up, br)
+}
+
+// dialUpstream opens a connection of its own to rt's upstream, over TLS
+// when the upstream is https (offering HTTP/1.1 only: the upgrade is an
+// HTTP/1.1 exchange).
+func dialUpstream(rt *route) (net.Conn, error) {
+	d := &net.Dialer{Timeout: rt.dialTimeout}
+	if rt.tls {
+		host, _, _ := net.SplitHostPort(rt.addr)
+		return tls.DialWithDialer(d, "tcp", rt.addr, &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}})
+	}
+	return d.Dial("tcp", rt.addr)
+}
+
+// askToSwitch forwards the upgrade request to up, as the proxy path
+// forwards a request, and reads the upstream's final answer into ctx's
+// response: its head, and the body of a refusal to switch. It returns
+// the reader of up, which may hold what followed a 101.
+func askToSwitch(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, up net.Conn) (*bufio.Reader, error) {
 	req := &ctx.Request
 	var scratch [128]byte
 	setForwarded(ctx, s, scratch[:0])
@@ -75,7 +102,8 @@ func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 	// As on the proxy path: the path goes as built, not normalized again.
 	req.URI().DisablePathNormalizing = true
 	bw := bufio.NewWriter(up)
-	if err = req.Write(bw); err == nil {
+	err := req.Write(bw)
+	if err == nil {
 		err = bw.Flush()
 	}
 	br := bufio.NewReaderSize(up, maxResponseHead) // as the proxy path's
@@ -83,29 +111,19 @@ func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 	if err == nil {
 		err = readFinalHead(&resp.Header, br)
 	}
-	status := resp.StatusCode()
-	if err == nil && status != fasthttp.StatusSwitchingProtocols &&
+	if status := resp.StatusCode(); err == nil && status != fasthttp.StatusSwitchingProtocols &&
 		!req.Header.IsHead() && !noBody(status) {
 		err = resp.ReadBody(br, maxRefusalBody)
 	}
-	if err != nil {
-		up.Close()
-		g.upstreamError(ctx, rt, err)
-		return
-	}
-	rt.upStatus[statusIndex(status)].Inc()
-	if status != fasthttp.StatusSwitchingProtocols {
-		up.Close()
-		removeResponseHop(&resp.Header)
-		return
-	}
-	up.SetDeadline(time.Time{})
-	// fasthttp writes the 101 (the access log sees its status), then
-	// hands over the connection.
-	// From here the hijack handler owns up and the reservation. fasthttp
-	// runs it only if it could write the 101: when the client is gone by
-	// then, a watchdog closes up and releases the place instead.
-	tunnelled = true
+	return br, err
+}
+
+// handOver has fasthttp write the 101 (the access log sees its status),
+// then take the client connection and tunnel it to up (read through br).
+// The hijack handler owns up and rt's tunnel reservation; fasthttp runs
+// it only if it could write the 101: when the client is gone by then, a
+// watchdog closes up and releases the place instead.
+func (g *Gateway) handOver(ctx *fasthttp.RequestCtx, rt *route, up net.Conn, br *bufio.Reader) {
 	var claimed atomic.Bool
 	ctx.Hijack(func(c net.Conn) {
 		if !claimed.CompareAndSwap(false, true) {
@@ -163,70 +181,4 @@ func tunnel(a, b net.Conn, br *bufio.Reader) {
 	a.Close()
 	b.Close()
 	<-done
-}
-
-// tunnels tracks the open WebSocket connections, so that Close can end
-// them (fasthttp's Shutdown does not know hijacked connections).
-type tunnels struct {
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-	// open counts, per upstream host:port, the tunnels open or being
-	// opened (reserve and release).
-	open map[string]int
-}
-
-// reserve takes one of max tunnel places to addr (max 0: no limit),
-// reporting false when all are taken. release gives it back.
-func (t *tunnels) reserve(addr string, max int) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if max > 0 && t.open[addr] >= max {
-		return false
-	}
-	if t.open == nil {
-		t.open = map[string]int{}
-	}
-	t.open[addr]++
-	return true
-}
-
-func (t *tunnels) release(addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.open[addr]--; t.open[addr] <= 0 {
-		delete(t.open, addr)
-	}
-}
-
-func (t *tunnels) add(cs ...net.Conn) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return false
-	}
-	if t.conns == nil {
-		t.conns = map[net.Conn]struct{}{}
-	}
-	for _, c := range cs {
-		t.conns[c] = struct{}{}
-	}
-	return true
-}
-
-func (t *tunnels) remove(cs ...net.Conn) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, c := range cs {
-		delete(t.conns, c)
-	}
-}
-
-func (t *tunnels) closeAll() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.closed = true
-	for c := range t.conns {
-		c.Close()
-	}
 }

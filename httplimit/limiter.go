@@ -75,7 +75,7 @@ func (l *Limiter) DelaysCancelled() uint64 { return l.cancels.Load() }
 //     released when next returns or panics.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res, _ := l.engine.Load().Decide(r.Context(), view{r})
+		res, _ := l.engine.Load().Decide(r.Context(), Request{r})
 		if res.Holds() {
 			// Concurrency slots go back however next ends: returning,
 			// the client gone, a timeout, a panic.
@@ -85,10 +85,9 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		var buf [10]rules.Header
-		setHeaders(w.Header(), res.AppendHeaders(buf[:0]))
+		SetHeaders(w.Header(), &res)
 		if res.Refused() {
-			writeRefusal(w, r, res.Refusal())
+			WriteRefusal(w, r, res.Refusal())
 			return
 		}
 		if res.Outcome == rules.Delayed && res.Delay > 0 {
@@ -102,7 +101,7 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 				// send an empty 200. A client that went away reads none;
 				// one whose deadline (an outer middleware's) ended learns
 				// why.
-				writeDelayEnded(w, r)
+				WriteDelayEnded(w, r)
 				return
 			}
 		}
@@ -110,20 +109,27 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// setHeaders sets the fields in h with one allocation for all their value
-// slices. Names are canonical already.
-func setHeaders(h http.Header, hs []rules.Header) {
+// SetHeaders sets res's response header fields (rate-limit fields, and
+// on a refusal Retry-After and Cache-Control) in h, replacing any of the
+// same name, with one allocation for all their value slices.
+func SetHeaders(h http.Header, res *rules.Result) {
+	var buf [10]rules.Header
+	hs := res.AppendHeaders(buf[:0])
 	if len(hs) == 0 {
 		return
 	}
 	vals := make([]string, len(hs))
 	for i, f := range hs {
 		vals[i] = f.Value
-		h[f.Name] = vals[i : i+1 : i+1]
+		h[f.Name] = vals[i : i+1 : i+1] // the engine's names are canonical
 	}
 }
 
-func writeRefusal(w http.ResponseWriter, r *http.Request, resp rules.Response) {
+// WriteRefusal answers r with resp (a refusal: res.Refusal(), or a
+// problem of the front end's own): its status, content type and body
+// (none for HEAD), with X-Content-Type-Options: nosniff. Set the
+// rate-limit fields (SetHeaders) first.
+func WriteRefusal(w http.ResponseWriter, r *http.Request, resp rules.Response) {
 	h := w.Header()
 	h.Set("Content-Type", resp.ContentType)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -138,12 +144,14 @@ func writeRefusal(w http.ResponseWriter, r *http.Request, resp rules.Response) {
 
 // delayEndedBody is the problem answered when a delayed request's context
 // ends before its wait does.
-const delayEndedBody = `{"type":"about:blank","title":"Service Unavailable","status":503,"detail":"the request's context ended while it waited for the rate limit"}`
+var delayEndedBody = rules.AppendProblem(nil, http.StatusServiceUnavailable, "Service Unavailable",
+	"the request's context ended while it waited for the rate limit")
 
-// writeDelayEnded answers 503 to a request whose context ended during its
-// delay.
-func writeDelayEnded(w http.ResponseWriter, r *http.Request) {
-	writeRefusal(w, r, rules.Response{Status: http.StatusServiceUnavailable, ContentType: rules.ContentTypeProblem, Body: []byte(delayEndedBody)})
+// WriteDelayEnded answers 503 to a request whose context ended during its
+// delay: a client that went away reads nothing, one whose deadline ended
+// learns why.
+func WriteDelayEnded(w http.ResponseWriter, r *http.Request) {
+	WriteRefusal(w, r, rules.Response{Status: http.StatusServiceUnavailable, ContentType: rules.ContentTypeProblem, Body: delayEndedBody})
 }
 
 // Sleep waits d or until ctx is done, and returns ctx.Err() in the latter

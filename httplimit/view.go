@@ -8,25 +8,34 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
-// view is the rules.Request of an *http.Request. It is one pointer, so
-// converting it to the interface does not allocate.
-type view struct{ r *http.Request }
+// Request is the rules.Request view of an *http.Request. It is one
+// pointer, so converting it to the interface does not allocate. A front
+// end deciding on another request than the one it serves (forwardauth's
+// original request) embeds it for the header fields and the peer, and
+// overrides what differs.
+type Request struct{ Req *http.Request }
 
-var _ rules.Request = view{}
+var _ rules.Request = Request{}
 
-func (v view) Method() string { return v.r.Method }
+// Method returns the request method.
+func (v Request) Method() string { return v.Req.Method }
 
-func (v view) Host() string { return v.r.Host }
+// Host returns the Host field (or the absolute URI's host).
+func (v Request) Host() string { return v.Req.Host }
 
-func (v view) Path() string { return v.r.URL.Path }
+// Path returns the decoded path.
+func (v Request) Path() string { return v.Req.URL.Path }
 
-func (v view) Query(name string) (string, bool) { return rules.QueryValue(v.r.URL.RawQuery, name) }
+// Query returns the first value of a query parameter, decoded.
+func (v Request) Query(name string) (string, bool) {
+	return rules.QueryValue(v.Req.URL.RawQuery, name)
+}
 
 // Header indexes the header map directly: the engine passes canonical
 // names. Several field lines are joined with ", " (RFC 9110 §5.3), which
 // allocates; one line does not.
-func (v view) Header(name string) (string, bool) {
-	vals := v.r.Header[name]
+func (v Request) Header(name string) (string, bool) {
+	vals := v.Req.Header[name]
 	switch len(vals) {
 	case 0:
 		return "", false
@@ -38,8 +47,8 @@ func (v view) Header(name string) (string, bool) {
 
 // FirstHeader returns the field's first line (rules.FirstHeader), as
 // Header.Get does.
-func (v view) FirstHeader(name string) (string, bool) {
-	vals := v.r.Header[name]
+func (v Request) FirstHeader(name string) (string, bool) {
+	vals := v.Req.Header[name]
 	if len(vals) == 0 {
 		return "", false
 	}
@@ -48,8 +57,8 @@ func (v view) FirstHeader(name string) (string, bool) {
 
 // RemoteAddr parses http.Request.RemoteAddr ("ip:port"); the zero AddrPort
 // when it is not one (a Unix socket, a test that left it empty).
-func (v view) RemoteAddr() netip.AddrPort {
-	ap, err := netip.ParseAddrPort(v.r.RemoteAddr)
+func (v Request) RemoteAddr() netip.AddrPort {
+	ap, err := netip.ParseAddrPort(v.Req.RemoteAddr)
 	if err != nil {
 		return netip.AddrPort{}
 	}

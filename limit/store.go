@@ -27,6 +27,19 @@ type Store interface {
 	ApplyAll(ctx context.Context, reqs []Request) (Decision, error)
 }
 
+// EachApplier is implemented by a Store that can decide several
+// independent requests at once: each is charged on its own, exactly as
+// Apply would charge it (unlike ApplyAll, one refusal does not hold back
+// the others), in one round trip where the store makes round trips. A
+// caller deciding a batch uses it when the Store has it, and calls Apply
+// for each request otherwise.
+type EachApplier interface {
+	// ApplyEach decides reqs in order into out, which holds at least
+	// len(reqs) decisions. An error (a negative cost, an invalid policy,
+	// a context that ended) leaves out undefined.
+	ApplyEach(ctx context.Context, reqs []Request, out []Decision) error
+}
+
 // ErrNegativeCost reports a request with a cost below zero.
 var ErrNegativeCost = errors.New("negative cost")
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/accesslog"
 )
 
 // syntheticLines returns n combined-format lines, perSec per second from
@@ -32,7 +34,7 @@ func TestLinePathDoesNotAllocate(t *testing.T) {
 	if err := cfg.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	p, err := newPipeline(&cfg, FormatCombined)
+	p, err := newPipeline(&cfg, accesslog.FormatCombined)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func BenchmarkLine(b *testing.B) {
 	if err := cfg.defaults(); err != nil {
 		b.Fatal(err)
 	}
-	p, err := newPipeline(&cfg, FormatCombined)
+	p, err := newPipeline(&cfg, accesslog.FormatCombined)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,34 +88,5 @@ func BenchmarkLine(b *testing.B) {
 			b.StartTimer()
 		}
 		p.line(int64(i), lines[i%batch])
-	}
-}
-
-// Every format's parser allocates nothing per line, decoding escapes and
-// doubled quotes included.
-func TestLineParsersDoNotAllocate(t *testing.T) {
-	for _, c := range []struct {
-		f    Format
-		line string
-	}{
-		{FormatJSON, `{"time":"2026-11-30T00:00:00.5Z","remote_addr":"192.0.2.7","method":"GET","uri":"\/api\/x?\u0070=1","status":200,"meta":{"a":[1,2]},"cost":2}`},
-		{FormatCSV, `2026-11-30T00:00:00.5Z,192.0.2.7,"GET","/a,""b""",200`},
-		{FormatCombined, `192.0.2.7 - - [17/May/2015:10:05:03 +0000] "GET /api/\x22q\x22\\ HTTP/1.1" 200 5`},
-	} {
-		p := newParser(c.f, Fields{})
-		var r record
-		if c.f == FormatCSV {
-			r.reset(0)
-			if err := p.parse([]byte("time,ip,method,path,status"), &r); err != errHeader {
-				t.Fatal(err)
-			}
-		}
-		line := []byte(c.line)
-		var err error
-		parse := func() { r.reset(0); err = p.parse(line, &r) }
-		parse()
-		if a := testing.AllocsPerRun(1000, parse); a != 0 || err != nil {
-			t.Errorf("%v: %v allocations per line (%v)", c.f, a, err)
-		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/accesslog"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
@@ -27,7 +28,7 @@ func runBounded(t *testing.T, in string, policies ...Policy) *Report {
 	}
 	done := make(chan result, 1)
 	go func() {
-		rep, err := Run(context.Background(), strings.NewReader(in), Config{Format: FormatCSV,
+		rep, err := Run(context.Background(), strings.NewReader(in), Config{Format: accesslog.FormatCSV,
 			Key: mustKey(t, "key"), Suggest: true, Policies: policies})
 		done <- result{rep, err}
 	}()
@@ -57,7 +58,7 @@ func TestTimestampsOutsideInt64AreMalformed(t *testing.T) {
 		"[31/Dec/9999:23:59:59 +0000]",
 		"[01/Jan/0001:00:00:00 +0000]",
 	} {
-		if v, ok := parseAnyTime([]byte(ts)); ok {
+		if v, ok := accesslog.ParseTime([]byte(ts)); ok {
 			t.Errorf("%s parsed as %v, want malformed", ts, time.Unix(0, v).UTC())
 		}
 		in := "1431857103,a\n" + ts + ",a\n1431857104,a\n1431857105,a\n"
@@ -68,46 +69,6 @@ func TestTimestampsOutsideInt64AreMalformed(t *testing.T) {
 		if first, last := rep.Input.First.Unix(), rep.Input.Last.Unix(); first != 1431857103 || last != 1431857105 {
 			t.Errorf("%s: first %v, last %v", ts, rep.Input.First, rep.Input.Last)
 		}
-	}
-}
-
-func TestTimestampsAtInt64Edges(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-	}{
-		{"2262-04-11T23:47:16.854775807Z", math.MaxInt64},
-		{"1677-09-21T00:12:43.145224192Z", math.MinInt64},
-		{"9223372036.854775807", math.MaxInt64},
-		{"9223372036854775807", math.MaxInt64},
-		{"[11/Apr/2262:23:47:16 +0000]", math.MaxInt64 / nsSecond * nsSecond},
-		{"1678-01-01T00:00:00Z", time.Date(1678, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano()},
-	} {
-		if got, ok := parseAnyTime([]byte(tc.in)); !ok || got != tc.want {
-			t.Errorf("%s: got %d, %v; want %d", tc.in, got, ok, tc.want)
-		}
-	}
-	if _, ok := parseAnyTime([]byte("9223372036854775808")); ok {
-		t.Error("2^63 ns parsed")
-	}
-}
-
-// The common log format's cache reuses a minute's start for its seconds:
-// near the ends of the range some seconds of a minute are out of it.
-func TestCLFCacheAtInt64Edges(t *testing.T) {
-	var c timeCache
-	if _, ok := c.clf([]byte("11/Apr/2262:23:47:10 +0000")); !ok {
-		t.Fatal("23:47:10 rejected")
-	}
-	if v, ok := c.clf([]byte("11/Apr/2262:23:47:50 +0000")); ok {
-		t.Errorf("11/Apr/2262:23:47:50 parsed as %d, past the int64 range", v)
-	}
-	c = timeCache{}
-	if _, ok := c.clf([]byte("21/Sep/1677:00:12:44 +0000")); !ok {
-		t.Fatal("1677-09-21 00:12:44 rejected")
-	}
-	if v, ok := c.clf([]byte("21/Sep/1677:00:12:43 +0000")); ok {
-		t.Errorf("21/Sep/1677:00:12:43 parsed as %d, before the int64 range", v)
 	}
 }
 
@@ -185,14 +146,14 @@ func TestRunHugeCostReturns(t *testing.T) {
 	if rep.Input.Malformed != 5 || rep.Input.Simulated != 0 {
 		t.Errorf("malformed %d, simulated %d; want 5 and 0", rep.Input.Malformed, rep.Input.Simulated)
 	}
-	in = "timestamp,key,cost\n" + strings.Repeat("1431857103,a,"+strconv.Itoa(maxCost)+"\n", 5) +
-		"1431857103,a," + strconv.Itoa(maxCost+1) + "\n"
+	in = "timestamp,key,cost\n" + strings.Repeat("1431857103,a,"+strconv.Itoa(accesslog.MaxCost)+"\n", 5) +
+		"1431857103,a," + strconv.Itoa(accesslog.MaxCost+1) + "\n"
 	rep = runBounded(t, in)
 	if rep.Input.Malformed != 1 || rep.Input.Simulated != 5 {
 		t.Errorf("malformed %d, simulated %d; want 1 and 5", rep.Input.Malformed, rep.Input.Simulated)
 	}
-	if got := rep.PeakRates.PerSecond.Max; got != 5*maxCost {
-		t.Errorf("peak per second %d, want %d", got, 5*maxCost)
+	if got := rep.PeakRates.PerSecond.Max; got != 5*accesslog.MaxCost {
+		t.Errorf("peak per second %d, want %d", got, 5*accesslog.MaxCost)
 	}
 }
 

@@ -20,9 +20,9 @@
 // package rules' engine on the in-memory store, with the log's time as the
 // store's clock, exactly as the gateway would run them.
 //
-// Input is streamed (gzip included, in constant memory): the common log
-// format is parsed by hand, byte by byte; JSON lines by fastjson, escapes
-// decoded; CSV as RFC 4180 reads it; and the per-line path does not
+// Input is streamed (gzip included, in constant memory), its lines read
+// by package accesslog's parsers (the formats the gateway writes, and
+// nginx's, Apache's, JSON lines and CSV), and the per-line path does not
 // allocate once a key has been seen. Out-of-order lines are put back in
 // order by a window bounded in time and in lines (a FIFO for the lines in
 // order plus a heap for the stragglers), so that its memory stays bounded

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+
+	"github.com/tollgate-dev/tollgate/accesslog"
 )
 
 // Filter selects the requests to simulate. The zero Filter selects all.
@@ -35,7 +37,7 @@ func (f Filter) Validate() error {
 }
 
 // match reports whether r passes the filter.
-func (f *Filter) match(r *record) bool {
+func (f *Filter) match(r *accesslog.Record) bool {
 	if len(f.PathPrefixes) > 0 {
 		ok := false
 		for _, p := range f.PathPrefixes {

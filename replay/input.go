@@ -3,6 +3,7 @@ package replay
 import (
 	"bufio"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"sync/atomic"
@@ -23,6 +24,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n.Add(int64(n))
 	return n, err
 }
+
+// errTooLong is a line longer than the read buffer: skipped as malformed.
+var errTooLong = errors.New("line longer than the read buffer")
 
 // lineSource yields the lines of an input, transparently gunzipped.
 type lineSource struct {

@@ -1,11 +1,13 @@
 package replay
 
 import (
+	"bytes"
 	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/accesslog"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -29,11 +31,25 @@ type KeySpec struct {
 }
 
 type keyPart struct {
-	kind  int // a slot constant, or partAll
-	field int // for slotExtra: index into Extra
+	kind  partKind
+	field int // for partField: index into Extra
 }
 
-const partAll = -1
+// partKind is what a key part reads from a record.
+type partKind uint8
+
+// The key parts.
+const (
+	partAll partKind = iota
+	partAddr
+	partUser
+	partMethod
+	partPath
+	partStatus
+	partHost
+	partKey
+	partField // a field:NAME part
+)
 
 // ParseKeySpec reads a --key value such as "ip", "user", "ip,path" or
 // "field:tenant,method".
@@ -44,26 +60,26 @@ func ParseKeySpec(s string) (KeySpec, error) {
 		p = strings.TrimSpace(p)
 		switch {
 		case p == "ip" || p == "addr" || p == "client":
-			k.parts = append(k.parts, keyPart{kind: slotAddr})
+			k.parts = append(k.parts, keyPart{kind: partAddr})
 		case p == "user":
-			k.parts = append(k.parts, keyPart{kind: slotUser})
+			k.parts = append(k.parts, keyPart{kind: partUser})
 		case p == "method":
-			k.parts = append(k.parts, keyPart{kind: slotMethod})
+			k.parts = append(k.parts, keyPart{kind: partMethod})
 		case p == "path":
-			k.parts = append(k.parts, keyPart{kind: slotPath})
+			k.parts = append(k.parts, keyPart{kind: partPath})
 		case p == "status":
-			k.parts = append(k.parts, keyPart{kind: slotStatus})
+			k.parts = append(k.parts, keyPart{kind: partStatus})
 		case p == "host":
-			k.parts = append(k.parts, keyPart{kind: slotHost})
+			k.parts = append(k.parts, keyPart{kind: partHost})
 		case p == "key":
-			k.parts = append(k.parts, keyPart{kind: slotKey})
+			k.parts = append(k.parts, keyPart{kind: partKey})
 		case p == "all" || p == "global":
 			k.parts = append(k.parts, keyPart{kind: partAll})
 		case strings.HasPrefix(p, "field:") && len(p) > len("field:"):
-			if len(k.Extra) == maxFields {
-				return KeySpec{}, fmt.Errorf("key %q: at most %d field: parts", s, maxFields)
+			if len(k.Extra) == accesslog.MaxExtraFields {
+				return KeySpec{}, fmt.Errorf("key %q: at most %d field: parts", s, accesslog.MaxExtraFields)
 			}
-			k.parts = append(k.parts, keyPart{kind: slotExtra, field: len(k.Extra)})
+			k.parts = append(k.parts, keyPart{kind: partField, field: len(k.Extra)})
 			k.Extra = append(k.Extra, p[len("field:"):])
 		default:
 			return KeySpec{}, fmt.Errorf("key %q: unknown part %q (want ip, user, method, path, status, host, key, field:NAME or all)", s, p)
@@ -78,13 +94,13 @@ func ParseKeySpec(s string) (KeySpec, error) {
 // String returns the spec as written.
 func (k KeySpec) String() string { return k.text }
 
-// needs reports whether the key uses a part that format f cannot supply.
-func (k KeySpec) check(f Format) error {
-	if f != FormatCombined && f != FormatCommon {
+// check reports a key using a part that format f cannot supply.
+func (k KeySpec) check(f accesslog.Format) error {
+	if f != accesslog.FormatCombined && f != accesslog.FormatCommon {
 		return nil
 	}
 	for _, p := range k.parts {
-		if p.kind == slotKey || p.kind == slotExtra {
+		if p.kind == partKey || p.kind == partField {
 			return fmt.Errorf("key %q: the %v format has no key column or named fields", k.text, f)
 		}
 	}
@@ -92,7 +108,7 @@ func (k KeySpec) check(f Format) error {
 }
 
 // append appends r's key to dst.
-func (k *KeySpec) append(dst []byte, r *record) []byte {
+func (k *KeySpec) append(dst []byte, r *accesslog.Record) []byte {
 	for i, p := range k.parts {
 		if i > 0 {
 			dst = append(dst, '|')
@@ -102,23 +118,23 @@ func (k *KeySpec) append(dst []byte, r *record) []byte {
 		case partAll:
 			dst = append(dst, '*')
 			continue
-		case slotAddr:
+		case partAddr:
 			dst = k.appendAddr(dst, r.Addr)
 			continue
-		case slotUser:
+		case partUser:
 			v = r.User
-		case slotMethod:
+		case partMethod:
 			v = r.Method
-		case slotPath:
+		case partPath:
 			v = r.Path
-		case slotStatus:
+		case partStatus:
 			v = r.Status
-		case slotHost:
+		case partHost:
 			v = r.Host
-		case slotKey:
+		case partKey:
 			v = r.Key
-		case slotExtra:
-			v = r.Fields[p.field]
+		case partField:
+			v = r.Extra[p.field]
 		}
 		if len(v) == 0 {
 			v = dash
@@ -136,23 +152,8 @@ func (k *KeySpec) appendAddr(dst, a []byte) []byte {
 	if len(a) == 0 {
 		return append(dst, '-')
 	}
-	colons := 0
-	for _, c := range a {
-		if c == ':' {
-			colons++
-		}
-	}
-	switch {
-	case a[0] == '[': // [v6]:port
-		if e := indexByte(a, ']'); e > 0 {
-			a = a[1:e]
-			colons = 2
-		}
-	case colons == 1: // v4:port
-		a = a[:indexByte(a, ':')]
-		colons = 0
-	}
-	if colons == 0 {
+	a = rules.HostOnly(a) // v4:port, [v6]:port: as the rule engine reads a host
+	if bytes.IndexByte(a, ':') < 0 {
 		bits := k.IPv4Prefix
 		if bits == 0 || bits >= 32 {
 			return append(dst, a...)

@@ -50,3 +50,23 @@ func TestKeyTableAgreesWithMap(t *testing.T) {
 		t.Errorf("table holds %d+%d keys, map %d", tab.n, len(tab.long), len(want))
 	}
 }
+
+// A client address is read without its port, as the rule engine reads a
+// host (rules.HostOnly): IPv4 with a port, IPv6 bracketed with or
+// without one, and bare; IPv6 aggregated to its prefix.
+func TestAppendAddrDropsThePort(t *testing.T) {
+	k := &KeySpec{}
+	for in, want := range map[string]string{
+		"203.0.113.7":            "203.0.113.7",
+		"203.0.113.7:5555":       "203.0.113.7",
+		"[2001:db8::1]:443":      "2001:db8::/64",
+		"[2001:db8::1]":          "2001:db8::/64",
+		"2001:db8::1":            "2001:db8::/64",
+		"[::ffff:203.0.113.7]:1": "203.0.113.7",
+		"":                       "-",
+	} {
+		if got := string(k.appendAddr(nil, []byte(in))); got != want {
+			t.Errorf("appendAddr(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

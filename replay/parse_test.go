@@ -4,108 +4,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/tollgate-dev/tollgate/accesslog"
 )
 
-func TestParseTimes(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want string // RFC 3339
-		ok   bool
-	}{
-		{"17/May/2015:10:05:03 +0000", "2015-05-17T10:05:03Z", true},
-		{"17/May/2015:10:05:03 +0530", "2015-05-17T04:35:03Z", true},
-		{"17/May/2015:10:05:03 -0700", "2015-05-17T17:05:03Z", true},
-		{"[01/Jan/2000:00:00:00 +0100]", "1999-12-31T23:00:00Z", true},
-		{"29/Feb/2024:23:59:59 +0000", "2024-02-29T23:59:59Z", true},
-		{"2015-05-17T10:05:03Z", "2015-05-17T10:05:03Z", true},
-		{"2015-05-17T10:05:03.250+02:00", "2015-05-17T08:05:03.25Z", true},
-		{"2015-05-17 10:05:03.123456789-0700", "2015-05-17T17:05:03.123456789Z", true},
-		{"2015-05-17T10:05:03", "2015-05-17T10:05:03Z", true},
-		{"1431857103", "2015-05-17T10:05:03Z", true},
-		{"1431857103.5", "2015-05-17T10:05:03.5Z", true},
-		{"1431857103500", "2015-05-17T10:05:03.5Z", true},
-		{"1431857103500000", "2015-05-17T10:05:03.5Z", true},
-		{"1431857103500000000", "2015-05-17T10:05:03.5Z", true},
-		{"17/Mai/2015:10:05:03 +0000", "", false},
-		{"2015-13-17T10:05:03Z", "", false},
-		{"2015-05-17T10:05:03+25:00", "", false},
-		{"yesterday", "", false},
-		{"", "", false},
-	} {
-		got, ok := parseAnyTime([]byte(tc.in))
-		if ok != tc.ok {
-			t.Errorf("%q: ok %v, want %v", tc.in, ok, tc.ok)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		want, err := time.Parse(time.RFC3339Nano, tc.want)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != want.UnixNano() {
-			t.Errorf("%q: %v, want %v", tc.in, time.Unix(0, got).UTC(), want)
-		}
-	}
-}
-
-func TestParseCLF(t *testing.T) {
-	var r record
-	r.reset(0)
-	line := `2001:db8::1 - alice [17/May/2015:10:05:03 +0000] "POST /api/v1/items?id=3&x=y HTTP/1.1" 429 12 "-" "curl/8"`
-	if err := new(clfParser).parse([]byte(line), &r); err != nil {
-		t.Fatal(err)
-	}
-	if string(r.Addr) != "2001:db8::1" || string(r.User) != "alice" || string(r.Method) != "POST" ||
-		string(r.Path) != "/api/v1/items" || string(r.Query) != "id=3&x=y" || string(r.Status) != "429" {
-		t.Errorf("parsed %+v", r)
-	}
-	// Common format (no referer or agent) and an escaped quote in the request.
-	r.reset(0)
-	line = `10.0.0.1 - - [17/May/2015:10:05:03 +0000] "GET /a\"b HTTP/1.0" 200 -`
-	if err := new(clfParser).parse([]byte(line), &r); err != nil || string(r.Status) != "200" || string(r.Path) != `/a"b` {
-		t.Errorf("common: %v %+v", err, r)
-	}
-	// The gateway's own combined log appends rule= and decision=.
-	r.reset(0)
-	line = `192.0.2.9 - - [30/Nov/2026:02:00:00 +0100] "GET /v1/x HTTP/1.1" 429 57 "-" "curl/8" rule=per-ip decision=refused`
-	if err := new(clfParser).parse([]byte(line), &r); err != nil || string(r.Status) != "429" || r.Time != time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC).UnixNano() {
-		t.Errorf("gateway combined: %v %+v", err, r)
-	}
-	for _, bad := range []string{
-		`10.0.0.1 - - 17/May/2015:10:05:03 +0000 "GET / HTTP/1.1" 200 1`,
-		`10.0.0.1 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1`,
-		`10.0.0.1 - - [not a time] "GET / HTTP/1.1" 200 1`,
-		`10.0.0.1 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1"`,
-	} {
-		r.reset(0)
-		if err := new(clfParser).parse([]byte(bad), &r); err == nil {
-			t.Errorf("%q parsed", bad)
-		}
-	}
-}
-
-// The request's escapes are decoded as Apache (\" \\ \xHH) and nginx
-// (\xHH) write them, so that paths and filters see the request's bytes.
-func TestCLFRequestEscapesAreDecoded(t *testing.T) {
-	for line, want := range map[string]string{
-		`192.0.2.1 - - [17/May/2015:10:05:03 +0000] "GET /api/\x22q\x22 HTTP/1.1" 200 5`:   `/api/"q"`,
-		`192.0.2.1 - - [17/May/2015:10:05:03 +0000] "GET /api/a\\b\"c HTTP/1.1" 200 5`:     `/api/a\b"c`,
-		`192.0.2.1 - - [17/May/2015:10:05:03 +0000] "GET /api/caf\xc3\xa9 HTTP/1.1" 200 5`: "/api/café",
-		`192.0.2.1 - - [17/May/2015:10:05:03 +0000] "GET /api/\q\xZZ\ HTTP/1.1" 200 5`:     `/api/\q\xZZ\`,
-	} {
-		var r record
-		r.reset(0)
-		if err := new(clfParser).parse([]byte(line), &r); err != nil || string(r.Path) != want || string(r.Method) != "GET" {
-			t.Errorf("%s: %v, path %q; want %q", line, err, r.Path, want)
-		}
-	}
+// An escaped request path is read decoded (accesslog's combined parser):
+// a filter on /api/ sees \x2fapi/x as /api/x.
+func TestCLFEscapedPathPassesTheFilter(t *testing.T) {
 	log := `192.0.2.1 - - [17/May/2015:10:05:03 +0000] "GET \x2fapi/x HTTP/1.1" 200 5` + "\n"
 	rep, err := Run(context.Background(), strings.NewReader(log), Config{
 		Filter: Filter{PathPrefixes: []string{"/api/"}}, Policies: policies(t, "fixed_window:limit=1,window=1m"),
@@ -141,7 +49,7 @@ func TestJSONLines(t *testing.T) {
 {"ts":1431857103.2,"tenant":"acme","w":3}
 {"ts":1431857103.4,"tenant":"globex","w":1}
 `
-	var f Fields
+	var f accesslog.Fields
 	if err := f.SetField("time=ts"); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +61,7 @@ func TestJSONLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err = Run(context.Background(), strings.NewReader(in), Config{
-		Format: FormatJSON, Fields: f, Key: key,
+		Format: accesslog.FormatJSON, Fields: f, Key: key,
 		Policies: policies(t, "token_bucket:rate=5/s,burst=5"),
 	})
 	if err != nil {
@@ -183,12 +91,12 @@ func TestCSV(t *testing.T) {
 	}
 	// A header names the columns, in any order; quoted fields.
 	in = "user,ts,path\n\"carol\",1764460800,/x\n\"carol, jr\",1764460800,/y\ncarol,1764460800,/x\n"
-	var f Fields
+	var f accesslog.Fields
 	if err := f.SetField("time=ts"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = Run(context.Background(), strings.NewReader(in), Config{
-		Format: FormatCSV, Fields: f, Key: mustKey(t, "user,path"),
+		Format: accesslog.FormatCSV, Fields: f, Key: mustKey(t, "user,path"),
 		Policies: policies(t, "fixed_window:limit=1,window=1m"),
 	})
 	if err != nil {
@@ -230,24 +138,6 @@ func TestJSONStringEscapesAreDecoded(t *testing.T) {
 	}
 }
 
-// A line that is not one valid JSON object is malformed, not half read.
-func TestJSONLinesMustBeValidJSON(t *testing.T) {
-	for _, bad := range []string{
-		`{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1"`,
-		`{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1"} trailing`,
-		`{"time":"2026-11-30T00:00:00Z" "remote_addr":"192.0.2.1"}`,
-		`{"time":"2026-11-30T00:00:00Z","remote_addr":"192.0.2.1}`,
-		`{"time":"2026-11-30T00:00:00Z",}`,
-		`["time","2026-11-30T00:00:00Z"]`,
-	} {
-		var r record
-		r.reset(0)
-		if err := newJSONParser(Fields{}).parse([]byte(bad), &r); err != errSyntax {
-			t.Errorf("%s: %v; want %v", bad, err, errSyntax)
-		}
-	}
-}
-
 // Quoted CSV fields are decoded as encoding/csv decodes them: a doubled
 // quote is one quote, and text after a closing quote is malformed.
 func TestCSVQuotedFieldsAreDecoded(t *testing.T) {
@@ -258,7 +148,7 @@ func TestCSVQuotedFieldsAreDecoded(t *testing.T) {
 		"2026-11-30T00:00:00Z,\"carol\"x,/c\n" +
 		"2026-11-30T00:00:00Z,\"unclosed,/c\n"
 	rep, err := Run(context.Background(), strings.NewReader(in), Config{
-		Format: FormatCSV, Key: mustKey(t, "user,path"), Policies: policies(t, "fixed_window:limit=10,window=1m"),
+		Format: accesslog.FormatCSV, Key: mustKey(t, "user,path"), Policies: policies(t, "fixed_window:limit=10,window=1m"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -296,18 +186,6 @@ func mustKey(t testing.TB, s string) KeySpec {
 		t.Fatal(err)
 	}
 	return k
-}
-
-func TestDetectFormat(t *testing.T) {
-	for in, want := range map[string]Format{
-		"\n" + gatewayJSON: FormatJSON,
-		`1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1` + "\n": FormatCombined,
-		"timestamp,key\n1431857103,a\n":                                          FormatCSV,
-	} {
-		if got := DetectFormat([]byte(in)); got != want {
-			t.Errorf("%q: %v, want %v", in[:20], got, want)
-		}
-	}
 }
 
 func TestGzipInput(t *testing.T) {
@@ -352,7 +230,7 @@ func TestMalformedLinesSkipped(t *testing.T) {
 		b.WriteString(l)
 	}
 	rep, err := Run(context.Background(), strings.NewReader(b.String()), Config{
-		Format: FormatCombined, Examples: 3, Policies: policies(t, "token_bucket:rate=1/s,burst=20"),
+		Format: accesslog.FormatCombined, Examples: 3, Policies: policies(t, "token_bucket:rate=1/s,burst=20"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -366,76 +244,5 @@ func TestMalformedLinesSkipped(t *testing.T) {
 	}
 	if rep.Policies[0].Refused != 35 {
 		t.Errorf("refused %d, want 35 as without the bad lines", rep.Policies[0].Refused)
-	}
-}
-
-// The minute cache gives the same instants as a full parse, whatever the
-// sequence of minutes, seconds and zones.
-func TestTimeCacheMatchesFullParse(t *testing.T) {
-	var c timeCache
-	for _, s := range []string{
-		"17/May/2015:10:05:03 +0000", "17/May/2015:10:05:59 +0000", "17/May/2015:10:05:00 +0000",
-		"17/May/2015:10:05:03 +0200", "17/May/2015:10:05:04 +0200", "17/May/2015:10:06:04 +0200",
-		"17/May/2015:10:06:04", "17/May/2015:10:06:05", "17/May/2015:10:06:05 -0130",
-		"17/May/2015:10:06:99 -0130", "17/May/2015:10:06:05 -0130", "18/May/2015:10:06:05 -0130",
-	} {
-		want, wok := parseCLFTime([]byte(s))
-		got, ok := c.clf([]byte(s))
-		if got != want || ok != wok {
-			t.Errorf("%q: cache %d %v, full parse %d %v", s, got, ok, want, wok)
-		}
-	}
-}
-
-// benchLines returns n lines of the format, from 5,000 clients, with
-// paths of an API; JSON lines are shaped like the gateway's access log,
-// CSV lines follow a header naming their columns.
-func benchLines(format Format, n int) [][]byte {
-	clf := syntheticLines(n, 5000, 1000, 0)
-	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
-	out := make([][]byte, n)
-	for i := range out {
-		t := start.Add(time.Duration(i) * time.Millisecond)
-		ip := fmt.Sprintf("10.1.%d.%d", (i%5000)/256, (i%5000)%256)
-		switch format {
-		case FormatJSON:
-			out[i] = fmt.Appendf(nil, `{"time":"%s","remote_addr":"%s","method":"GET","host":"api.example.com","uri":"/v1/items/%d?page=2","status":200,"bytes":512,"duration_ms":1.250,"user_agent":"bench/1.0 (x; y)","rule":"","decision":"allowed"}`,
-				t.Format(time.RFC3339Nano), ip, i%7)
-		case FormatCSV:
-			out[i] = fmt.Appendf(nil, `%s,%s,GET,/v1/items/%d,200,"bench/1.0 (x, y)"`, t.Format(time.RFC3339Nano), ip, i%7)
-		default:
-			out[i] = clf[i]
-		}
-	}
-	return out
-}
-
-// BenchmarkParse measures each format's line parser alone.
-func BenchmarkParse(b *testing.B) {
-	for _, f := range []Format{FormatCombined, FormatJSON, FormatCSV} {
-		b.Run(f.String(), func(b *testing.B) {
-			lines := benchLines(f, 4096)
-			p := newParser(f, Fields{})
-			var r record
-			if f == FormatCSV {
-				r.reset(0)
-				if err := p.parse([]byte("time,ip,method,path,status,agent"), &r); err != errHeader {
-					b.Fatal(err)
-				}
-			}
-			size := 0
-			for _, l := range lines {
-				size += len(l)
-			}
-			b.SetBytes(int64(size / len(lines)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				r.reset(0)
-				if err := p.parse(lines[i%len(lines)], &r); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/accesslog"
 )
 
 // The real log is up to 59 s out of order (see testdata/reference.py,
@@ -245,7 +247,7 @@ func TestReorderWindowHoldsAtMostReorderLines(t *testing.T) {
 	if err := cfg.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	p, err := newPipeline(&cfg, FormatCSV)
+	p, err := newPipeline(&cfg, accesslog.FormatCSV)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,9 @@ type Report struct {
 	Series SeriesData `json:"series"`
 	// Timelines are the tracked keys' own series (see Config.Track).
 	Timelines []Timeline `json:"timelines,omitempty"`
+	// Sections are parts computed by other packages over the same
+	// requests (see Section), in order.
+	Sections []Section `json:"sections,omitempty"`
 }
 
 // InputStats describes what was read.
@@ -230,12 +233,29 @@ func unixTime(ns int64) time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
+// buildReport assembles the report of a finished simulation: the input's
+// figures, the busiest keys, one PolicyReport per run, the peak-rate
+// distributions and the tracked keys' timelines.
 func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 	rep := &Report{Input: in, Series: s.series.data()}
+	entries, peakSec, peakMin := rankedEntries(s, &rep.Input)
+	for k := range min(cfg.Top, len(entries)) {
+		rep.Busiest = append(rep.Busiest, keyCount(&entries[k], -1))
+	}
+	for i, r := range s.runs {
+		rep.Policies = append(rep.Policies, policyReport(s, i, r, entries, cfg))
+	}
+	rep.PeakRates = PeakRates{PerSecond: histogram(peakSec), PerMinute: histogram(peakMin)}
+	rep.Timelines = timelines(s, cfg)
+	return rep
+}
+
+// rankedEntries returns every live key's entry and the retired ones that
+// may rank, busiest first, with the distributions of the keys' peak
+// rates; it sets in's key count and first and last times.
+func rankedEntries(s *simulator, in *InputStats) (entries []keyEntry, peakSec, peakMin counted) {
 	ret := s.retired
-	// Every live key record, and the retired records that may rank.
-	var entries []keyEntry
-	peakSec, peakMin := maps.Clone(ret.peakSec), maps.Clone(ret.peakMin)
+	peakSec, peakMin = maps.Clone(ret.peakSec), maps.Clone(ret.peakMin)
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
 	if ret.keys > 0 {
 		first, last = ret.first, ret.last
@@ -251,10 +271,10 @@ func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 		peakMin[e.stat.peakMin]++
 		first, last = min(first, e.stat.first), max(last, e.stat.last)
 	}
-	rep.Input.Keys = len(entries) + int(ret.keys)
-	rep.Input.Retired = ret.keys
-	if rep.Input.Keys > 0 {
-		rep.Input.First, rep.Input.Last = unixTime(first), unixTime(last)
+	in.Keys = len(entries) + int(ret.keys)
+	in.Retired = ret.keys
+	if in.Keys > 0 {
+		in.First, in.Last = unixTime(first), unixTime(last)
 	}
 	seen := make(map[int64]bool)
 	for _, e := range entries {
@@ -273,87 +293,120 @@ func buildReport(s *simulator, cfg *Config, in InputStats) *Report {
 		addRetired(l)
 	}
 	slices.SortFunc(entries, byRequests)
-	keyCount := func(e *keyEntry, run int) KeyCount {
-		kc := KeyCount{Key: e.stat.name, Requests: e.stat.requests, PeakPerSec: e.stat.peakSec, PeakPerMin: e.stat.peakMin}
-		if run >= 0 {
-			kc.Refused = e.outs[run].refused
-			kc.FirstRefused = unixTime(e.outs[run].firstRef)
-		}
-		return kc
+	return entries, peakSec, peakMin
+}
+
+// keyCount is e's line in a list of keys; with run >= 0, with its
+// refusals in that run.
+func keyCount(e *keyEntry, run int) KeyCount {
+	kc := KeyCount{Key: e.stat.name, Requests: e.stat.requests, PeakPerSec: e.stat.peakSec, PeakPerMin: e.stat.peakMin}
+	if run >= 0 {
+		kc.Refused = e.outs[run].refused
+		kc.FirstRefused = unixTime(e.outs[run].firstRef)
 	}
-	for k := range min(cfg.Top, len(entries)) {
-		rep.Busiest = append(rep.Busiest, keyCount(&entries[k], -1))
+	return kc
+}
+
+// policyReport is run i's report; entries are the ranked keys.
+func policyReport(s *simulator, i int, r *run, entries []keyEntry, cfg *Config) PolicyReport {
+	pr := PolicyReport{Requests: r.requests, Refused: r.refused}
+	if r.engine != nil {
+		pr.Name, pr.Policy, pr.Algorithm = r.spec.Name, "rules", "rules"
+		pr.RefusedBy = r.engine.refusedBy
+		pr.StoreErrors = r.engine.errors
+	} else {
+		pr.Name = r.spec.label()
+		pr.Policy = r.spec.Policy.String()
+		pr.Algorithm = r.spec.Policy.Algorithm().String()
 	}
-	for i, r := range s.runs {
-		pr := PolicyReport{Requests: r.requests, Refused: r.refused}
-		if r.engine != nil {
-			pr.Name, pr.Policy, pr.Algorithm = r.spec.Name, "rules", "rules"
-			pr.RefusedBy = r.engine.refusedBy
-			pr.StoreErrors = r.engine.errors
-		} else {
-			pr.Name = r.spec.label()
-			pr.Policy = r.spec.Policy.String()
-			pr.Algorithm = r.spec.Policy.Algorithm().String()
-		}
-		if r.requests > 0 {
-			pr.RefusedPercent = 100 * float64(r.refused) / float64(r.requests)
-		}
-		var refused []keyEntry
-		affected := int(ret.affected[i])
-		for _, e := range entries {
-			if e.outs[i].refused > 0 {
-				refused = append(refused, e)
-			}
-		}
-		for _, e := range refused {
-			if e.live {
-				affected++ // retired ones are counted in ret.affected
-			}
-		}
-		pr.KeysAffected = affected
-		slices.SortFunc(refused, byRefused(i))
-		for k := range min(cfg.Top, len(refused)) {
-			pr.TopRefused = append(pr.TopRefused, keyCount(&refused[k], i))
-		}
-		if len(entries) > 0 {
-			pr.BusiestVerdict = keyCount(&entries[0], i)
-		}
-		if r.seamIdx >= 0 && r.seamMax > 0 {
-			q := r.spec.Policy.Quota()
-			pr.Seam = &SeamBurst{Key: r.seamKey, Admitted: r.seamMax, Limit: q.Limit,
-				Window: q.Window, From: unixTime(r.seamFrom), To: unixTime(r.seamTo)}
-		}
-		if r.shadow != nil {
-			a := &Accuracy{Decisions: r.compared, Differ: r.differ, FalseAllow: r.falseAllow,
-				FalseRefuse: r.falseRefuse, ExactPolicy: r.shadow.logged.String(),
-				CounterRefused: r.refused, ExactRefused: r.refused + r.falseAllow - r.falseRefuse}
-			if r.compared > 0 {
-				a.DifferPercent = 100 * float64(r.differ) / float64(r.compared)
-			}
-			pr.Accuracy = a
-		}
-		if r.unb != nil {
-			needs := maps.Clone(ret.need[i])
-			if needs == nil {
-				needs = counted{}
-			}
-			for k := range s.names {
-				if s.names[k] != "" {
-					needs[s.outcome(int32(k), i).need]++
-				}
-			}
-			pr.Suggestion = suggestion(r, i, entries, needs, cfg)
-		}
-		rep.Policies = append(rep.Policies, pr)
+	if r.requests > 0 {
+		pr.RefusedPercent = 100 * float64(r.refused) / float64(r.requests)
 	}
-	rep.PeakRates = PeakRates{PerSecond: histogram(peakSec), PerMinute: histogram(peakMin)}
+	refused := refusedEntries(entries, i)
+	pr.KeysAffected = int(s.retired.affected[i])
+	for _, e := range refused {
+		if e.live {
+			pr.KeysAffected++ // retired ones are counted in retired.affected
+		}
+	}
+	for k := range min(cfg.Top, len(refused)) {
+		pr.TopRefused = append(pr.TopRefused, keyCount(&refused[k], i))
+	}
+	if len(entries) > 0 {
+		pr.BusiestVerdict = keyCount(&entries[0], i)
+	}
+	pr.Seam = seamBurst(r)
+	pr.Accuracy = accuracy(r)
+	if r.unb != nil {
+		pr.Suggestion = suggestion(r, i, entries, needDistribution(s, i), cfg)
+	}
+	return pr
+}
+
+// refusedEntries are the entries with a refusal in run i, most refused
+// first.
+func refusedEntries(entries []keyEntry, i int) []keyEntry {
+	var refused []keyEntry
+	for _, e := range entries {
+		if e.outs[i].refused > 0 {
+			refused = append(refused, e)
+		}
+	}
+	slices.SortFunc(refused, byRefused(i))
+	return refused
+}
+
+// seamBurst is the largest burst a fixed window let through across a
+// window's edge in run r, or nil.
+func seamBurst(r *run) *SeamBurst {
+	if r.seamIdx < 0 || r.seamMax <= 0 {
+		return nil
+	}
+	q := r.spec.Policy.Quota()
+	return &SeamBurst{Key: r.seamKey, Admitted: r.seamMax, Limit: q.Limit,
+		Window: q.Window, From: unixTime(r.seamFrom), To: unixTime(r.seamTo)}
+}
+
+// accuracy compares run r's sliding window counter with its exact
+// sliding log shadow, or is nil when it has none.
+func accuracy(r *run) *Accuracy {
+	if r.shadow == nil {
+		return nil
+	}
+	a := &Accuracy{Decisions: r.compared, Differ: r.differ, FalseAllow: r.falseAllow,
+		FalseRefuse: r.falseRefuse, ExactPolicy: r.shadow.logged.String(),
+		CounterRefused: r.refused, ExactRefused: r.refused + r.falseAllow - r.falseRefuse}
+	if r.compared > 0 {
+		a.DifferPercent = 100 * float64(r.differ) / float64(r.compared)
+	}
+	return a
+}
+
+// needDistribution is the distribution of every key's need in run i (what limit or
+// burst would have refused it nothing), retired keys included.
+func needDistribution(s *simulator, i int) counted {
+	n := maps.Clone(s.retired.need[i])
+	if n == nil {
+		n = counted{}
+	}
+	for k := range s.names {
+		if s.names[k] != "" {
+			n[s.outcome(int32(k), i).need]++
+		}
+	}
+	return n
+}
+
+// timelines are the tracked keys' series, in the order of cfg.Track.
+func timelines(s *simulator, cfg *Config) []Timeline {
+	var tl []Timeline
 	for k, tr := range s.tracks {
-		rep.Timelines = append(rep.Timelines, Timeline{Key: s.names[k], Series: tr.data()})
+		tl = append(tl, Timeline{Key: s.names[k], Series: tr.data()})
 	}
-	slices.SortStableFunc(rep.Timelines, func(a, b Timeline) int {
+	slices.SortStableFunc(tl, func(a, b Timeline) int {
 		return slices.Index(cfg.Track, a.Key) - slices.Index(cfg.Track, b.Key)
 	})
-	return rep
+	return tl
 }
 
 // counted is a distribution over keys: value -> how many keys have it.

@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/accesslog"
 )
 
 // With MaxKeys, idle keys are retired and their records reused: the
@@ -26,7 +28,7 @@ func TestMaxKeysRetiresIdleKeysLosslessly(t *testing.T) {
 	if err := cfg.defaults(); err != nil {
 		t.Fatal(err)
 	}
-	p, err := newPipeline(&cfg, FormatCombined)
+	p, err := newPipeline(&cfg, accesslog.FormatCombined)
 	if err != nil {
 		t.Fatal(err)
 	}

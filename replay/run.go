@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/accesslog"
 )
 
 // DefaultReorder is the reordering window when Config.Reorder is zero:
@@ -22,10 +24,12 @@ const DefaultReorderLines = 1 << 18
 // Config says what to read and what to simulate. The zero value of each
 // field is its documented default; Policies must not be empty.
 type Config struct {
-	// Format of the input; FormatAuto (the zero value) detects it.
-	Format Format
-	// Fields names the JSON fields or CSV columns; zero is DefaultFields.
-	Fields Fields
+	// Format of the input; accesslog.FormatAuto (the zero value)
+	// detects it.
+	Format accesslog.Format
+	// Fields names the JSON fields or CSV columns; zero is
+	// accesslog.DefaultFields.
+	Fields accesslog.Fields
 	// Key builds each request's key; the zero KeySpec means "ip".
 	Key KeySpec
 	// Filter selects the requests simulated; zero selects all.
@@ -77,6 +81,11 @@ type Config struct {
 	// Progress, if set, is called now and then with the number of input
 	// bytes read so far (compressed bytes for gzip input).
 	Progress func(read int64)
+	// Tap, if set, sees every simulated request in the order simulated
+	// (time order, after reordering): its instant (Unix ns), key and
+	// cost. Package fleetsim replays the same requests through a
+	// simulated fleet by it.
+	Tap func(t int64, key string, cost int64)
 }
 
 // ErrNoPolicies reports a Config without policies.
@@ -134,8 +143,8 @@ func Run(ctx context.Context, r io.Reader, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	format := cfg.Format
-	if format == FormatAuto {
-		format = DetectFormat(src.peek(64 << 10))
+	if format == accesslog.FormatAuto {
+		format = accesslog.DetectFormat(src.peek(64 << 10))
 	}
 	p, err := newPipeline(&cfg, format)
 	if err != nil {
@@ -177,14 +186,14 @@ func Run(ctx context.Context, r io.Reader, cfg Config) (*Report, error) {
 // pipeline is the per-line path: parse, filter, key, reorder, simulate.
 type pipeline struct {
 	cfg    *Config
-	parser lineParser
+	parser accesslog.Parser
 	nExtra int
 	er     *engineRun
 	strs   stringTable
 	sim    *simulator
 	reo    *reorderer
 	in     InputStats
-	rec    record
+	rec    accesslog.Record
 	keyBuf []byte
 	// The line before the current one waits here, its key table slot
 	// being loaded (prefetched) while the current line is parsed.
@@ -201,13 +210,13 @@ type pendingLine struct {
 	req     *engineRequest
 }
 
-func newPipeline(cfg *Config, format Format) (*pipeline, error) {
+func newPipeline(cfg *Config, format accesslog.Format) (*pipeline, error) {
 	if err := cfg.Key.check(format); err != nil {
 		return nil, err
 	}
 	fields := cfg.Fields
 	fields.Extra = cfg.Key.Extra
-	p := &pipeline{cfg: cfg, parser: newParser(format, fields), nExtra: len(fields.Extra),
+	p := &pipeline{cfg: cfg, parser: accesslog.NewParser(format, fields), nExtra: len(fields.Extra),
 		keyBuf: make([]byte, 0, 256), pendBuf: make([]byte, 0, 256)}
 	engineName := ""
 	if cfg.Rules != nil {
@@ -222,6 +231,7 @@ func newPipeline(cfg *Config, format Format) (*pipeline, error) {
 		p.strs = stringTable{m: make(map[string]string), max: 1 << 16}
 	}
 	p.sim = newSimulator(cfg.Policies, p.er, engineName, cfg.Suggest, cfg.Track, cfg.MaxKeys, max(cfg.Top, cfg.SuggestTop))
+	p.sim.tap = cfg.Tap
 	p.reo = &reorderer{window: int64(cfg.Reorder), maxQueued: max(cfg.ReorderLines, 1), sink: p.sim}
 	if cfg.Reorder < 0 {
 		p.reo.window = 0
@@ -236,24 +246,16 @@ func (p *pipeline) close() {
 	}
 }
 
-// fieldLister is a parser that can list the fields of a line, to say
-// which were there when none was the timestamp.
-type fieldLister interface {
-	fields(line []byte) []string
-}
-
 // bad counts a malformed line and keeps the first few as examples.
 func (p *pipeline) bad(n int64, line []byte, err error) {
 	p.in.Malformed++
 	if bytes.IndexByte(line, 0) >= 0 {
 		p.in.Binary++
 	}
-	if err == errNoTime && p.in.FieldsSeen == nil {
-		if fl, ok := p.parser.(fieldLister); ok {
-			if names := fl.fields(line); len(names) > 0 {
-				p.in.FieldsSeen = names
-				p.in.TimeFields = p.cfg.Fields.withDefaults().Time
-			}
+	if err == accesslog.ErrNoTime && p.in.FieldsSeen == nil {
+		if names := p.parser.FieldNames(line); len(names) > 0 {
+			p.in.FieldsSeen = names
+			p.in.TimeFields = p.cfg.Fields.WithDefaults().Time
 		}
 	}
 	if len(p.in.Examples) < p.cfg.Examples {
@@ -273,17 +275,13 @@ func (p *pipeline) line(n int64, line []byte) {
 		return
 	}
 	rec := &p.rec
-	rec.reset(p.nExtra)
-	if err := p.parser.parse(line, rec); err != nil {
-		if err == errHeader {
+	rec.Reset(p.nExtra)
+	if err := p.parser.Parse(line, rec); err != nil {
+		if err == accesslog.ErrHeader {
 			p.in.Header++
 			return
 		}
 		p.bad(n, line, err)
-		return
-	}
-	if rec.Cost < 0 || rec.Cost > maxCost {
-		p.bad(n, line, errBadCost)
 		return
 	}
 	if !p.cfg.Filter.match(rec) {

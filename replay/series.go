@@ -1,6 +1,17 @@
 package replay
 
-import "math"
+import (
+	"math"
+	"time"
+)
+
+// The units of the Unix nanoseconds replay's times are.
+const (
+	nsSecond = int64(time.Second)
+	nsMinute = int64(time.Minute)
+	nsHour   = int64(time.Hour)
+	nsDay    = 24 * nsHour
+)
 
 // series counts requests over time in equal buckets, per policy admitted
 // and refused. The bucket width starts at one second and coarsens through

@@ -96,7 +96,8 @@ type simulator struct {
 	suggest   bool
 
 	index *keyTable
-	names []string // by key id
+	names []string                              // by key id
+	tap   func(t int64, key string, cost int64) // Config.Tap
 	// slab holds each key's record of stride words (see statWords); the
 	// states of key k start at k*stride+statWords, its outcomes at
 	// k*stride+outWords.
@@ -297,6 +298,9 @@ func (s *simulator) touch(k int32) {
 func (s *simulator) apply(e event) {
 	s.events++
 	s.now = e.t
+	if s.tap != nil {
+		s.tap(e.t, s.names[e.key], e.cost)
+	}
 	rec := s.slab[int(e.key)*s.stride : (int(e.key)+1)*s.stride]
 	if s.maxKeys > 0 {
 		rec[wPending]--

@@ -88,6 +88,9 @@ func WriteText(w io.Writer, rep *Report) error {
 	fmt.Fprintf(b, "\nPer-key peak rates: per second p50 %d, p90 %d, p99 %d, max %d; per minute p50 %d, p90 %d, p99 %d, max %d\n",
 		pr.PerSecond.P50, pr.PerSecond.P90, pr.PerSecond.P99, pr.PerSecond.Max,
 		pr.PerMinute.P50, pr.PerMinute.P90, pr.PerMinute.P99, pr.PerMinute.Max)
+	for _, s := range rep.Sections {
+		fmt.Fprintf(b, "\n%s\n%s", TerminalSafe(s.Title), s.Text)
+	}
 	return b.Flush()
 }
 

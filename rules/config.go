@@ -109,14 +109,20 @@ type Rule struct {
 	// ConsistencyDefault (the engine's store, as before tiers existed),
 	// ConsistencyStrict (every decision one atomic Redis script),
 	// ConsistencyEventual (decided locally, synced with Redis every
-	// SyncInterval) or ConsistencyLocal (this process only, the policies
-	// divided by Nodes). See the package documentation for what a request
-	// matched by rules of several tiers is charged.
+	// SyncInterval), ConsistencyGossip (decided locally, the counters
+	// shared with the other gateways by gossip, store.gossip in the
+	// gateway's file; fixed_window, sliding_window and token_bucket only)
+	// or ConsistencyLocal (this process only, the policies divided by
+	// Nodes). See the package documentation for what a request matched by
+	// rules of several tiers is charged.
 	Consistency string `yaml:"consistency" json:"consistency"`
 	// OnError is this rule's failure mode, in Config.OnError's words
 	// ("open", "closed", "local"). Empty means Config.OnError. Only a
-	// strict rule takes it: the other tiers either share the engine's
-	// store (and so its mode) or decide in this process.
+	// strict or a gossip rule takes it: the other tiers either share the
+	// engine's store (and so its mode) or decide in this process. A
+	// gossip rule answers by it until its gateway is warm (has exchanged
+	// state with the fleet): open allows, closed refuses, local decides
+	// in this gateway alone, on counts the fleet never hears of.
 	OnError string `yaml:"on_error" json:"on_error"`
 	// SyncInterval is how often an eventual rule's counts are pushed to
 	// and pulled from Redis. Zero means 100ms. Only an eventual rule takes
@@ -178,6 +184,10 @@ type HeaderMatch struct {
 //	               envoyproxy/ratelimit's descriptor without a value or
 //	               a constant key in nginx's limit_req_zone (to cap what
 //	               reaches an origin whoever sends it)
+//	grpc_service   a gRPC request's service, "package.Service" of the
+//	               path /package.Service/Method (see GRPCMethod)
+//	grpc_method    a gRPC request's service and method,
+//	               "package.Service/Method"
 //
 // A part that is missing from the request (no such header or parameter)
 // makes the whole key missing: the rule then does not apply unless

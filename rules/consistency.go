@@ -20,13 +20,19 @@ const (
 	// count synced every Rule.SyncInterval: in-process speed, a bounded
 	// overshoot across gateways.
 	ConsistencyEventual = "eventual"
+	// ConsistencyGossip decides locally against this gateway's counters
+	// plus the merged view of the other gateways', shared by gossip
+	// (store/gossip): no central store, a bounded overshoot across
+	// gateways. Until a gateway has exchanged state with the fleet, its
+	// gossip rules answer by their failure mode (Config.OnErrorOf).
+	ConsistencyGossip = "gossip"
 	// ConsistencyLocal counts in this process only, each gateway
 	// enforcing its share (the limit divided by Rule.Nodes).
 	ConsistencyLocal = "local"
 )
 
 // StoreFunc returns the store for rule r, whose Consistency is strict,
-// eventual or local, or nil for the engine's store. Its error is reported
+// eventual, gossip or local, or nil for the engine's store. Its error is reported
 // at the rule's consistency field.
 type StoreFunc func(r Rule) (limit.Store, error)
 
@@ -35,6 +41,7 @@ type StoreFunc func(r Rule) (limit.Store, error)
 const (
 	rankLocal = iota
 	rankEventual
+	rankGossip
 	rankDefault
 	rankStrict
 )
@@ -56,16 +63,18 @@ func compileTier(r *Rule, where string, ps *problems) tier {
 		t.rank = rankStrict
 	case ConsistencyEventual:
 		t.rank = rankEventual
+	case ConsistencyGossip:
+		t.rank = rankGossip
 	case ConsistencyLocal:
 		t.rank = rankLocal
 	default:
-		ps.add(where+".consistency", "%q: want default, strict, eventual or local", r.Consistency)
+		ps.add(where+".consistency", "%q: want default, strict, eventual, gossip or local", r.Consistency)
 		t.consistency = ""
 	}
 	if r.OnError != "" {
 		checkOnError(r.OnError, where+".on_error", ps)
-		if r.Consistency != ConsistencyStrict {
-			ps.add(where+".on_error", "set but the rule's consistency is not strict (set on_error at the top level for the other rules on the store)")
+		if r.Consistency != ConsistencyStrict && r.Consistency != ConsistencyGossip {
+			ps.add(where+".on_error", "set but the rule's consistency is neither strict nor gossip (set on_error at the top level for the other rules on the store)")
 		}
 	}
 	if r.SyncInterval < 0 {
@@ -85,13 +94,18 @@ func compileTier(r *Rule, where string, ps *problems) tier {
 }
 
 // tierPolicy adapts a policy to the rule's tier: divided by the node count
-// for a local rule; refused for an eventual one when it cannot be synced.
+// for a local rule; refused for an eventual or gossip one when it cannot
+// be shared as counters.
 // The field is where the problem lies ("" for the policy as a whole).
 func (t tier) tierPolicy(p limit.Policy) (limit.Policy, string, error) {
 	switch t.consistency {
 	case ConsistencyEventual:
 		if _, ok := p.(limit.SlidingLog); ok {
 			return nil, "algorithm", fmt.Errorf("sliding_log has no eventual tier (its state is a list of instants): use sliding_window or consistency strict")
+		}
+	case ConsistencyGossip:
+		if !Gossipable(p.Algorithm()) {
+			return nil, "algorithm", fmt.Errorf("%v has no gossip tier (%s): use fixed_window, sliding_window or token_bucket, or consistency strict", p.Algorithm(), notGossipable[p.Algorithm()])
 		}
 	case ConsistencyLocal:
 		if t.nodes > 1 {
@@ -183,4 +197,22 @@ func (e *Engine) bindStores(cfg *Config) error {
 func sameStore(a, b limit.Store) bool {
 	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
 	return ta == tb && ta.Comparable() && a == b
+}
+
+// notGossipable says why an algorithm's state cannot be gossiped.
+var notGossipable = map[limit.Algorithm]string{
+	limit.AlgSlidingLog:  "its state is a list of instants",
+	limit.AlgLeakyBucket: "a level and its last update do not add up across gateways",
+}
+
+// Gossipable reports whether algorithm a can be a gossip rule's: its state
+// is counters that add up across gateways (fixed window, sliding window,
+// token bucket). store/gossip enforces the same list (gossip.CheckPolicy);
+// a test in package stores keeps the two in agreement.
+func Gossipable(a limit.Algorithm) bool {
+	switch a {
+	case limit.AlgFixedWindow, limit.AlgSlidingWindow, limit.AlgTokenBucket:
+		return true
+	}
+	return false
 }

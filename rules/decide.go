@@ -227,7 +227,7 @@ func (e *Engine) collect(d *decision, res *Result, b *batch, r *compiledRule) {
 		var fb [256]byte
 		full := append(append(fb[:0], p.keyPrefix...), val...)
 		key := e.keys.intern(full)
-		res.add(applied{rule: r, policy: p, plan: plan})
+		res.add(applied{rule: r, policy: p, plan: plan, key: key})
 		b.add(e, limit.Request{Key: key, Policy: p.policy, Cost: cost})
 	}
 }
@@ -242,7 +242,7 @@ func (e *Engine) observe(res *Result, from, to int, out Outcome, dec limit.Decis
 	for i := from; i < to; {
 		a := res.at(i)
 		ev := Event{Rule: a.rule.name, RuleIndex: a.rule.index, Policy: a.policy.name, PolicyIndex: a.policy.index,
-			Plan: a.plan, Outcome: out, Decision: dec, Err: err}
+			Plan: a.plan, Outcome: out, Decision: dec, Err: err, Key: a.key[len(a.policy.keyPrefix):]}
 		j := i
 		for ; j < to && res.at(j).rule == a.rule; j++ {
 			if j-from == dec.Index {

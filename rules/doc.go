@@ -33,7 +33,10 @@
 // "strict" (one atomic script on the shared Redis, exact across gateways;
 // [Rule].OnError may give it its own failure mode), "eventual"
 // (decided in process against a view of the global count synced every
-// [Rule].SyncInterval) or "local" (this process only, each of
+// [Rule].SyncInterval), "gossip" (decided in process against this
+// gateway's counters plus the other gateways', shared by gossip with no
+// central store; [Rule].OnError answers until the gateway is warm) or
+// "local" (this process only, each of
 // [Rule].Nodes gateways enforcing its share: the policies divided by
 // limit.Divide). [Config].Stores supplies each tier's store; a
 // rule without a tier, or every rule when Stores is nil, is charged on
@@ -41,8 +44,8 @@
 //
 // All or nothing holds per store. The requests of one decision are grouped
 // by store; each group is one ApplyAll, atomic on its store. The groups
-// are charged one after the other, cheapest first (local, eventual, the
-// engine's store, strict), and the first refusal (or store error) stops
+// are charged one after the other, cheapest first (local, eventual,
+// gossip, the engine's store, strict), and the first refusal (or store error) stops
 // the rest, which are not charged. A group charged before the refusal
 // stays charged, since no store can take a charge back: a request refused
 // by a strict rule still counts against the local and eventual rules it

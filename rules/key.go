@@ -29,6 +29,8 @@ const (
 	partMethod
 	partHost
 	partGlobal
+	partGRPCService
+	partGRPCMethod
 )
 
 // globalValue is the key value of the global part: one counter for every
@@ -60,6 +62,10 @@ func compileKey(k Key, path string, ps *problems) []keyPart {
 			p.kind = partHost
 		case "global":
 			p.kind = partGlobal
+		case "grpc_service":
+			p.kind = partGRPCService
+		case "grpc_method":
+			p.kind = partGRPCMethod
 		case "header":
 			p.kind, p.name = partHeader, textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
 			if !isToken(p.name) {
@@ -73,7 +79,7 @@ func compileKey(k Key, path string, ps *problems) []keyPart {
 				continue
 			}
 		default:
-			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown key part %q (want ip, header:NAME, query:NAME, path, method, host or global)", s)
+			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown key part %q (want ip, header:NAME, query:NAME, path, method, host, global, grpc_service or grpc_method)", s)
 			continue
 		}
 		if p.kind != partHeader && p.kind != partQuery && name != "" {
@@ -122,6 +128,15 @@ func (d *decision) appendKey(dst []byte, parts []keyPart) ([]byte, bool) {
 			dst = d.e.appendClientValue(dst, d.method)
 		case partGlobal:
 			dst = append(dst, globalValue...)
+		case partGRPCService, partGRPCMethod:
+			service, _, ok := GRPCMethod(d.path)
+			if !ok {
+				return dst, false
+			}
+			if p.kind == partGRPCMethod {
+				service = d.path[1:] // "package.Service/Method"
+			}
+			dst = d.e.appendClientValue(dst, service)
 		case partHost:
 			if d.host == "" {
 				return dst, false

@@ -80,6 +80,13 @@ type Event struct {
 	Decisive bool
 	// Err is the store's error when Outcome is Errored.
 	Err error
+	// Key is the request's key value under this rule (an IP, an API key,
+	// the parts of a composite key joined by "\x1f"; a shadow value for
+	// anonymous requests), without the rule and policy prefix of the
+	// store key. It is personal data: never a metric label, and hashed
+	// (internal/redact) before it reaches a log. Its string stays valid
+	// after Observe returns.
+	Key string
 }
 
 // Observer receives decisions for metrics and logs. Observe is called

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"maps"
 	"slices"
 	"testing"
 )
@@ -66,5 +67,27 @@ func TestEventPolicyIndexNamesThePolicyThatRefused(t *testing.T) {
 	}
 	if want := []string{"wide/wide:not_charged", "api/burst:refused"}; !slices.Equal(got, want) {
 		t.Fatalf("events %v, want %v", got, want)
+	}
+}
+
+// An event carries the request's key value under its rule, without the
+// store key's rule and policy prefix: the client IP for the default key,
+// the header's value for a header key, even for a tier's plan.
+func TestEventKeyIsTheRulesKeyValue(t *testing.T) {
+	obs := &events{}
+	e, _ := newEngine(t, Config{Observer: obs, Rules: []Rule{
+		{Name: "per-ip", Policies: oneRate},
+		{Name: "api", Key: Key{"header:X-Key"}, Tiers: &Tiers{
+			Default: "free",
+			Plans:   map[string][]Policy{"free": oneRate},
+		}},
+	}})
+	decide(t, e, get("/", "192.0.2.7").with("X-Key", "k1"))
+	got := map[string]string{}
+	for _, ev := range obs.list {
+		got[ev.Rule] = ev.Key
+	}
+	if want := map[string]string{"per-ip": "192.0.2.7", "api": "k1"}; !maps.Equal(got, want) {
+		t.Fatalf("keys %q, want %q", got, want)
 	}
 }

@@ -203,19 +203,35 @@ func (e *Engine) compileProblem() {
 		if title == "" {
 			title = statusText(status)
 		}
-		b := []byte(`{"type":`)
-		b = escape.AppendJSONString(b, e.problemType)
-		b = append(b, `,"title":`...)
-		b = escape.AppendJSONString(b, title)
-		b = append(b, `,"status":`...)
-		b = strconv.AppendInt(b, int64(status), 10)
-		b = append(b, `,"detail":`...)
-		return string(b)
+		return string(appendProblemHead(nil, e.problemType, title, status))
 	}
 	e.problemRefused, e.problemErrored = head(e.status), head(e.errorStatus)
 	if e.detail != "" {
 		e.problemDetail = string(escape.AppendJSONString(nil, e.detail))
 	}
+}
+
+// appendProblemHead appends a problem+json body's opening, up to its
+// detail member's value.
+func appendProblemHead(b []byte, typ, title string, status int) []byte {
+	b = append(b, `{"type":`...)
+	b = escape.AppendJSONString(b, typ)
+	b = append(b, `,"title":`...)
+	b = escape.AppendJSONString(b, title)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	return append(b, `,"detail":`...)
+}
+
+// AppendProblem appends an RFC 9457 problem+json body of type
+// about:blank to b: {"type":"about:blank","title":…,"status":…,
+// "detail":…}, title and detail escaped. Front ends answer what the
+// engine did not decide (no route, a malformed request, an upstream that
+// failed) with it, written as the engine writes its refusals.
+func AppendProblem(b []byte, status int, title, detail string) []byte {
+	b = appendProblemHead(b, "about:blank", title, status)
+	b = escape.AppendJSONString(b, detail)
+	return append(b, '}')
 }
 
 // problemViolated is a policy's violated-policies member, built once.

@@ -123,3 +123,21 @@ func TestAppendRawHeaders(t *testing.T) {
 		}
 	}
 }
+
+// AppendProblem writes valid JSON whatever its title and detail hold, and
+// the same opening the engine's refusals have.
+func TestAppendProblem(t *testing.T) {
+	b := AppendProblem(nil, 400, `Bad "Request"`, "X-Field\n: <bad> \xff")
+	var p struct {
+		Type   string `json:"type"`
+		Title  string `json:"title"`
+		Status int    `json:"status"`
+		Detail string `json:"detail"`
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if p.Type != "about:blank" || p.Title != `Bad "Request"` || p.Status != 400 || p.Detail != "X-Field\n: <bad> \ufffd" {
+		t.Errorf("%s read as %+v", b, p)
+	}
+}

@@ -44,6 +44,7 @@ type applied struct {
 	rule   *compiledRule
 	policy *compiledPolicy
 	plan   string
+	key    string // the store key: policy.keyPrefix, then the key value
 }
 
 // Result is the engine's verdict on one request and everything the response

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command README.md gives: installs what the tests need where it is
-# missing (Debian packages: redis-server, redis-sentinel, chromium, nginx, caddy), then runs
+# missing (Debian packages: redis-server, redis-sentinel, chromium, nginx, caddy;
+# envoyproxy/ratelimit, built from the bench module's pinned tool), then runs
 # the whole suite with the race detector. Extra arguments go to `go test`
 # (for example `scripts/test.sh -run TestX ./gateway/`); with none it runs
 # `./...`.
@@ -30,6 +31,18 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "test: installing ${need[*]} (Debian packages)"
   "${sudo[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# envoyproxy/ratelimit, the peer of envoyrls's parity test: the version the
+# bench module pins as a tool (bench/go.mod), built from the Go module proxy
+# (minutes the first time, cached after). Without it that test is skipped.
+if [ -z "${ENVOY_RATELIMIT_BIN:-}" ]; then
+  rl="${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/tollgate/envoy-ratelimit"
+  if (cd bench && go build -o "$rl" github.com/envoyproxy/ratelimit/src/service_cmd); then
+    export ENVOY_RATELIMIT_BIN="$rl"
+  else
+    echo "test: envoyproxy/ratelimit did not build; envoyrls's parity test will be skipped" >&2
+  fi
 fi
 
 if [ $# -eq 0 ]; then

@@ -88,13 +88,21 @@ func startServe(t *testing.T, cfg string) *proc {
 // ("NAME=value") for the process.
 func startServeEnv(t *testing.T, cfg string, env ...string) *proc {
 	t.Helper()
-	bin := tollgateBinary(t)
 	file := filepath.Join(t.TempDir(), "tollgate.yaml")
 	if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return startServeFile(t, file, env)
+}
+
+// startServeFile runs tollgate serve on the configuration file file with
+// extra environment variables and command-line flags, waiting until it
+// listens.
+func startServeFile(t *testing.T, file string, env []string, flags ...string) *proc {
+	t.Helper()
+	bin := tollgateBinary(t)
 	p := &proc{t: t, file: file, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, "serve", "-config", file)
+	p.cmd = exec.Command(bin, append([]string{"serve", "-config", file}, flags...)...)
 	if len(env) > 0 {
 		p.cmd.Env = append(os.Environ(), env...)
 	}

@@ -9,8 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -19,11 +21,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 
+	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/envoyrls"
 	"github.com/tollgate-dev/tollgate/limit"
-	"github.com/tollgate-dev/tollgate/store/eventual"
-	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/redis"
+	"github.com/tollgate-dev/tollgate/stores"
 )
 
 var envoyRLSCommand = &command{
@@ -35,9 +38,10 @@ var envoyRLSCommand = &command{
 		fs.StringVar(&env.dir, "config-dir", env.dir, "`directory` of envoyproxy/ratelimit configuration files, one domain per file (default $RUNTIME_ROOT/$RUNTIME_SUBDIRECTORY/$RUNTIME_APPDIRECTORY, APPDIRECTORY defaulting to config)")
 		fs.StringVar(&env.grpc, "grpc", env.grpc, "gRPC listener `address` (default from GRPC_HOST, GRPC_PORT)")
 		fs.StringVar(&env.http, "http", env.http, "HTTP listener `address` (/json, /healthcheck), or off (default from HOST, PORT)")
-		fs.StringVar(&env.debug, "debug", env.debug, "debug listener `address` (/metrics), or off (default from DEBUG_HOST, DEBUG_PORT)")
-		fs.StringVar(&env.redis, "redis", env.redis, "Redis `addresses` (host:port, comma-separated); empty decides in memory (default REDIS_URL, with REDIS_SOCKET_TYPE=tcp; REDIS_AUTH is [user:]password)")
+		fs.StringVar(&env.debug, "debug", env.debug, "debug listener `address` (/metrics, /debug/pprof/), or off (default from DEBUG_HOST, DEBUG_PORT)")
+		fs.StringVar(&env.redis, "redis", env.redis, "Redis `addresses` (host:port, comma-separated); empty decides in memory (default REDIS_URL, with REDIS_SOCKET_TYPE=tcp; REDIS_AUTH is [user:]password; REDIS_TYPE=sentinel, REDIS_TLS and REDIS_TLS_* as envoyproxy/ratelimit reads them)")
 		tier := fs.String("redis-tier", "strict", "with -redis: strict (every decision in Redis) or eventual (local, synced)")
+		fs.DurationVar(&env.redisTimeout, "redis-timeout", redis.DefaultTimeout, "with -redis: the bound of one Redis round trip")
 		headers := fs.String("headers", env.headers, "response headers: draft10, legacy (RateLimit-Limit/-Remaining/-Reset, named by LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER) or none (default legacy when LIMIT_RESPONSE_HEADERS_ENABLED=true)")
 		fs.BoolVar(&env.allOrNothing, "all-or-nothing", env.allOrNothing, "charge no descriptor of a request when one is over its limit (default STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; NEAR_LIMIT_RATIO and GLOBAL_SHADOW_MODE are read too)")
 		reload := fs.Duration("reload", time.Second, "how often the configuration directory is read for changes")
@@ -76,6 +80,10 @@ var envoyRLSCommand = &command{
 type envoyRLSSettings struct {
 	dir, grpc, http, debug, redis string
 	redisUser, redisPassword      string
+	redisMaster                   string         // REDIS_TYPE=sentinel: the master set's name
+	redisTLS                      bool           // REDIS_TLS
+	redisTLSFiles                 redis.TLSFiles // REDIS_TLS_CACERT, _CLIENT_CERT, _CLIENT_KEY, _SKIP_HOSTNAME_VERIFICATION
+	redisTimeout                  time.Duration  // -redis-timeout
 	headers                       string
 	limitH, remainingH, resetH    string
 	allOrNothing, globalShadow    bool
@@ -86,7 +94,14 @@ type envoyRLSSettings struct {
 }
 
 // envoyRLSEnv reads envoyproxy/ratelimit's environment variables. A
-// value it cannot use is an error, never a silent default.
+// value it cannot use is an error, never a silent default. Of the Redis
+// ones (docs/redis.md lists them all) it honours REDIS_SOCKET_TYPE (tcp
+// only), REDIS_URL, REDIS_TYPE (SINGLE, CLUSTER, or SENTINEL with
+// REDIS_URL "MASTERNAME,HOST:PORT,..."), REDIS_AUTH ([user:]password),
+// REDIS_TLS, REDIS_TLS_CACERT, REDIS_TLS_CLIENT_CERT, REDIS_TLS_CLIENT_KEY
+// and REDIS_TLS_SKIP_HOSTNAME_VERIFICATION, with envoyproxy/ratelimit's
+// meanings, except that REDIS_TLS_CACERT replaces the system's
+// authorities rather than adding to them.
 func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 	s := envoyRLSSettings{dir: ".", grpc: ":8081", http: ":8080", debug: ":6070", headers: "draft10"}
 	var errs []error
@@ -118,6 +133,21 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 		}
 		s.redis = u
 	}
+	switch t := strings.ToLower(getenv("REDIS_TYPE")); t {
+	case "", "single", "cluster":
+		// One address, or several seeds of a Cluster: the client
+		// detects which.
+	case "sentinel":
+		// "mastername,host:port,host:port": the master set, then the
+		// Sentinels.
+		name, sentinels, ok := strings.Cut(s.redis, ",")
+		if !ok || name == "" || sentinels == "" {
+			errs = append(errs, errors.New("REDIS_TYPE=sentinel: REDIS_URL must be MASTERNAME,HOST:PORT[,HOST:PORT...]"))
+		}
+		s.redisMaster, s.redis = name, sentinels
+	default:
+		errs = append(errs, fmt.Errorf("REDIS_TYPE=%q: want SINGLE, CLUSTER or SENTINEL", t))
+	}
 	if a := getenv("REDIS_AUTH"); a != "" {
 		if user, pass, ok := strings.Cut(a, ":"); ok {
 			s.redisUser, s.redisPassword = user, pass
@@ -136,6 +166,14 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 		}
 		return b
 	}
+	s.redisTLS = boolVar("REDIS_TLS")
+	s.redisTLSFiles = redis.TLSFiles{
+		CAFile: getenv("REDIS_TLS_CACERT"), CertFile: getenv("REDIS_TLS_CLIENT_CERT"), KeyFile: getenv("REDIS_TLS_CLIENT_KEY"),
+		SkipHostnameVerification: boolVar("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION"),
+	}
+	if !s.redisTLS && s.redisTLSFiles != (redis.TLSFiles{}) {
+		errs = append(errs, errors.New("REDIS_TLS_* is set but REDIS_TLS is not true"))
+	}
 	if boolVar("LIMIT_RESPONSE_HEADERS_ENABLED") {
 		s.headers = "legacy"
 	}
@@ -152,30 +190,42 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 	return s, errors.Join(errs...)
 }
 
-// openEnvoyRLSStore opens the store s names, and its closer.
-func openEnvoyRLSStore(ctx context.Context, s envoyRLSSettings) (limit.Store, func(), error) {
+// openEnvoyRLSStore opens the store s names through package stores, as
+// serve and forward-auth open theirs: memory by default, else Redis at
+// the strict or the eventual tier, Redis failures answered by the
+// default on_error (local: decided in memory). Closing the Set closes
+// the store.
+func openEnvoyRLSStore(s envoyRLSSettings, log *slog.Logger) (limit.Store, *stores.Set, error) {
+	var set *stores.Set
+	var err error
 	if s.redis == "" {
-		ms, err := memory.New(memory.Config{})
-		if err != nil {
-			return nil, nil, err
+		set, err = stores.Open(config.Store{}, log)
+	} else {
+		rc := redis.Config{Addrs: strings.Split(s.redis, ","), MasterName: s.redisMaster, Username: s.redisUser, Password: s.redisPassword, Timeout: s.redisTimeout}
+		if s.redisTLS {
+			if rc.TLS, err = s.redisTLSFiles.Load(time.Now()); err != nil {
+				return nil, nil, fmt.Errorf("redis: REDIS_TLS_*: %w", err)
+			}
 		}
-		return ms, func() { ms.Close() }, nil
+		set, err = stores.OpenRedis(rc, log)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	rs, err := redis.New(ctx, redis.Config{Addrs: strings.Split(s.redis, ","), Username: s.redisUser, Password: s.redisPassword})
 	if err != nil {
-		return nil, nil, fmt.Errorf("redis: %w", err)
+		return nil, nil, err
 	}
-	if s.tier == "eventual" {
-		es, err := eventual.New(eventual.Config{Redis: rs})
-		if err != nil {
-			rs.Close()
-			return nil, nil, err
+	var cfg rules.Config
+	st, err := set.Engine(&cfg)
+	if err == nil && s.redis != "" {
+		tier := rules.ConsistencyStrict
+		if s.tier == "eventual" {
+			tier = rules.ConsistencyEventual
 		}
-		return es, func() { es.Close(); rs.Close() }, nil
+		st, err = set.For(&cfg)(rules.Rule{Consistency: tier})
 	}
-	return rs, func() { rs.Close() }, nil
+	if err != nil {
+		set.Close()
+		return nil, nil, err
+	}
+	return st, set, nil
 }
 
 func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stderr io.Writer) int {
@@ -194,12 +244,12 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 		}
 		return exitFail
 	}
-	st, closeStore, err := openEnvoyRLSStore(ctx, s)
+	st, set, err := openEnvoyRLSStore(s, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate envoy-rls: store: %v\n", err)
 		return exitFail
 	}
-	defer closeStore()
+	defer set.Close()
 	reg := prometheus.NewRegistry()
 	metrics, err := envoyrls.NewMetrics(reg, 0)
 	if err != nil {
@@ -234,7 +284,11 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 		fmt.Fprintf(stderr, "tollgate envoy-rls: -grpc: %v\n", err)
 		return exitFail
 	}
-	g := grpc.NewServer()
+	// Stream workers: a stream is served by a goroutine kept from earlier
+	// ones, whose stack has already grown, rather than a new one per call
+	// (a stream beyond them still gets its own). The count covers the
+	// calls waiting on Redis at once under load.
+	g := grpc.NewServer(grpc.NumStreamWorkers(uint32(max(64, 8*runtime.GOMAXPROCS(0)))))
 	svc.Register(g)
 	errc := make(chan error, 3)
 	go func() { errc <- g.Serve(gl) }()
@@ -262,8 +316,15 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 		}
 		h := l.h
 		if l.flag == "-debug" {
+			// /metrics, and Go's profiles as envoyproxy/ratelimit's debug
+			// port serves them (/debug/pprof/).
 			mux := http.NewServeMux()
 			mux.Handle("/metrics", l.h)
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 			h = mux
 		}
 		hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tollgate-dev/tollgate/internal/redistest"
+	"github.com/tollgate-dev/tollgate/limit"
 )
 
 // syncBuffer is a bytes.Buffer safe for the command's goroutines.
@@ -169,5 +171,40 @@ func TestEnvoyRLSReadsEnvoyproxyEnvironment(t *testing.T) {
 		}); err == nil {
 			t.Errorf("%s=%q accepted", k, v)
 		}
+	}
+}
+
+// TestEnvoyRLSOpensItsStoreThroughStores: the command's store is the one
+// package stores opens for serve and forward-auth: memory without Redis;
+// on Redis (REDIS_AUTH's password honoured) strict or eventual.
+func TestEnvoyRLSOpensItsStoreThroughStores(t *testing.T) {
+	srv := redistest.Start(t, "--requirepass", "s3cret")
+	p := limit.FixedWindow{Limit: 5, Window: time.Hour}
+	ctx := context.Background()
+	for _, c := range []struct {
+		s    envoyRLSSettings
+		want string
+	}{
+		{envoyRLSSettings{}, "*memory.Store"},
+		{envoyRLSSettings{redis: srv.Addr, redisPassword: "s3cret", tier: "strict"}, "redis.rule"},
+		{envoyRLSSettings{redis: srv.Addr, redisPassword: "s3cret", tier: "eventual"}, "*eventual.Store"},
+	} {
+		st, set, err := openEnvoyRLSStore(c.s, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf("%T", st); got != c.want {
+			t.Errorf("%+v: store %s, want %s", c.s, got, c.want)
+		}
+		if d, err := st.Apply(ctx, "k", p, 1); err != nil || !d.Allowed || d.Remaining != 4 {
+			t.Errorf("%+v: %+v, %v", c.s, d, err)
+		}
+		if r := set.Redis(); (r != nil) != (c.s.redis != "") || r != nil && (!r.Stats().Up() || r.Stats().Failures != 0) {
+			t.Errorf("%+v: redis %v", c.s, r)
+		}
+		set.Close()
+	}
+	if _, _, err := openEnvoyRLSStore(envoyRLSSettings{redis: srv.Addr, redisPassword: "wrong", tier: "strict"}, nil); err == nil {
+		t.Error("a password Redis refuses: opened")
 	}
 }

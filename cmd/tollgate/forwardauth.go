@@ -164,5 +164,12 @@ func reloadForwardAuth(file string, set *stores.Set, log *slog.Logger) (*forward
 	if !set.Same(cfg.Store) {
 		return nil, errors.New("the store section changed: that needs a restart")
 	}
-	return newForwardAuth(cfg, set, log)
+	h, err := newForwardAuth(cfg, set, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := set.Rotate(cfg.Store); err != nil {
+		return nil, err
+	}
+	return h, nil
 }

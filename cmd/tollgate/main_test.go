@@ -101,6 +101,29 @@ func TestCheckSummaryNamesTiers(t *testing.T) {
 	}
 }
 
+// check prints the gossip section (where the key comes from, never the
+// key) and each gossip rule's tier and warm-up answer.
+func TestCheckSummaryNamesTheGossipTier(t *testing.T) {
+	const key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	t.Setenv("TOLLGATE_GOSSIP_KEY", key)
+	code, out, errOut := runCLI("check", "../../examples/gossip-fleet.yaml")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{
+		`gossip   node "edge-1" on 127.0.0.1:7946, every 100ms, seeds 127.0.0.1:7946, 127.0.0.1:7947, 127.0.0.1:7948, encrypted (key from $TOLLGATE_GOSSIP_KEY)`,
+		"tier   gossip (decided locally, counters shared with the fleet by store.gossip)\n    error  closed: refuse until this gateway has exchanged state with the fleet (the rule's on_error)",
+		"error  local: decide in this gateway alone until this gateway has exchanged state with the fleet (on_error)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out+errOut, key) {
+		t.Error("check prints the secret key")
+	}
+}
+
 // A file without routes is valid but proxies every request to the
 // built-in demo origin: check says so on stderr, -q or not, and its
 // summary marks the route.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/tollgate-dev/tollgate/accesslog"
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/rules"
@@ -71,6 +72,7 @@ type replayOptions struct {
 	reorder                                                           time.Duration
 	suggest                                                           bool
 	suggestPct                                                        float64
+	fleet                                                             fleetOptions
 }
 
 func registerReplayFlags(fs *flag.FlagSet) *replayOptions {
@@ -97,6 +99,7 @@ func registerReplayFlags(fs *flag.FlagSet) *replayOptions {
 	fs.IntVar(&o.maxKeys, "max-keys", 0, "bound the key records held to about this `number`, retiring idle keys (0: no bound, every per-key figure exact)")
 	fs.IntVar(&o.examples, "show-malformed", 5, "how many malformed lines to show")
 	fs.StringVar(&o.progress, "progress", "auto", "progress bar on standard error: auto (only when it is a terminal), always or never")
+	registerFleetFlags(fs, &o.fleet)
 	return o
 }
 
@@ -113,7 +116,7 @@ func runReplay(ctx context.Context, o *replayOptions, file string, stdin io.Read
 		cfg.Reorder = -1
 	}
 	var err error
-	if cfg.Format, err = replay.ParseFormat(o.format); err != nil {
+	if cfg.Format, err = accesslog.ParseFormat(o.format); err != nil {
 		return badReplayUsage(err)
 	}
 	for _, f := range o.fields {
@@ -152,6 +155,14 @@ func runReplay(ctx context.Context, o *replayOptions, file string, stdin io.Read
 		return badReplayUsage(fmt.Errorf("-progress %q: want auto, always or never", o.progress))
 	}
 
+	fleet, err := o.fleet.start(cfg.Policies)
+	if err != nil {
+		return err
+	}
+	if fleet != nil {
+		defer fleet.close()
+		cfg.Tap = fleet.tap
+	}
 	in, cleanup, err := openReplayInput(file, stdin, o.htmlOut != "")
 	if err != nil {
 		return err
@@ -169,11 +180,19 @@ func runReplay(ctx context.Context, o *replayOptions, file string, stdin io.Read
 		for _, k := range rep.Busiest[:min(o.busiest, len(rep.Busiest))] {
 			cfg.Track = append(cfg.Track, k.Key)
 		}
+		cfg.Tap = nil // the fleets saw the first pass
 		if rep, err = replayOnce(ctx, in, cfg, showBar, stderr); err != nil {
 			return err
 		}
 	}
 
+	if fleet != nil {
+		sec, err := fleet.section()
+		if err != nil {
+			return err
+		}
+		rep.Sections = append(rep.Sections, sec)
+	}
 	textTo := stdout
 	if o.jsonOut != "" {
 		if o.jsonOut == "-" {

@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"context"
 	"net"
 	"os/exec"
 	"strconv"
@@ -31,6 +32,18 @@ func (c *Cluster) Addrs() []string {
 // node, and stops them at t.Cleanup.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	return startCluster(t, nil)
+}
+
+// StartClusterTLS is StartCluster with every node speaking only TLS, to
+// its clients and on the cluster bus, as o says.
+func StartClusterTLS(t testing.TB, o TLSOptions) *Cluster {
+	t.Helper()
+	return startCluster(t, &o)
+}
+
+func startCluster(t testing.TB, o *TLSOptions) *Cluster {
+	t.Helper()
 	c := &Cluster{}
 	for range 3 {
 		port := freeClusterPort(t)
@@ -43,15 +56,22 @@ func StartCluster(t testing.TB) *Cluster {
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "1000",
 		)
+		if o != nil {
+			s.useTLS(t, *o)
+			s.args = append(s.args, "--tls-cluster", "yes", "--tls-replication", "yes")
+		}
 		if err := s.start(); err != nil {
 			t.Fatalf("redistest: cluster node: %v", err)
 		}
 		t.Cleanup(s.Kill)
 		c.Nodes = append(c.Nodes, s)
 	}
-	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	args := append(append([]string{}, c.Nodes[0].cli...), "--cluster", "create")
+	args = append(args, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
-	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
 		t.Fatalf("redistest: redis-cli --cluster create: %v: %s", err, out)
 	}
 	deadline := time.Now().Add(10 * time.Second)

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -23,7 +24,10 @@ type Server struct {
 	// Dir is the server's working directory (a t.TempDir).
 	Dir string
 
+	bin  string // the program: redis-server, or redis-sentinel
 	args []string
+	tls  *tls.Config // for the readiness PING of a TLS-only server
+	cli  []string    // redis-cli's extra arguments (TLS files)
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
@@ -58,7 +62,7 @@ func newServer(t testing.TB, dir string, extra ...string) *Server {
 		"--loglevel", "warning",
 	}
 	args = append(args, extra...)
-	return &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, args: args}
+	return &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, bin: "redis-server", args: args}
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -75,7 +79,7 @@ func FreePort(t testing.TB) int {
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cmd := exec.Command("redis-server", s.args...)
+	cmd := exec.Command(s.bin, s.args...)
 	cmd.Dir = s.Dir
 	logf, err := os.OpenFile(filepath.Join(s.Dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -91,25 +95,33 @@ func (s *Server) start() error {
 	s.cmd, s.done = cmd, done
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
-		if err := ping(s.Addr); err == nil {
+		if err := ping(s.Addr, s.tls); err == nil {
 			return nil
 		}
 		select {
 		case <-done:
 			b, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
-			return fmt.Errorf("redis-server exited: %s", b)
+			return fmt.Errorf("%s exited: %s", s.bin, b)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
 	cmd.Process.Kill()
 	<-done
-	return fmt.Errorf("redis-server on %s did not answer PING within 5s", s.Addr)
+	return fmt.Errorf("%s on %s did not answer PING within 5s", s.bin, s.Addr)
 }
 
 // ping sends PING and waits for +PONG (or -NOAUTH from a server started
-// with --requirepass: it is up, and refuses us).
-func ping(addr string) error {
-	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+// with --requirepass: it is up, and refuses us), over TLS when tc is set.
+func ping(addr string, tc *tls.Config) error {
+	var (
+		c   net.Conn
+		err error
+	)
+	if tc != nil {
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: 200 * time.Millisecond}, "tcp", addr, tc)
+	} else {
+		c, err = net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	}
 	if err != nil {
 		return err
 	}
@@ -154,7 +166,8 @@ func (s *Server) Restart(t testing.TB) {
 // CLI runs redis-cli against the server with args and returns its output.
 func (s *Server) CLI(t testing.TB, args ...string) string {
 	t.Helper()
-	out, err := exec.Command("redis-cli", append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(s.Port)}, args...)...).CombinedOutput()
+	base := append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(s.Port)}, s.cli...)
+	out, err := exec.Command("redis-cli", append(base, args...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("redistest: redis-cli %v: %v: %s", args, err, out)
 	}

@@ -49,4 +49,10 @@
 // whose policy changes (a config reload) starts from an empty view under
 // the new policy and keeps its pending delta, pushed under the new policy.
 // The sliding log has no fixed-size state and is refused.
+//
+// # Simulation
+//
+// Config.Central replaces Redis by any store with its arithmetic: package
+// fleetsim runs a thousand nodes' own Apply and Sync (Interval negative,
+// Sync called on a virtual clock) against one in-memory central counter.
 package eventual

@@ -21,8 +21,15 @@ const DefaultInterval = 100 * time.Millisecond
 
 // Config configures a Store.
 type Config struct {
-	// Redis holds the global state. Required; the Store does not close it.
+	// Redis holds the global state. Required unless Central is set; the
+	// Store does not close it.
 	Redis *redis.Store
+	// Central, when set, holds the global state in place of Redis: a
+	// simulator's stand-in (package fleetsim). It must apply Sync's
+	// charges as redis.Store.Sync does: add each cost unconditionally,
+	// read the state back, and set Now. The Store's own code still
+	// decides, keeps the deltas and lays them over each pulled state.
+	Central Central
 	// Interval is the sync period. Zero means
 	// DefaultInterval (100ms); negative disables
 	// the background sync (call Sync yourself, as tests do).
@@ -36,23 +43,39 @@ type Config struct {
 	MaxKeys int
 }
 
+// Central is where a Store pushes its deltas and pulls the global state:
+// a *redis.Store, or a stand-in with the same arithmetic.
+type Central interface {
+	// Sync adds each charge's cost to its key and reads back its state
+	// (see redis.Store.Sync).
+	Sync(ctx context.Context, charges []redis.Charge) error
+	// Apply decides one request centrally (strictly): the Store's way
+	// when its local table is full.
+	Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error)
+}
+
 // ErrSlidingLog reports a sliding log policy: it has no eventual tier.
 var ErrSlidingLog = fmt.Errorf("%w: eventual: the sliding log cannot be synced; use the strict tier", limit.ErrInvalidPolicy)
 
 // Store is a limit.Store that decides locally and syncs with Redis in the
 // background. It is safe for concurrent use. Close stops the sync.
 type Store struct {
-	cfg    Config
-	local  func() int64 // this node's clock
-	offset atomic.Int64 // Redis's clock minus local, measured at each sync
-	seed   maphash.Seed
-	shards [32]shard
-	max    int
+	cfg     Config
+	central Central      // cfg.Central, or cfg.Redis
+	local   func() int64 // this node's clock
+	offset  atomic.Int64 // Redis's clock minus local, measured at each sync
+	seed    maphash.Seed
+	shards  [32]shard
+	max     int
 
 	syncMu sync.Mutex // one sync at a time
-	stop   chan struct{}
-	done   chan struct{}
-	once   sync.Once
+	stats  syncStats
+	// charges and where are Sync's buffers, reused (under syncMu).
+	charges []redis.Charge
+	where   []*entry
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
 }
 
 type shard struct {
@@ -70,7 +93,7 @@ type entry struct {
 
 // New returns a Store with its sync goroutine running (unless disabled).
 func New(cfg Config) (*Store, error) {
-	if cfg.Redis == nil {
+	if cfg.Redis == nil && cfg.Central == nil {
 		return nil, errors.New("eventual: Config.Redis is nil")
 	}
 	if cfg.MaxKeys < 0 {
@@ -84,6 +107,10 @@ func New(cfg Config) (*Store, error) {
 	}
 	s := &Store{cfg: cfg, local: cfg.Clock, seed: maphash.MakeSeed(), max: max(cfg.MaxKeys/32, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
+	s.central = cfg.Central
+	if s.central == nil {
+		s.central = cfg.Redis
+	}
 	if s.local == nil {
 		s.local = memory.NewClock()
 	}
@@ -154,7 +181,7 @@ func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int6
 	if e == nil {
 		if len(sh.m) >= s.max && !s.evict(sh, now) {
 			sh.mu.Unlock()
-			return s.cfg.Redis.Apply(ctx, key, p, cost)
+			return s.central.Apply(ctx, key, p, cost)
 		}
 		// A new key: start from an empty view; the next sync pulls the
 		// global state.
@@ -302,10 +329,13 @@ func (s *Store) Sync(ctx context.Context) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
 	now := s.now()
-	var (
-		charges []redis.Charge
-		where   []*entry
-	)
+	charges, where := s.charges[:0], s.where[:0]
+	defer func() {
+		// Keep the buffers, not what they point to.
+		clear(charges)
+		clear(where)
+		s.charges, s.where = charges[:0], where[:0]
+	}()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
@@ -324,7 +354,8 @@ func (s *Store) Sync(ctx context.Context) error {
 		charges = append(charges, redis.Charge{Key: clockKey, Policy: clockProbe})
 	}
 	t0 := s.local()
-	err := s.cfg.Redis.Sync(ctx, charges)
+	err := s.central.Sync(ctx, charges)
+	s.stats.record(t0, s.local(), len(charges), probe, err)
 	if off, ok := skew(charges, t0, s.local()); ok {
 		s.offset.Store(off)
 	}
@@ -355,4 +386,17 @@ func (s *Store) Sync(ctx context.Context) error {
 		sh.mu.Unlock()
 	}
 	return err
+}
+
+// Len returns the number of keys held locally: a node with none has
+// nothing to push or pull, and a simulator stops syncing it.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.m)
+		sh.mu.Unlock()
+	}
+	return n
 }

@@ -23,22 +23,77 @@ import (
 // They report metrics, not ns/op.
 
 // BenchmarkFleetConvergence: every node admits 10 on a new key at once;
-// the time until every node's view is within 1% of the fleet's total,
-// over 60 bursts.
+// the time until every node's view is within 1% of the fleet's total.
+// Four variants, their bursts interleaved on one fleet (so that the
+// machine's load hits them alike), 30 bursts each: rounds on the tick
+// only (before the nudge) or a change after a quiet interval sent at once
+// (the nudge, the default); each burst right after the previous one
+// converged (back to back) or after two quiet intervals.
 func BenchmarkFleetConvergence(b *testing.B) {
+	type variant struct {
+		name     string
+		tickOnly bool
+		quiet    time.Duration
+	}
+	variants := []variant{
+		{"tick-only/back-to-back", true, 0},
+		{"nudge/back-to-back", false, 0},
+		{"tick-only/after-quiet", true, 2 * DefaultInterval},
+		{"nudge/after-quiet", false, 2 * DefaultInterval},
+	}
 	for _, n := range []int{10, 32} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			nodes := startFleet(b, n, nil)
 			b.ResetTimer()
-			var ds []time.Duration
-			for i := range 60 {
-				ds = append(ds, burst(b, nodes, fmt.Sprintf("conv-%d-%d", b.N, i), 10))
+			ds := make([][]time.Duration, len(variants))
+			for i := range 30 * len(variants) {
+				v := variants[i%len(variants)]
+				for _, s := range nodes {
+					s.tickOnly.Store(v.tickOnly)
+				}
+				time.Sleep(v.quiet)
+				ds[i%len(variants)] = append(ds[i%len(variants)], burst(b, nodes, fmt.Sprintf("conv-%d-%d", b.N, i), 10))
 			}
-			b.ReportMetric(float64(percentile(ds, 50).Milliseconds()), "p50-ms")
-			b.ReportMetric(float64(percentile(ds, 99).Milliseconds()), "p99-ms")
+			for i, v := range variants {
+				b.Logf("%d nodes, %s: p50 %v, p99 %v", n, v.name, percentile(ds[i], 50), percentile(ds[i], 99))
+			}
+			b.ReportMetric(float64(percentile(ds[1], 50).Milliseconds()), "p50-ms")
+			b.ReportMetric(float64(percentile(ds[1], 99).Milliseconds()), "p99-ms")
+			b.ReportMetric(float64(percentile(ds[3], 99).Milliseconds()), "quiet-p99-ms")
 			b.ReportMetric(0, "ns/op")
 		})
 	}
+}
+
+// BenchmarkFleetTransport: the convergence of 32 nodes (back to back
+// bursts) on memberlist's NetTransport, which allocates 64 KiB per packet
+// received, and on this package's transport, which allocates the
+// packet's size: two fleets, one after the other, twice, 20 bursts each
+// time.
+func BenchmarkFleetTransport(b *testing.B) {
+	const n = 32
+	ds := map[bool][]time.Duration{}
+	for round := range 2 {
+		for _, net := range []bool{true, false} {
+			nodes := startFleet(b, n, nil, func(c *Config) {
+				c.netTransport = net
+				c.Name = fmt.Sprintf("%s-%v-%d", c.Name, net, round)
+			})
+			for i := range 20 {
+				ds[net] = append(ds[net], burst(b, nodes, fmt.Sprintf("tr-%v-%d-%d", net, round, i), 10))
+			}
+			for _, s := range nodes {
+				s.shutdown(false)
+			}
+		}
+	}
+	for _, net := range []bool{true, false} {
+		name := map[bool]string{true: "memberlist NetTransport", false: "gossip transport"}[net]
+		b.Logf("32 nodes, %s: p50 %v, p99 %v", name, percentile(ds[net], 50), percentile(ds[net], 99))
+	}
+	b.ReportMetric(float64(percentile(ds[true], 99).Milliseconds()), "net-p99-ms")
+	b.ReportMetric(float64(percentile(ds[false], 99).Milliseconds()), "own-p99-ms")
+	b.ReportMetric(0, "ns/op")
 }
 
 // BenchmarkFleetOvershoot: 10 nodes, each sending 200 requests a second
@@ -49,13 +104,20 @@ func BenchmarkFleetConvergence(b *testing.B) {
 // strict (every decision in Redis).
 func BenchmarkFleetOvershoot(b *testing.B) {
 	const n = 10
-	b.Run("tier=gossip", func(b *testing.B) {
-		var stores []limit.Store
-		for _, s := range startFleet(b, n, nil) {
-			stores = append(stores, s)
+	for _, tickOnly := range []bool{true, false} {
+		name := "tier=gossip"
+		if tickOnly {
+			name += "/tick-only"
 		}
-		overshoot(b, stores)
-	})
+		b.Run(name, func(b *testing.B) {
+			var stores []limit.Store
+			for _, s := range startFleet(b, n, nil) {
+				s.tickOnly.Store(tickOnly)
+				stores = append(stores, s)
+			}
+			overshoot(b, stores)
+		})
+	}
 	srv := redistest.Start(b)
 	redisNodes := func(b *testing.B, prefix string) []*redis.Store {
 		var rs []*redis.Store
@@ -149,7 +211,8 @@ func overshoot(b *testing.B, nodes []limit.Store) {
 // BenchmarkFleetBandwidth: 10 nodes, 10,000 keys, every node sending
 // 1,000 requests a second spread over all of them (each key sees a
 // request a second from somewhere): the gossip bytes each node sends per
-// second, then what a quiet second costs once the traffic stops.
+// second (the retransmissions after the traffic stops included), then
+// what a quiet second costs once they are over.
 func BenchmarkFleetBandwidth(b *testing.B) {
 	const (
 		n    = 10
@@ -193,7 +256,19 @@ func BenchmarkFleetBandwidth(b *testing.B) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	time.Sleep(time.Duration(DefaultRetransmit+1) * DefaultInterval) // the last retransmissions
+	// The last retransmissions: Retransmit rounds on an idle machine,
+	// longer when the rounds fall behind. Wait until two intervals pass
+	// without a byte sent (at most 10s), and report how long it took.
+	drainStart := time.Now()
+	for last := sentBytes(); time.Since(drainStart) < 10*time.Second; {
+		time.Sleep(2 * DefaultInterval)
+		now := sentBytes()
+		if now == last {
+			break
+		}
+		last = now
+	}
+	drain := time.Since(drainStart)
 	busy := sentBytes() - before
 	quietFrom := sentBytes()
 	time.Sleep(time.Second)
@@ -202,6 +277,7 @@ func BenchmarkFleetBandwidth(b *testing.B) {
 	b.ReportMetric(float64(busy)/float64(reqs.Load()), "bytes/request")
 	b.ReportMetric(float64(quiet)/n, "quiet-bytes/node/s")
 	b.ReportMetric(float64(reqs.Load())/n/elapsed.Seconds(), "req/node/s")
+	b.ReportMetric(float64(drain.Milliseconds()), "drain-ms")
 	b.ReportMetric(0, "ns/op")
 }
 

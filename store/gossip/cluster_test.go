@@ -329,3 +329,69 @@ func TestAReturningNodeIsResynced(t *testing.T) {
 	a.members.NotifyJoin(bn) // b is back
 	eventually(t, "b to be resynced", func() bool { return seen(b, "k") == 7 })
 }
+
+// A member that stops answering is suspect (on the nodes whose probes it
+// missed), then dead, and no longer suspect; a restarted one that answers
+// again is neither. Also holds memberlist to the report it gives of a
+// failed probe, the only sign of suspicion it gives.
+func TestSuspectMembersAreCounted(t *testing.T) {
+	clock := newFakeClock()
+	a := newNode(t, "a", clock, nil)
+	b := newNode(t, "b", clock, []string{a.Addr()})
+	c := newNode(t, "c", clock, []string{a.Addr()})
+	eventually(t, "three members", func() bool { return a.Stats().Alive == 3 && b.Stats().Alive == 3 })
+	c.shutdown(false)
+	eventually(t, "a or b to suspect c", func() bool {
+		sa, sb := a.Stats(), b.Stats()
+		return sa.Suspect == 1 && sa.Alive == 2 || sb.Suspect == 1 && sb.Alive == 2
+	})
+	eventually(t, "a and b to find c dead", func() bool {
+		sa, sb := a.Stats(), b.Stats()
+		return sa.Dead == 1 && sa.Suspect == 0 && sa.Alive == 2 && sb.Dead == 1 && sb.Suspect == 0 && sb.Alive == 2
+	})
+}
+
+// Deltas only: once its changes are sent, a quiet key costs nothing. A
+// thousand keys changed once are sent (Retransmit times), then the rounds
+// go silent; one hot key changing every round then costs a message of
+// its own size per round, not the thousand quiet keys'.
+func TestAQuietKeyCostsNothing(t *testing.T) {
+	clock := newFakeClock()
+	a := newNode(t, "a", clock, nil)
+	b := newNode(t, "b", clock, []string{a.Addr()})
+	eventually(t, "two members", func() bool { return a.Stats().Alive == 2 && b.Stats().Alive == 2 })
+	p := limit.FixedWindow{Limit: 1 << 20, Window: time.Hour}
+	ctx := context.Background()
+	for i := range 1000 {
+		if _, err := a.Apply(ctx, fmt.Sprintf("quiet-%d", i), p, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "b to learn the thousand keys", func() bool { return b.Stats().Keys == 1000 })
+	eventually(t, "a to send the last retransmission", func() bool {
+		before := a.Stats().BytesSent
+		time.Sleep(5 * 20 * time.Millisecond) // five rounds
+		return a.Stats().BytesSent == before
+	})
+	oneRound := a.Stats().BytesSent / DefaultRetransmit // the thousand keys, once
+	before := a.Stats().BytesSent
+	time.Sleep(10 * 20 * time.Millisecond)
+	if got := a.Stats().BytesSent - before; got != 0 {
+		t.Fatalf("ten quiet rounds sent %d bytes, want 0", got)
+	}
+	before = a.Stats().BytesSent
+	rounds := 0
+	for start := time.Now(); time.Since(start) < 10*20*time.Millisecond; rounds++ {
+		if _, err := a.Apply(ctx, "hot", p, 1); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	hot := a.Stats().BytesSent - before
+	// Each round carries the hot key alone: a small message, a few
+	// rounds more for its retransmissions.
+	if hot == 0 || hot > uint64(rounds+DefaultRetransmit+2)*64 {
+		t.Fatalf("%d rounds of one hot key among 1000 quiet ones sent %d bytes (the thousand once: %d)", rounds, hot, oneRound)
+	}
+	t.Logf("the thousand keys once: %d bytes; %d rounds of the hot key alone: %d bytes", oneRound, rounds, hot)
+}

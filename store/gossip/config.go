@@ -22,6 +22,13 @@ type Config struct {
 	// free port (read it back with Store.Addr); a fleet usually sets
 	// memberlist's customary 7946.
 	BindPort int
+	// AdvertiseAddr is the IP address the other nodes reach this one at,
+	// when it is not BindAddr (behind NAT, or BindAddr 0.0.0.0). Zero
+	// means BindAddr (memberlist picks a private address for 0.0.0.0).
+	AdvertiseAddr string
+	// AdvertisePort is the port the other nodes reach this one at. Zero
+	// means the port bound.
+	AdvertisePort int
 	// Seeds are the addresses ("host:port") of nodes to join. A node
 	// with no seeds is a fleet of its own until another joins it, and is
 	// warm at once; a node with seeds is warm after its first full state
@@ -71,6 +78,19 @@ type Config struct {
 	// nodes' clocks must agree to well within a window: windows are
 	// aligned to the Unix epoch on each node's clock.
 	Clock func() int64
+	// netTransport uses memberlist's own NetTransport instead of
+	// transport (the benchmarks' A/B).
+	netTransport bool
+	// Transport, when set, replaces memberlist: the Store joins no
+	// fleet and runs no loop; each Round it gives the round's messages
+	// to Transport.Broadcast, and its owner delivers them to the other
+	// nodes with MergeDelta, and calls Round and Sweep itself (see
+	// transport.go). It is the seam of package fleetsim, which runs
+	// thousands of nodes on a virtual clock and network; a gateway
+	// leaves it nil. Name, BindAddr, BindPort, Seeds, SecretKey,
+	// Interval and PushPullInterval are then unused, and Fanout must be
+	// zero (a broadcast reaches every member).
+	Transport Transport
 	// Log receives memberlist's log lines. Nil discards them. They name
 	// nodes and addresses, never keys.
 	Log io.Writer
@@ -95,6 +115,12 @@ func (c Config) Validate() error {
 	}
 	if c.BindAddr != "" && net.ParseIP(c.BindAddr) == nil {
 		errs = append(errs, fmt.Errorf("gossip: bind address %q is not an IP address", c.BindAddr))
+	}
+	if c.AdvertiseAddr != "" && net.ParseIP(c.AdvertiseAddr) == nil {
+		errs = append(errs, fmt.Errorf("gossip: advertise address %q is not an IP address", c.AdvertiseAddr))
+	}
+	if c.AdvertisePort < 0 || c.AdvertisePort > 65535 {
+		errs = append(errs, fmt.Errorf("gossip: advertise port %d outside 0..65535", c.AdvertisePort))
 	}
 	if c.BindPort < 0 || c.BindPort > 65535 {
 		errs = append(errs, fmt.Errorf("gossip: bind port %d outside 0..65535", c.BindPort))
@@ -129,6 +155,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxKeys < 0 {
 		errs = append(errs, fmt.Errorf("gossip: max keys %d must not be negative", c.MaxKeys))
+	}
+	if c.Transport != nil && c.Fanout != 0 {
+		errs = append(errs, fmt.Errorf("gossip: fanout %d with a Transport: a Transport broadcasts to every member", c.Fanout))
 	}
 	return errors.Join(errs...)
 }

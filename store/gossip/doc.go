@@ -55,24 +55,35 @@
 //
 // Every Interval (default 100ms) a node sends the counters changed since
 // the last round to every member, or to Fanout random ones that relay
-// what was new to them. A message is at most MessageBytes (default 1400,
+// what was new to them. A change made when no round has carried a fresh
+// change for an interval (a burst after a quiet spell) is sent at once,
+// without waiting for the tick; under steady traffic rounds stay one per
+// interval, and a change is sent Retransmit times either way. A message is at most MessageBytes (default 1400,
 // one UDP packet), a round at most RoundBytes per peer, hottest keys
 // first (the cost changed since last sent); a quiet key sends nothing. A
 // changed counter is sent in Retransmit rounds after its last change
 // (default 3); counters go whole, so a lost packet is also repaired by
 // the key's next change. Every PushPullInterval (default 10s) memberlist
 // exchanges full states with a random member, which also brings a joining
-// or returning node up to date.
+// or returning node up to date. Packets go over the package's own
+// memberlist transport (UDP and TCP on one port, as memberlist's), which
+// spends a buffer of a packet's size per packet received where
+// memberlist's allocates 64 KiB: at 32 nodes that was most of a round's
+// CPU (BENCHMARKS.md).
 //
 // # Warm-up
 //
 // A node with Seeds refuses to decide (ErrNotWarm) until its first full
 // state exchange, at join: a node restarted with an empty view would
-// otherwise admit a whole limit of its own. A node that comes back under
-// its old name takes its own counter back from its peers. A node without
-// seeds (or whose only seed is itself) is warm at once; one whose seeds
-// never answer stays cold until another node joins it. The gateway maps ErrNotWarm to its store-failure
-// policy; Ready tells when the node is warm.
+// otherwise admit a whole limit of its own. New joins in the background
+// (a seed that accepts and does not answer holds a join for memberlist's
+// TCP timeout, 10s) and retries every second while alone. A node that
+// comes back under its old name takes its own counter back from its
+// peers. A node without seeds (or whose only seed is itself) is warm at
+// once; one whose seeds never answer stays cold until another node joins
+// it. Ready tells when the node is warm. The gateway (package stores)
+// answers ErrNotWarm by the rule's failure mode: open allows, closed
+// refuses, local decides in that gateway alone.
 //
 // # Overshoot
 //
@@ -101,4 +112,12 @@
 // in Stats.Dropped; with SecretKey set, memberlist drops anything not
 // sealed with it, counted as Unauthenticated. Counts saturate; none is
 // ever negative or wrapped.
+//
+// # Simulation
+//
+// Config.Transport replaces memberlist (transport.go): the Store then
+// gives each round's messages to the Transport, its owner calls Round
+// and Sweep on its own clock and delivers messages with DecodeDelta and
+// MergeDelta, the code memberlist's deliveries run. Package fleetsim
+// drives a thousand nodes this way on a virtual clock and network.
 package gossip

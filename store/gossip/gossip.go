@@ -41,10 +41,13 @@ func (s *Store) round() {
 	if len(cands) == 0 {
 		return
 	}
-	peers := s.peers()
-	if len(peers) == 0 {
-		s.redirty(cands) // nobody to tell yet
-		return
+	var peers []*memberlist.Node
+	if s.ml != nil {
+		if peers = s.peers(); len(peers) == 0 {
+			s.redirty(cands)       // nobody to tell yet
+			s.lastFresh.Store(now) // and no kick before the next tick either
+			return
+		}
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
 		switch {
@@ -62,6 +65,7 @@ func (s *Store) round() {
 		names []string
 		cs    []counter
 		lag   int64
+		fresh bool
 	)
 	for i, c := range cands {
 		if budget <= 0 {
@@ -83,6 +87,7 @@ func (s *Store) round() {
 			if sl.since != 0 {
 				lag = max(lag, now-sl.since)
 				sl.since = 0
+				fresh = true
 			}
 			sl.sends--
 			more = more || sl.sends > 0
@@ -106,11 +111,17 @@ func (s *Store) round() {
 		s.send(peers, enc.finish(kindDelta))
 	}
 	s.st.mergeLag.Store(lag)
+	if fresh {
+		s.lastFresh.Store(now)
+	}
 }
 
 // updateRelayRounds sets the rounds a relayed counter is sent with a
 // fan-out: memberlist's 4 × ⌈log10(members+1)⌉.
 func (s *Store) updateRelayRounds() {
+	if s.ml == nil {
+		return // a Transport's node has no fan-out (Config.Validate)
+	}
 	s.relayRounds.Store(int32(4 * math.Ceil(math.Log10(float64(s.ml.NumMembers()+1)))))
 }
 
@@ -137,6 +148,12 @@ func (s *Store) peers() []*memberlist.Node {
 
 // send sends msg to every peer and returns its size.
 func (s *Store) send(peers []*memberlist.Node, msg []byte) int {
+	if t := s.cfg.Transport; t != nil {
+		t.Broadcast(msg)
+		s.st.bytesSent.Add(uint64(len(msg)))
+		s.st.msgsSent.Add(1)
+		return len(msg)
+	}
 	for _, p := range peers {
 		if s.ml.SendBestEffort(p, msg) == nil {
 			s.st.bytesSent.Add(uint64(len(msg)))
@@ -169,48 +186,54 @@ func (s *Store) receive(buf []byte, relay bool) bool {
 	}
 	now := s.clock()
 	for _, we := range m.entries {
-		shd := &s.shards[s.shardIndex(string(we.key))]
-		shd.mu.Lock()
-		e := shd.m[string(we.key)]
-		if e == nil {
-			if e = s.newEntry(shd, string(we.key), we.shape, now); e == nil {
-				shd.mu.Unlock()
-				s.st.full.Add(1)
-				continue
-			}
-		}
-		if e.sh != we.shape {
-			shd.mu.Unlock()
-			s.st.mismatch.Add(1)
-			continue
-		}
-		for _, wc := range m.counters[we.lo:we.hi] {
-			if !known[wc.node] {
-				s.st.full.Add(1)
-				continue
-			}
-			sl := e.slot(ids[wc.node])
-			nc := merge(sl.c, wc.c)
-			if nc == sl.c {
-				continue
-			}
-			if nc.Win == sl.c.Win {
-				e.heat = addSat(e.heat, nc.Cur-sl.c.Cur)
-			} else {
-				e.heat = addSat(e.heat, nc.Cur)
-			}
-			sl.c = nc
-			if relay && sl.node != s.self {
-				sl.sends = s.retransmits()
-				if sl.since == 0 {
-					sl.since = now
-				}
-				shd.markDirty(e)
-			}
-		}
-		shd.mu.Unlock()
+		s.mergeEntry(&m, we, func(i int) (uint32, bool) { return ids[i], known[i] }, now, relay)
 	}
 	return true
+}
+
+// mergeEntry merges one key's counters from m; node resolves the index
+// of a name in m.nodes to this Store's id for it (false: no room for
+// another node name).
+func (s *Store) mergeEntry(m *message, we wireEntry, node func(int) (uint32, bool), now int64, relay bool) {
+	shd := &s.shards[s.shardIndex(string(we.key))]
+	shd.mu.Lock()
+	defer shd.mu.Unlock()
+	e := shd.m[string(we.key)]
+	if e == nil {
+		if e = s.newEntry(shd, string(we.key), we.shape, now); e == nil {
+			s.st.full.Add(1)
+			return
+		}
+	}
+	if e.sh != we.shape {
+		s.st.mismatch.Add(1)
+		return
+	}
+	for _, wc := range m.counters[we.lo:we.hi] {
+		id, ok := node(wc.node)
+		if !ok {
+			s.st.full.Add(1)
+			continue
+		}
+		sl := e.slot(id)
+		nc := merge(sl.c, wc.c)
+		if nc == sl.c {
+			continue
+		}
+		if nc.Win == sl.c.Win {
+			e.heat = addSat(e.heat, nc.Cur-sl.c.Cur)
+		} else {
+			e.heat = addSat(e.heat, nc.Cur)
+		}
+		sl.c = nc
+		if relay && sl.node != s.self {
+			sl.sends = s.retransmits()
+			if sl.since == 0 {
+				sl.since = now
+			}
+			shd.markDirty(e)
+		}
+	}
 }
 
 // state encodes every key's counters, for a push/pull.

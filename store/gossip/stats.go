@@ -12,12 +12,14 @@ import (
 // Stats are a node's gossip figures, for metrics. Counters are totals
 // since New.
 type Stats struct {
-	// Alive counts the members, this node included, that memberlist has
-	// not declared dead or gone (a suspect member still counts: memberlist
-	// exposes no race-free view of suspicion). Dead counts the nodes that
-	// died or left in the last hour and have not come back. A dead node's
-	// counters keep counting until their windows end.
-	Alive, Dead int
+	// Alive counts the members, this node included, that are neither
+	// suspect nor dead. Suspect counts the members this node suspects: its
+	// probe of them went unanswered (memberlist's "Suspect ... has
+	// failed" report) and it has had no ack from them since, nor declared
+	// them dead. Dead counts the nodes that died or left in the last hour
+	// and have not come back. A dead node's counters keep counting until
+	// their windows end.
+	Alive, Suspect, Dead int
 	// Warm reports whether the node decides (see Store.Warm).
 	Warm bool
 	// Keys is the number of keys tracked, local and learned.
@@ -40,6 +42,9 @@ type Stats struct {
 	// this node (the hottest keys go first; the rest wait when the round
 	// is over its byte budget).
 	MergeLag time.Duration
+	// OldestUnsent is the age of the oldest change this node has not
+	// sent yet (zero when none waits): the backlog of the rounds.
+	OldestUnsent time.Duration
 }
 
 // Dropped counts received messages that were dropped, by reason. None of
@@ -94,12 +99,23 @@ func (s *Store) Stats() Stats {
 			Full:            s.st.full.Load(),
 		},
 	}
-	st.Alive = s.ml.NumMembers()
+	if s.ml != nil {
+		st.Suspect = s.members.suspects()
+		st.Alive = max(s.ml.NumMembers()-st.Suspect, 1)
+	}
 	st.Dead = s.members.dead(time.Now())
+	now := s.clock()
 	for i := range s.shards {
 		shd := &s.shards[i]
 		shd.mu.Lock()
 		st.Keys += len(shd.m)
+		for _, e := range shd.dirty {
+			for _, sl := range e.slots {
+				if sl.since != 0 && sl.sends > 0 {
+					st.OldestUnsent = max(st.OldestUnsent, time.Duration(now-sl.since))
+				}
+			}
+		}
 		shd.mu.Unlock()
 	}
 	return st
@@ -115,9 +131,33 @@ type memberTable struct {
 	// dead: it missed the rounds in between.
 	returned func(addr string)
 
-	mu   sync.Mutex
-	live map[string]memberlist.Node // name → a copy
-	gone map[string]int64           // name → when it went (Unix ns, real clock)
+	mu      sync.Mutex
+	live    map[string]memberlist.Node // name → a copy
+	gone    map[string]int64           // name → when it went (Unix ns, real clock)
+	suspect map[string]bool            // members this node suspects
+}
+
+// suspected records that this node suspects the member named name.
+func (t *memberTable) suspected(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.live[name]; ok {
+		t.suspect[name] = true
+	}
+}
+
+// acked records an answer from the member named name: not suspect.
+func (t *memberTable) acked(name string) {
+	t.mu.Lock()
+	delete(t.suspect, name)
+	t.mu.Unlock()
+}
+
+// suspects counts the members this node suspects.
+func (t *memberTable) suspects() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.suspect)
 }
 
 func copyNode(n *memberlist.Node) memberlist.Node {
@@ -132,6 +172,7 @@ func (t *memberTable) NotifyJoin(n *memberlist.Node) {
 	t.live[n.Name] = c
 	_, back := t.gone[n.Name]
 	delete(t.gone, n.Name)
+	delete(t.suspect, n.Name)
 	t.mu.Unlock()
 	if back && t.returned != nil {
 		t.returned(c.Address())
@@ -142,6 +183,7 @@ func (t *memberTable) NotifyJoin(n *memberlist.Node) {
 func (t *memberTable) NotifyLeave(n *memberlist.Node) {
 	t.mu.Lock()
 	delete(t.live, n.Name)
+	delete(t.suspect, n.Name)
 	t.gone[n.Name] = time.Now().UnixNano()
 	t.mu.Unlock()
 }
@@ -179,4 +221,16 @@ func (t *memberTable) dead(now time.Time) int {
 		}
 	}
 	return len(t.gone)
+}
+
+// pinger is the Store's memberlist.PingDelegate: an ack from a member
+// ends this node's suspicion of it.
+type pinger struct{ t *memberTable }
+
+// AckPayload adds nothing to acks.
+func (pinger) AckPayload() []byte { return nil }
+
+// NotifyPingComplete clears the suspicion of the member that answered.
+func (p pinger) NotifyPingComplete(other *memberlist.Node, _ time.Duration, _ []byte) {
+	p.t.acked(other.Name)
 }

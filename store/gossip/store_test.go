@@ -38,6 +38,7 @@ func newNode(t testing.TB, name string, clock *fakeClock, seeds []string, tweak 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.shutdown(false) })
+	<-s.joined // New joins in the background: the tests start from its end
 	return s
 }
 

@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,10 +18,22 @@ const DefaultTimeout = 50 * time.Millisecond
 type Config struct {
 	// Addrs are "host:port" addresses of a standalone Redis or of some
 	// nodes of a Redis Cluster (the client discovers the rest and detects
-	// which it is).
+	// which it is), or, with MasterName, of the Redis Sentinels.
 	Addrs []string
-	// Username and Password authenticate (AUTH); empty means none.
+	// MasterName, when set, is the master set the Sentinels at Addrs
+	// monitor: the store connects to its current master and follows
+	// failovers (Sentinel's +switch-master, and a look every second in
+	// case one is missed). Decisions during the switch follow the
+	// failure mode.
+	MasterName string
+	// Username and Password authenticate (AUTH, an ACL user when
+	// Username is set); empty means none. Sentinels are asked without
+	// AUTH. The password never appears in the store's errors or logs.
 	Username, Password string
+	// TLS, when not nil, encrypts every connection (to Redis, to each
+	// Cluster node, to the Sentinels and the master they name) with it;
+	// see TLSFiles to build one. Nil: plain TCP.
+	TLS *tls.Config
 	// DB is the database SELECTed on a standalone server; 0 by default.
 	DB int
 	// Prefix is prepended to every key. Zero means "tollgate:". It must not

@@ -1,7 +1,9 @@
 package redis
 
 import (
+	"crypto/sha1"
 	"embed"
+	"encoding/hex"
 	"strings"
 
 	"github.com/redis/rueidis"
@@ -26,10 +28,14 @@ func luaFile(name string) string {
 const width = 7
 
 // scripts holds the five one-request scripts, indexed by limit.Algorithm,
-// and the all-or-nothing script for ApplyAll.
+// their SHA-1 digests (for EVALSHA in a pipeline: ApplyEach on a
+// cluster), the all-or-nothing script for ApplyAll and the each-on-its-own
+// script for ApplyEach.
 type scripts struct {
-	one [6]*rueidis.Lua
-	all *rueidis.Lua
+	one    [6]*rueidis.Lua
+	oneSHA [6]string
+	all    *rueidis.Lua
+	each   *rueidis.Lua
 }
 
 // scriptSource returns the source of the one-request script for alg.
@@ -52,20 +58,29 @@ func scriptSource(alg limit.Algorithm) string {
 }
 
 // allSource returns the source of the ApplyAll script.
-func allSource() string {
+func allSource() string { return batchSource("all") }
+
+// eachSource returns the source of the ApplyEach script.
+func eachSource() string { return batchSource("each") }
+
+// batchSource is the prelude, every algorithm, and the batch script name.
+func batchSource(name string) string {
 	var b strings.Builder
 	b.WriteString(luaFile("prelude"))
 	for _, n := range []string{"fixed_window", "sliding_log", "sliding_window", "token_bucket", "leaky_bucket"} {
 		b.WriteString(luaFile(n))
 	}
-	b.WriteString(luaFile("all"))
+	b.WriteString(luaFile(name))
 	return b.String()
 }
 
 func newScripts() *scripts {
-	s := &scripts{all: rueidis.NewLuaScript(allSource())}
+	s := &scripts{all: rueidis.NewLuaScript(allSource()), each: rueidis.NewLuaScript(eachSource())}
 	for _, a := range []limit.Algorithm{limit.AlgFixedWindow, limit.AlgSlidingLog, limit.AlgSlidingWindow, limit.AlgTokenBucket, limit.AlgLeakyBucket} {
-		s.one[a] = rueidis.NewLuaScript(scriptSource(a))
+		src := scriptSource(a)
+		s.one[a] = rueidis.NewLuaScript(src)
+		sum := sha1.Sum([]byte(src))
+		s.oneSHA[a] = hex.EncodeToString(sum[:])
 	}
 	return s
 }

@@ -30,8 +30,10 @@ var ErrNotConnected = errors.New("redis: not connected yet")
 // releases its connections.
 type Store struct {
 	cfg      Config
-	opt      rueidis.ClientOption
-	conn     atomic.Pointer[conn] // nil until the first connection
+	opt      rueidis.ClientOption  // under probeMu: a Reconnect changes it
+	secret   string                // under probeMu: the password, hidden in errors
+	dialErr  atomic.Pointer[error] // the last failed connection attempt's, redacted
+	conn     atomic.Pointer[conn]  // nil until the first connection
 	scripts  *scripts
 	now      func() int64 // local clock, for the over-limit cache
 	serverT  bool         // scripts read the server's TIME
@@ -78,17 +80,9 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Store{
-		cfg: cfg,
-		opt: rueidis.ClientOption{
-			InitAddress:      cfg.Addrs,
-			Username:         cfg.Username,
-			Password:         cfg.Password,
-			SelectDB:         cfg.DB,
-			DisableCache:     true,
-			ConnWriteTimeout: max(cfg.Timeout, 100*time.Millisecond),
-			Dialer:           netDialer(max(cfg.Timeout, time.Second)),
-			MaxFlushDelay:    max(cfg.FlushDelay, 0),
-		},
+		cfg:      cfg,
+		opt:      clientOption(cfg),
+		secret:   cfg.Password,
 		log:      logthrottle.New(cfg.Logger, logthrottle.Config{}),
 		stop:     make(chan struct{}),
 		scripts:  newScripts(),
@@ -133,15 +127,19 @@ func (s *Store) dial(first chan struct{}) {
 	defer signal()
 	var failures uint64
 	for {
-		client, err := rueidis.NewClient(s.opt)
+		s.probeMu.Lock()
+		opt, secret := s.opt, s.secret
+		s.probeMu.Unlock()
+		client, err := rueidis.NewClient(opt)
 		if err == nil {
 			s.probeMu.Lock()
-			if s.closing {
+			if s.closing || s.conn.Load() != nil { // closed, or a Reconnect connected first
 				s.probeMu.Unlock()
 				client.Close()
 				return
 			}
 			s.conn.Store(&conn{client: client, cluster: client.Mode() == rueidis.ClientModeCluster})
+			s.dialErr.Store(nil)
 			s.probeMu.Unlock()
 			s.log.Log(context.Background(), slog.LevelInfo, "redis: connected",
 				slog.Any("addrs", s.cfg.Addrs), slog.Uint64("failed_attempts", failures))
@@ -149,6 +147,8 @@ func (s *Store) dial(first chan struct{}) {
 		}
 		failures++
 		s.stats.dialFailures.Add(1)
+		err = hideSecret(err, secret)
+		s.dialErr.Store(&err)
 		if failures == 1 {
 			s.log.Log(context.Background(), slog.LevelWarn, "redis: not reachable; decisions follow the failure mode until it is",
 				slog.Any("addrs", s.cfg.Addrs), slog.String("error", err.Error()),

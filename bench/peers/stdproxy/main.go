@@ -1,6 +1,9 @@
 // stdproxy is the net/http baseline: httputil.ReverseProxy with upstream
 // keep-alive, or (-deny) a handler answering every request 429 with the
-// same header fields and problem body tollgate writes.
+// same header fields and problem body tollgate writes. With -h2c it also
+// serves h2c with prior knowledge (net/http's own HTTP/2), the bare
+// standard stack that tollgate's HTTP/2 path is measured against;
+// -upstream names the origin.
 package main
 
 import (
@@ -14,6 +17,8 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:18095", "listen address")
 	deny := flag.Bool("deny", false, "answer 429 to everything")
+	h2c := flag.Bool("h2c", false, "serve h2c (prior knowledge) besides HTTP/1.1")
+	upstream := flag.String("upstream", "http://127.0.0.1:18081", "the origin")
 	flag.Parse()
 	var h http.Handler
 	if *deny {
@@ -30,10 +35,16 @@ func main() {
 			w.Write(body)
 		})
 	} else {
-		u, _ := url.Parse("http://127.0.0.1:18081")
+		u, _ := url.Parse(*upstream)
 		p := httputil.NewSingleHostReverseProxy(u)
 		p.Transport = &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512}
 		h = p
 	}
-	log.Fatal(http.ListenAndServe(*addr, h))
+	srv := &http.Server{Addr: *addr, Handler: h}
+	if *h2c {
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+		srv.Protocols.SetUnencryptedHTTP2(true)
+	}
+	log.Fatal(srv.ListenAndServe())
 }

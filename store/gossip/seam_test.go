@@ -1,0 +1,84 @@
+package gossip
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/limit"
+)
+
+// captured is a Transport that keeps what was broadcast.
+type captured struct{ msgs [][]byte }
+
+func (c *captured) Broadcast(msg []byte) { c.msgs = append(c.msgs, append([]byte(nil), msg...)) }
+
+// Two nodes on a Transport: one's round reaches the other through
+// DecodeDelta and MergeDelta, which then refuses what the pair together
+// used up; a delta merged twice counts once.
+func TestTransportCarriesRoundsToMergeDelta(t *testing.T) {
+	clock := newFakeClock()
+	var ta, tb captured
+	a, err := New(Config{Name: "a", Clock: clock.now, Transport: &ta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{Name: "b", Clock: clock.now, Transport: &tb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	defer b.Close()
+	p := limit.FixedWindow{Limit: 10, Window: time.Minute}
+	ctx := context.Background()
+	for range 7 {
+		if d, err := a.Apply(ctx, "k", p, 1); err != nil || !d.Allowed {
+			t.Fatalf("a: %+v %v", d, err)
+		}
+	}
+	a.Round()
+	if len(ta.msgs) != 1 {
+		t.Fatalf("a broadcast %d messages, want 1", len(ta.msgs))
+	}
+	d, err := DecodeDelta(ta.msgs[0], clock.now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Len() != 1 || d.Key(0) != "k" || d.Size() != len(ta.msgs[0]) {
+		t.Fatalf("delta: %d keys, %q, %d bytes", d.Len(), d.Key(0), d.Size())
+	}
+	for range 2 {
+		if err := b.MergeDelta(d, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := seen(b, "k"); got != 7 {
+		t.Fatalf("b sees %d, want 7", got)
+	}
+	allowed := 0
+	for range 5 {
+		if d, _ := b.Apply(ctx, "k", p, 1); d.Allowed {
+			allowed++
+		}
+	}
+	if allowed != 3 {
+		t.Fatalf("b allowed %d of 5, want 3", allowed)
+	}
+	if err := b.MergeDelta(d, 1); err == nil {
+		t.Fatal("index 1 of a one-key delta merged")
+	}
+	if _, err := DecodeDelta([]byte{1, 1, 0}, clock.now()); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("garbage decoded: %v", err)
+	}
+	if st := a.Stats(); st.MessagesSent != 1 {
+		t.Fatalf("stats: %+v", st)
+	}
+}
+
+// A Transport broadcasts to every member: a fan-out is refused.
+func TestTransportRefusesAFanout(t *testing.T) {
+	if _, err := New(Config{Name: "a", Fanout: 2, Transport: &captured{}}); err == nil {
+		t.Fatal("fan-out with a Transport accepted")
+	}
+}
