@@ -107,8 +107,9 @@ func (e *Engine) collectConcurrency(d *decision, res *Result, r *compiledRule) {
 		p = p.current()
 		var fb [256]byte
 		full := append(append(fb[:0], p.keyPrefix...), val...)
-		res.add(applied{rule: r, policy: p})
-		res.addSlot(e.keys.intern(full))
+		key := e.keys.intern(full)
+		res.add(applied{rule: r, policy: p, key: key})
+		res.addSlot(key)
 	}
 }
 

@@ -166,3 +166,23 @@ func TestConcurrencyDecideAllocatesNothing(t *testing.T) {
 		t.Fatalf("%v allocs per decision and release, want 0", n)
 	}
 }
+
+// recordingObserver keeps the events it is given.
+type recordingObserver struct{ events []Event }
+
+func (o *recordingObserver) Observe(ev Event) { o.events = append(o.events, ev) }
+
+func TestConcurrencyObserved(t *testing.T) {
+	obs := &recordingObserver{}
+	slots := memory.NewSlots()
+	e, _ := newEngine(t, Config{Observer: obs, Slots: slots, Rules: []Rule{{
+		Name: "conn", Policies: []Policy{{Algorithm: AlgConcurrency, Limit: 1}},
+	}}})
+	a := decide(t, e, get("/", "192.0.2.1"))
+	b := decide(t, e, get("/", "192.0.2.1"))
+	a.Release()
+	if len(obs.events) != 2 || obs.events[0].Outcome != Allowed || obs.events[1].Outcome != Refused ||
+		string(obs.events[1].Key) != "192.0.2.1" || !obs.events[1].Decisive {
+		t.Fatalf("events %+v (second: %v)", obs.events, b.Outcome)
+	}
+}
