@@ -15,7 +15,7 @@ type Dashboard struct {
 	// Default 1s; at least 100ms.
 	Period time.Duration `yaml:"period"`
 	// History is how far back the decision charts go. Default 5m; at
-	// most 1h.
+	// most 1h, and at most 3600 periods (the samples kept).
 	History time.Duration `yaml:"history"`
 	// Keys says how client keys (IPs, API keys: personal data) appear on
 	// the dashboard: "plain" (the default; the admin listener is on
@@ -72,6 +72,7 @@ const (
 	minDashboardPeriod  = 100 * time.Millisecond
 	maxDashboardHistory = time.Hour
 	maxDashboardCounter = 65536
+	maxDashboardSamples = 3600
 	minRefusalInterval  = 100 * time.Millisecond
 )
 
@@ -120,6 +121,8 @@ func (c *Config) validateDashboard(ps *problems) {
 	checkMin(ps, c.at("admin.dashboard.period"), "admin.dashboard.period", d.Period, minDashboardPeriod)
 	if d.History > maxDashboardHistory {
 		ps.add(c.at("admin.dashboard.history"), "admin.dashboard.history %v is above the most of %v", d.History, maxDashboardHistory)
+	} else if d.Period >= minDashboardPeriod && d.History/d.Period > maxDashboardSamples {
+		ps.add(c.at("admin.dashboard.history"), "admin.dashboard.history %v is more than %d periods of %v", d.History, maxDashboardSamples, d.Period)
 	}
 	if d.History < d.Period {
 		ps.add(c.at("admin.dashboard.history"), "admin.dashboard.history %v is shorter than admin.dashboard.period %v", d.History, d.Period)

@@ -64,6 +64,8 @@ refusal_log:
 		{13, "refusal_log.interval 1ms is below"},
 		{14, "never carries keys in the clear"},
 	})
+	_, err = Parse(filepath.Join(t.TempDir(), "c.yaml"), []byte("admin:\n  dashboard: {period: 100ms, history: 1h}\n"))
+	checkProblems(t, err, []want{{2, "more than 3600 periods of 100ms"}})
 	_, err = Parse(filepath.Join(t.TempDir(), "c.yaml"), []byte("refusal_log:\n  sample_every: 5\n"))
 	checkProblems(t, err, []want{{2, "refusal_log.sample_every is set but refusal_log.path is not"}})
 }

@@ -1,6 +1,7 @@
 package fastlimit
 
 import (
+	"context"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -45,8 +46,15 @@ func Middleware(engine func() *rules.Engine, next fasthttp.RequestHandler) fasth
 // Decide is the engine's decision on ctx's request. A store error is in
 // the result (Outcome Errored, refused or not as the rules' failure mode
 // says) and already logged by the engine's Logger.
+//
+// The engine gets context.Background, not ctx: a fasthttp.RequestCtx is
+// recycled once its handler returns, and a store that still holds the
+// context then (a Redis client's queued command, a log record) would read
+// the next request's user values, a data race the race detector has
+// seen. Its Done channel is only the server's shutdown, so nothing is
+// lost: a store call is bounded by the store's own timeout.
 func Decide(ctx *fasthttp.RequestCtx, e *rules.Engine) rules.Result {
-	res, _ := e.Decide(ctx, Request{Ctx: ctx})
+	res, _ := e.Decide(context.Background(), Request{Ctx: ctx})
 	return res
 }
 

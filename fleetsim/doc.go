@@ -25,7 +25,9 @@
 //	          the deltas, pushes them, lays them over the pulled state,
 //	          and keeps a lost sync's deltas for the next one
 //	gossip    store/gossip per node with a Config.Transport instead of
-//	          memberlist: the fleet calls Round every interval; a round's
+//	          memberlist: the fleet calls Round every interval, and at
+//	          once when the store asks for it (Store.Kicked: a change
+//	          after a quiet interval); a round's
 //	          broadcast is decoded once (gossip.DecodeDelta, the tier's
 //	          decoder) and each recipient merges it with
 //	          gossip.MergeDelta, the code memberlist's deliveries run
@@ -62,7 +64,10 @@
 // is a CRDT (idempotent, commutative, associative) and nothing but a
 // decision reads the merged view, so merging later changes nothing, and
 // the nodes never merge the keys they never decide on (under hash or
-// regional routing, all keys but their own). Deltas older than two
+// regional routing, all keys but their own; a real node holds them all,
+// so its key table, gossip.Config.MaxKeys, fills sooner than a simulated
+// one's, and a round's keys, ordered by heat, may pack into messages a
+// little differently). Deltas older than two
 // windows, which no view reads, are dropped. The eventual tier gets no
 // such shortcut: each node syncs every key it holds every interval, the
 // tier's real cost, which dominates a long log's simulation.

@@ -1,6 +1,7 @@
 package fleetsim
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -66,5 +67,30 @@ func TestEvenTrafficOvershootsAsDocumented(t *testing.T) {
 	}
 	if tr := tierOf(t, rep, Eventual); tr.Overshoot <= 0 || tr.Overshoot > 2*formula {
 		t.Errorf("eventual overshoot %d, want in (0, %d]", tr.Overshoot, 2*formula)
+	}
+}
+
+// The steady phase of cmd/tollgate's TestE2EGossipFleet (three tollgate
+// serve processes, one key, limit 300, 100ms) at the rates its runs
+// achieved, nine draws of the interval phases each: the figures
+// BENCHMARKS.md compares with the real runs' (go test -run ThreeProcess
+// -v ./fleetsim). Each median is within the formula, nodes × rate ×
+// interval.
+func TestThreeProcessTraffic(t *testing.T) {
+	p := limit.FixedWindow{Limit: 300, Window: time.Hour}
+	for _, rate := range []int{95, 88, 73} {
+		var xs []int64
+		for seed := range 9 {
+			rep := even(t, Config{Nodes: 3, Policy: p, Routing: RoundRobin, Latency: time.Millisecond,
+				Seed: uint64(seed), Tiers: []Tier{Gossip}}, rate)
+			xs = append(xs, rep.Tiers[0].Overshoot)
+		}
+		sorted := slices.Clone(xs)
+		slices.Sort(sorted)
+		med := sorted[len(sorted)/2]
+		t.Logf("3 nodes × %d/s: gossip overshoot %v, median %d", rate, xs, med)
+		if med <= 0 || med > int64(3*rate)/10 {
+			t.Errorf("%d/s: median overshoot %d outside (0, %d]", rate, med, 3*rate/10)
+		}
 	}
 }

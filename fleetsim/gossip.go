@@ -28,8 +28,7 @@ type gossipSim struct {
 	logs    []*sendLog       // by key id
 	cursors map[uint64]int64 // node<<32 | key id: next log sequence to merge
 	sentNow bool             // the round in progress broadcast something
-	sender  int
-	sends   int64 // log entries filed, for the losses
+	sends   int64            // log entries filed, for the losses
 
 	msgs, bytes int64
 	rounds      []int // per node, for the sweeps
@@ -153,7 +152,12 @@ func (s *gossipSim) deliver(node int, k int32) {
 
 func (s *gossipSim) decide(node int, k int32, key string, cost int64) (bool, bool, error) {
 	s.deliver(node, k)
-	d, err := s.nodes[node].Apply(context.Background(), key, s.p, cost)
+	n := s.nodes[node]
+	d, err := n.Apply(context.Background(), key, s.p, cost)
+	if n.Kicked() {
+		// A change after a quiet interval: the tier rounds at once.
+		n.Round()
+	}
 	return d.Allowed, d.Allowed && cost > 0, err
 }
 

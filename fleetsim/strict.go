@@ -16,7 +16,6 @@ type strictSim struct {
 	p           limit.Policy
 	central     *memory.Store
 	msgs, bytes int64
-	limitWords  int
 }
 
 func newStrict(f *Fleet) (*strictSim, error) {

@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,7 +14,9 @@ import (
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/gateway/dashboard"
+	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/redis"
 	"github.com/tollgate-dev/tollgate/topk"
 )
 
@@ -48,6 +52,9 @@ type dashState struct {
 	words     string // the configuration in words, as last sent
 	shown     *config.Config
 	sampled   *snapshot // the snapshot of the last sample
+
+	probing atomic.Bool            // a Redis round trip is being timed
+	lastRTT atomic.Pointer[string] // the last one timed
 
 	stop, done chan struct{}
 	started    bool
@@ -327,8 +334,14 @@ func (d *dashState) status() []dashboard.Status {
 		case st.BreakerOpen:
 			state = "breaker open"
 		}
+		rtt := "-"
+		if st.Up() {
+			rtt = d.redisRoundTrip(rs)
+		}
+
 		out = append(out, dashboard.Status{Name: "redis", Kind: "store", Fields: []dashboard.Field{
 			{Name: "state", Value: state, Alert: !st.Up()},
+			{Name: "round trip", Value: rtt},
 			{Name: "decisions", Value: strconv.FormatUint(st.Decisions, 10)},
 			{Name: "over-limit cache hits", Value: strconv.FormatUint(st.CacheHits, 10)},
 			{Name: "failures", Value: strconv.FormatUint(st.Failures, 10), Alert: st.Failures > 0},
@@ -381,3 +394,38 @@ func (d *dashState) status() []dashboard.Status {
 
 // observerOf is the observer s's engine reports to, for tests.
 func (d *dashState) observerOf(s *snapshot) rules.Observer { return s.observer }
+
+// probeKey is the key the dashboard reads to time a Redis round trip (a
+// zero charge: it changes nothing).
+const probeKey = "dashboard:probe"
+
+var probePolicy = limit.FixedWindow{Limit: 1, Window: time.Second}
+
+// redisRoundTrip returns the last timed Redis round trip and starts the
+// next timing in the background (one at a time), so that a slow Redis
+// never holds up a frame: one script call per frame while a page is open,
+// never on the request path.
+func (d *dashState) redisRoundTrip(rs *redis.Store) string {
+	if d.probing.CompareAndSwap(false, true) {
+		timeout := time.Second
+		if r := d.g.snap.Load().cfg.Store.Redis; r != nil && r.Timeout > 0 {
+			timeout = r.Timeout
+		}
+		go func() {
+			defer d.probing.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			t0 := time.Now()
+			err := rs.Sync(ctx, []redis.Charge{{Key: probeKey, Policy: probePolicy}})
+			v := time.Since(t0).Round(time.Microsecond).String()
+			if err != nil {
+				v = "failed after " + v
+			}
+			d.lastRTT.Store(&v)
+		}()
+	}
+	if v := d.lastRTT.Load(); v != nil {
+		return *v
+	}
+	return "measuring"
+}

@@ -138,19 +138,31 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := chromedp.Do(tctx, chromedp.Navigate(admin+"/")); err != nil {
 		t.Fatal(err)
 	}
-	row := `.rule[data-rule="per-key"] table.refused tr[data-key="flooder"]`
-	if err := chromedp.Do(tctx,
-		chromedp.WaitVisible(`#conn.up`),
-		chromedp.WaitVisible(row),
-	); err != nil {
-		t.Fatal(err)
-	}
-	count := func() int {
+	// waitFor polls for an element in one evaluation: the page redraws
+	// each frame, so a node found by id may be gone when next read.
+	waitFor := func(sel string) {
 		t.Helper()
-		s, err := chromedp.Run(tctx, chromedp.Text(row+` td.count`))
+		if _, err := chromedp.Run(tctx, chromedp.Poll[bool](`document.querySelector(`+strconv.Quote(sel)+`) !== null`,
+			chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+			t.Fatalf("waiting for %s: %v", sel, err)
+		}
+	}
+	row := `.rule[data-rule="per-key"] table.refused tr[data-key="flooder"]`
+	waitFor(`#conn.up`)
+	waitFor(row)
+	// The page redraws each frame: read in one evaluation, never by a
+	// node id that the next frame replaces.
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(tctx, chromedp.Evaluate[string](`(document.querySelector(`+strconv.Quote(sel)+`) || {textContent: ""}).textContent`))
 		if err != nil {
 			t.Fatal(err)
 		}
+		return v
+	}
+	count := func() int {
+		t.Helper()
+		s := text(row + ` td.count`)
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			t.Fatalf("count %q: %v", s, err)
@@ -160,14 +172,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	if n := count(); n != 10 {
 		t.Errorf("flooder's refusals shown %d, want 10", n)
 	}
-	rem, err := chromedp.Run(tctx, chromedp.Text(row+` td.remaining`))
-	if err != nil || rem != "0" {
-		t.Errorf("flooder's remaining %q (%v), want 0", rem, err)
+	if rem := text(row + ` td.remaining`); rem != "0" {
+		t.Errorf("flooder's remaining %q, want 0", rem)
 	}
 	// The markup key is a row of text; no element was made from it.
-	if err := chromedp.Do(tctx, chromedp.WaitVisible(`.rule[data-rule="per-key"] table.refused tr[data-key="`+`<img src=x id=injected>`+`"]`)); err != nil {
-		t.Fatal(err)
-	}
+	waitFor(`.rule[data-rule="per-key"] table.refused tr[data-key="` + markup + `"]`)
 	injected, err := chromedp.Run(tctx, chromedp.Evaluate[bool](`document.getElementById('injected') !== null`))
 	if err != nil || injected {
 		t.Errorf("markup in a key became an element (%v)", err)
@@ -190,12 +199,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if f1 := frames(); f1 <= f0 {
 		t.Errorf("frames %d then %d: not live", f0, f1)
 	}
-	if err := chromedp.Do(tctx, chromedp.WaitVisible(`.series[data-rule="per-key"] svg.chart polyline.refused`)); err != nil {
-		t.Fatal(err)
-	}
-	words, err := chromedp.Run(tctx, chromedp.Text(`#words`))
-	if err != nil || !containsAll(words, "per-key", "fixed_window limit 2 per 1m") {
-		t.Errorf("rules in words %q (%v)", words, err)
+	waitFor(`.series[data-rule="per-key"] svg.chart polyline.refused`)
+	if words := text(`#words`); !containsAll(words, "per-key", "fixed_window limit 2 per 1m") {
+		t.Errorf("rules in words %q", words)
 	}
 	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))
 	if err != nil {

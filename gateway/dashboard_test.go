@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -96,11 +97,13 @@ func (s *eventStream) next(t *testing.T) (string, []byte) {
 	return "", nil
 }
 
-// frameWhere reads frames until ok accepts one (at most 50).
+// frameWhere reads frames until ok accepts one, for at most 30 seconds.
 func (s *eventStream) frameWhere(t *testing.T, ok func(*dashboard.Frame) bool) *dashboard.Frame {
 	t.Helper()
-	for range 50 {
-		name, data := s.next(t)
+	timer := time.AfterFunc(30*time.Second, func() { s.resp.Body.Close() })
+	defer timer.Stop()
+	for {
+		name, data := s.next(t) // fails the test once the body is closed
 		if name != dashboard.EventFrame {
 			continue
 		}
@@ -112,8 +115,6 @@ func (s *eventStream) frameWhere(t *testing.T, ok func(*dashboard.Frame) bool) *
 			return &f
 		}
 	}
-	t.Fatal("no frame as wanted in 50")
-	return nil
 }
 
 func findHitter(f *dashboard.Frame, rule, kind, key string) *dashboard.Hitter {
@@ -398,7 +399,7 @@ routes: [{path: /, upstream: demo}]
 store: {redis: {url: "redis://`+srv.Addr+`", timeout: 2s}}
 rules:
   - {name: strict-ip, consistency: strict, policies: [{rate: 100/s, burst: 100}]}
-  - {name: eventual-ip, consistency: eventual, sync_interval: 50ms, policies: [{rate: 100/s, burst: 100}]}
+  - {name: eventual-ip, consistency: eventual, sync_interval: 200ms, policies: [{rate: 100/s, burst: 100}]}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -427,21 +428,30 @@ rules:
 		return nil
 	}
 	f := ev.frameWhere(t, func(f *dashboard.Frame) bool {
-		st, lag := field(f, "redis", "state"), field(f, "eventual sync every 50ms", "since the last good sync")
+		st, lag := field(f, "redis", "state"), field(f, "eventual sync every 200ms", "since the last good sync")
 		return st != nil && st.Value == "up" && lag != nil && !lag.Alert
 	})
 	if d := field(f, "redis", "decisions"); d == nil || d.Value == "0" {
 		t.Errorf("redis decisions %+v", d)
+	}
+	f = ev.frameWhere(t, func(f *dashboard.Frame) bool {
+		rt := field(f, "redis", "round trip")
+		return rt != nil && rt.Value != "measuring"
+	})
+	if rt := field(f, "redis", "round trip"); rt == nil {
+		t.Error("no redis round trip")
+	} else if d, err := time.ParseDuration(rt.Value); err != nil || d <= 0 || d > 2*time.Second {
+		t.Errorf("redis round trip %q (%v)", rt.Value, err)
 	}
 	if c := field(f, "test controller", "factor"); c == nil || c.Value != "0.75" {
 		t.Errorf("provider %+v in %+v", c, f.Status)
 	}
 	srv.Kill()
 	f = ev.frameWhere(t, func(f *dashboard.Frame) bool {
-		lag := field(f, "eventual sync every 50ms", "since the last good sync")
+		lag := field(f, "eventual sync every 200ms", "since the last good sync")
 		return lag != nil && lag.Alert
 	})
-	if fl := field(f, "eventual sync every 50ms", "failed"); fl == nil || fl.Value == "0" {
+	if fl := field(f, "eventual sync every 200ms", "failed"); fl == nil || fl.Value == "0" {
 		t.Errorf("failed syncs %+v", fl)
 	}
 }
@@ -473,5 +483,24 @@ reload: {watch: false}
 	g.dash.hitters.mu.Unlock()
 	if n != 1 {
 		t.Fatalf("%d rules' tops kept, want 1", n)
+	}
+}
+
+// An open dashboard does not hold up a graceful shutdown: its stream ends
+// first.
+func TestShutdownEndsOpenDashboards(t *testing.T) {
+	g, _ := startDashGateway(t, "period: 100ms", dashRules)
+	ev := openEvents(t, g)
+	ev.next(t) // hello
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := g.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 900*time.Millisecond {
+		t.Fatalf("shutdown took %v with a page open", took)
+	}
+	for ev.sc.Scan() {
 	}
 }

@@ -84,6 +84,7 @@ func (r *rawH2) drain(goaway *atomic.Value, resets *atomic.Int64) {
 // is refused once over its limit and reaches the upstream at most its
 // limit's worth; the gateway keeps answering another client meanwhile.
 func TestRapidResetIsLimited(t *testing.T) {
+	t.Parallel()
 	var attackerHits, otherHits atomic.Int64
 	up := h1Upstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Client") == "attacker" {
@@ -165,8 +166,8 @@ routes:
 		raw.c.(*net.TCPConn).CloseWrite()
 		select {
 		case <-drained:
-		case <-time.After(30 * time.Second):
-			t.Fatal("the attacker's connection was not drained in 30s")
+		case <-time.After(2 * time.Minute):
+			t.Fatal("the attacker's connection was not drained in 2 minutes")
 		}
 		raw.c.Close()
 	}
@@ -196,7 +197,14 @@ routes:
 	if decided < 101 {
 		t.Errorf("only %v of the attacker's streams were decided", decided)
 	}
-	if slowest.Load() > int64(2*time.Second) {
+	// Generous: a loaded test machine stalls anyone for a second; a
+	// gateway busy with the attack alone would stall the other client
+	// for the whole attack.
+	bound := 5 * time.Second
+	if raceEnabled {
+		bound = 15 * time.Second // the race detector slows every handler
+	}
+	if slowest.Load() > int64(bound) {
 		t.Errorf("the other client waited up to %v during the attack", time.Duration(slowest.Load()))
 	}
 	if otherHits.Load() == 0 {

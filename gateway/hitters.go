@@ -36,6 +36,7 @@ func newRuleTops(r *rules.Rule, counters int) *ruleTops {
 	if err != nil {
 		panic(err) // counters is validated by config
 	}
+	cfg.SeedOf = v // one hash per event serves both
 	f, _ := topk.New(cfg)
 	return &ruleTops{rule: r.Name, shadow: r.Shadow, volume: v, refusals: f}
 }
@@ -46,9 +47,10 @@ func (t *ruleTops) observe(ev *rules.Event) {
 	if ev.Decisive {
 		rem = ev.Decision.Remaining
 	}
-	t.volume.Add(ev.Key, 1, rem)
+	h := t.volume.Hash(ev.Key)
+	t.volume.AddHashed(h, ev.Key, 1, rem)
 	if ev.Outcome == rules.Refused || ev.Outcome == rules.ShadowRefused {
-		t.refusals.Add(ev.Key, 1, rem)
+		t.refusals.AddHashed(h, ev.Key, 1, rem)
 	}
 }
 

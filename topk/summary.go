@@ -24,6 +24,10 @@ type Config struct {
 	// Longer keys are still told apart (by hash and length) but returned
 	// truncated. Zero means 64; at most 65535.
 	MaxKeyLen int
+	// SeedOf, when set, makes the summary hash keys as SeedOf does, so
+	// that one Hash serves both in AddHashed (two summaries of the same
+	// keys: by requests and by refusals). Nil: a seed of its own.
+	SeedOf *Summary
 }
 
 // ErrConfig reports a Config that cannot be used.
@@ -98,6 +102,9 @@ func New(cfg Config) (*Summary, error) {
 		return nil, errors.Join(ErrConfig, errors.New("max key length must be between 1 and 65535"))
 	}
 	s := &Summary{seed: maphash.MakeSeed(), shards: make([]shard, n), keyLen: kl}
+	if cfg.SeedOf != nil {
+		s.seed = cfg.SeedOf.seed
+	}
 	s.shift = uint(64 - bits.TrailingZeros(uint(n)))
 	per := k / n
 	for i := range s.shards {
@@ -123,6 +130,18 @@ func New(cfg Config) (*Summary, error) {
 // records the key's remaining quota). It allocates nothing.
 func (s *Summary) Add(key string, weight uint64, tag int64) {
 	add(s, maphash.String(s.seed, key), key, weight, tag)
+}
+
+// Hash is key's hash for AddHashed, on this summary and on those made
+// with it as their Config.SeedOf.
+func (s *Summary) Hash(key string) uint64 { return maphash.String(s.seed, key) }
+
+// AddHashed is Add with key's hash h from Hash (of this summary or of one
+// sharing its seed), so that two summaries of the same key hash it once.
+// A wrong h makes the key count apart from its other additions; it never
+// corrupts the summary.
+func (s *Summary) AddHashed(h uint64, key string, weight uint64, tag int64) {
+	add(s, h, key, weight, tag)
 }
 
 // AddBytes is Add for a key in bytes.

@@ -333,3 +333,24 @@ func BenchmarkExactMapDistinctKeys(b *testing.B) {
 		mu.Unlock()
 	}
 }
+
+// Summaries sharing a seed take one Hash; AddHashed counts as Add does.
+func TestAddHashedSharesTheHash(t *testing.T) {
+	a, _ := New(Config{Counters: 8, Shards: 2})
+	b, _ := New(Config{Counters: 8, Shards: 2, SeedOf: a})
+	for _, k := range []string{"x", "y", "x", "z", "x"} {
+		h := a.Hash(k)
+		a.AddHashed(h, k, 1, 0)
+		b.AddHashed(h, k, 2, 0)
+		if h != b.Hash(k) {
+			t.Fatalf("hashes differ for %q", k)
+		}
+	}
+	b.Add("x", 1, 0) // Add and AddHashed meet on one counter
+	if top := b.Top(nil, 1); top[0].Key != "x" || top[0].Count != 7 {
+		t.Fatalf("b top %+v", top)
+	}
+	if top := a.Top(nil, 1); top[0].Key != "x" || top[0].Count != 3 {
+		t.Fatalf("a top %+v", top)
+	}
+}

@@ -44,7 +44,8 @@ func TestForwardAuthRefusesConfigurationsItCannotServe(t *testing.T) {
 func TestForwardAuthSharesCountersOnRedis(t *testing.T) {
 	rs := redistest.Start(t)
 	file := writeConfig(t, `client_ip: {trusted_proxies: [127.0.0.1]}
-store: {redis: {url: "redis://`+rs.Addr+`", prefix: "fa:"}}
+store: {redis: {url: "redis://`+rs.Addr+`", prefix: "fa:", timeout: 2s}}
+on_error: closed
 rules:
   - name: api
     match: {path_prefixes: [/api/]}

@@ -40,20 +40,54 @@ func (s *Sentinel) Addrs() []string {
 // start at once; everything is stopped at t.Cleanup.
 func StartSentinel(t testing.TB, downAfter, failoverTimeout time.Duration) *Sentinel {
 	t.Helper()
+	return startSentinel(t, downAfter, failoverTimeout, nil)
+}
+
+// StartSentinelTLS is StartSentinel with every process speaking only TLS
+// as o says: the Sentinels to their clients and to the servers, the
+// replica to its primary.
+func StartSentinelTLS(t testing.TB, downAfter, failoverTimeout time.Duration, o TLSOptions) *Sentinel {
+	t.Helper()
+	return startSentinel(t, downAfter, failoverTimeout, &o)
+}
+
+func startSentinel(t testing.TB, downAfter, failoverTimeout time.Duration, o *TLSOptions) *Sentinel {
+	t.Helper()
 	if _, err := exec.LookPath("redis-sentinel"); err != nil {
 		t.Fatalf("redistest: redis-sentinel not found (scripts/test.sh installs it): %v", err)
 	}
-	st := &Sentinel{Primary: Start(t)}
-	st.Replica = Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(st.Primary.Port))
+	st := &Sentinel{}
+	if o != nil {
+		st.Primary = StartTLS(t, *o, "--tls-replication", "yes")
+		st.Replica = StartTLS(t, *o, "--tls-replication", "yes", "--replicaof", "127.0.0.1", strconv.Itoa(st.Primary.Port))
+	} else {
+		st.Primary = Start(t)
+		st.Replica = Start(t, "--replicaof", "127.0.0.1", strconv.Itoa(st.Primary.Port))
+	}
 	for range 3 {
 		dir := t.TempDir()
 		port := FreePort(t)
-		conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel resolve-hostnames no\n"+
+		listen := fmt.Sprintf("port %d\n", port)
+		var tlsConf *Server
+		if o != nil {
+			// The Sentinel's TLS settings are a server's: take them
+			// from a server configured alike, never started.
+			tlsConf = newServer(t, dir)
+			tlsConf.useTLS(t, *o)
+			listen = fmt.Sprintf("port 0\ntls-port %d\ntls-replication yes\n", port)
+			for i := 0; i+1 < len(tlsConf.args); i++ {
+				switch a := tlsConf.args[i]; a {
+				case "--tls-cert-file", "--tls-key-file", "--tls-ca-cert-file", "--tls-auth-clients":
+					listen += strings.TrimPrefix(a, "--") + " " + tlsConf.args[i+1] + "\n"
+				}
+			}
+		}
+		conf := fmt.Sprintf(listen+"bind 127.0.0.1\ndir %s\nsentinel resolve-hostnames no\n"+
 			"sentinel monitor %s 127.0.0.1 %d 2\n"+
 			"sentinel down-after-milliseconds %s %d\n"+
 			"sentinel failover-timeout %s %d\n"+
 			"sentinel parallel-syncs %s 1\n",
-			port, dir, SentinelMaster, st.Primary.Port,
+			dir, SentinelMaster, st.Primary.Port,
 			SentinelMaster, downAfter.Milliseconds(),
 			SentinelMaster, failoverTimeout.Milliseconds(),
 			SentinelMaster)
@@ -63,6 +97,9 @@ func StartSentinel(t testing.TB, downAfter, failoverTimeout time.Duration) *Sent
 		}
 		s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, bin: "redis-sentinel",
 			args: []string{path, "--loglevel", "warning"}}
+		if tlsConf != nil {
+			s.tls, s.cli = tlsConf.tls, tlsConf.cli
+		}
 		if err := s.start(); err != nil {
 			t.Fatalf("redistest: sentinel: %v", err)
 		}

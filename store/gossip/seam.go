@@ -87,3 +87,17 @@ func (s *Store) MergeDelta(d *Delta, i int) error {
 	s.mergeEntry(&d.m, d.m.entries[i], func(j int) (uint32, bool) { return s.nodes.id(d.m.nodes[j]) }, s.clock(), false)
 	return nil
 }
+
+// Kicked reports whether a change asked for a round at once (a change
+// after a quiet interval, see nudge), and clears the request: the
+// background loop runs that round itself; the owner of a Store with a
+// Transport calls Round when Kicked says so.
+func (s *Store) Kicked() bool {
+	select {
+	case <-s.kick:
+		s.kicked.Store(false)
+		return true
+	default:
+		return false
+	}
+}

@@ -82,3 +82,36 @@ func TestTransportRefusesAFanout(t *testing.T) {
 		t.Fatal("fan-out with a Transport accepted")
 	}
 }
+
+// A change after a quiet interval asks for a round at once (the nudge):
+// Kicked says so once; a change right after a round with a fresh change
+// does not ask.
+func TestKickedReportsTheNudge(t *testing.T) {
+	clock := newFakeClock()
+	s, err := New(Config{Name: "a", Clock: clock.now, Transport: &captured{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Kicked() {
+		t.Fatal("kicked before any change")
+	}
+	p := limit.FixedWindow{Limit: 10, Window: time.Minute}
+	if _, err := s.Apply(context.Background(), "k", p, 1); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Kicked() {
+		t.Fatal("a change after a quiet spell did not ask for a round")
+	}
+	if s.Kicked() {
+		t.Fatal("one nudge reported twice")
+	}
+	s.Round()
+	clock.advance(time.Millisecond)
+	if _, err := s.Apply(context.Background(), "j", p, 1); err != nil {
+		t.Fatal(err)
+	}
+	if s.Kicked() {
+		t.Fatal("a change a millisecond after a fresh round asked for another")
+	}
+}

@@ -152,7 +152,7 @@ type certConn struct {
 
 func (c *certConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
-	if n > 0 {
+	if n > 0 && !c.replied.Load() {
 		c.replied.Store(true)
 	}
 	return n, c.explain(err)

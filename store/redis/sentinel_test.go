@@ -102,3 +102,37 @@ func TestSentinelFailover(t *testing.T) {
 	t.Logf("failover: %d decisions, %d by FailClosed's failure mode, 0 errors; back on Redis %v after the kill (down-after 500ms)",
 		total.Load(), closed.Load(), recovered.Round(time.Millisecond))
 }
+
+// A Sentinel set speaking only TLS: the store asks the Sentinels over TLS
+// and decides on the master over TLS, and follows a failover.
+func TestSentinelTLS(t *testing.T) {
+	pki := redistest.NewPKI(t)
+	set := redistest.StartSentinelTLS(t, 500*time.Millisecond, 2*time.Second, redistest.TLSOptions{PKI: pki})
+	tc, err := (TLSFiles{CAFile: pki.CAFile}).Load(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), Config{
+		Addrs: set.Addrs(), MasterName: redistest.SentinelMaster, TLS: tc,
+		OnFailure: FailClosed, Timeout: 2 * time.Second, BreakerCooldown: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.DialError(); err != nil {
+		t.Fatal(err)
+	}
+	if !decidedOnRedis(t, s, set.Primary, "tls-before") {
+		t.Fatal("not decided on the master over TLS")
+	}
+	set.Primary.Kill()
+	set.WaitMaster(t, set.Replica.Addr)
+	deadline := time.Now().Add(20 * time.Second)
+	for !decidedOnRedis(t, s, set.Replica, "tls-after") {
+		if time.Now().After(deadline) {
+			t.Fatal("not decided on the promoted replica over TLS")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

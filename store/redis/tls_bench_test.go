@@ -46,7 +46,7 @@ func BenchmarkTransport(b *testing.B) {
 
 // transportRounds is how many times BenchmarkTransport alternates the
 // transports.
-const transportRounds = 5
+const transportRounds = 7
 
 // benchTransport is one transport's run of BenchmarkTransport.
 func benchTransport(b *testing.B, addr string, files *TLSFiles) {
