@@ -47,6 +47,16 @@ type Config struct {
 	// at least 10ms here: a tiny one would spin a core on Redis round
 	// trips that can never complete.
 	rules.Config `yaml:",inline"`
+	// Adaptive are the adaptive controllers by name, each scaling the
+	// policies that name it (policies[].adaptive) with the health of an
+	// origin. Default: none.
+	Adaptive map[string]Adaptive `yaml:"adaptive"`
+	// ConcurrencyLease is how long a concurrency slot held on Redis
+	// (algorithm concurrency, store.redis) lives without being renewed:
+	// the gateway holding it renews it every third of that, so a gateway
+	// that dies gives its slots back within one lease. Default 30s; at
+	// least 100ms. A change needs a restart.
+	ConcurrencyLease time.Duration `yaml:"concurrency_lease"`
 	// AccessLog is off unless a path is given.
 	AccessLog AccessLog `yaml:"access_log"`
 	// RefusalLog is off unless a path is given.

@@ -120,6 +120,7 @@ func (c *Config) Describe(w io.Writer) {
 	if c.AccessLog.Path != "" {
 		fmt.Fprintf(w, "log      %s (%s)\n", c.AccessLog.Path, c.AccessLog.Format)
 	}
+	c.describeAdaptive(w)
 }
 
 func describeMatch(m rules.Match) string {
@@ -160,7 +161,13 @@ func describePolicy(p rules.Policy) string {
 	if p.Burst != 0 {
 		fmt.Fprintf(&b, " burst %d", p.Burst)
 	}
-	if p.Limit != 0 {
+	switch {
+	case alg == rules.AlgConcurrency:
+		fmt.Fprintf(&b, " limit %d in flight", p.Limit)
+		if p.RetryAfter != 0 {
+			fmt.Fprintf(&b, " retry_after %v", p.RetryAfter)
+		}
+	case p.Limit != 0:
 		fmt.Fprintf(&b, " limit %d per %s", p.Limit, p.Window)
 	}
 	if p.Mode != "" {
@@ -168,6 +175,9 @@ func describePolicy(p rules.Policy) string {
 	}
 	if p.Delay != 0 {
 		fmt.Fprintf(&b, " delay %d", p.Delay)
+	}
+	if p.Adaptive != "" {
+		fmt.Fprintf(&b, " scaled by adaptive %s", p.Adaptive)
 	}
 	if p.Name != "" {
 		fmt.Fprintf(&b, " (%q)", p.Name)

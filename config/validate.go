@@ -67,6 +67,7 @@ func (c *Config) validate(ps *problems) {
 	c.validateStore(ps)
 	c.validateRules(ps)
 	c.validateTiers(ps)
+	c.validateAdaptive(ps)
 	c.validateAccessLog(ps)
 	c.validateDashboard(ps)
 }

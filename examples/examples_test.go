@@ -34,7 +34,10 @@ func TestExamplesAreValid(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			if _, err := rules.New(cfg.Config, st); err != nil {
+			rc := cfg.Config
+			rc.Scales = cfg.BaseScales()
+			rc.Slots = memory.NewSlots()
+			if _, err := rules.New(rc, st); err != nil {
 				t.Fatal(err)
 			}
 		})

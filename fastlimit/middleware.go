@@ -29,6 +29,12 @@ func Middleware(engine func() *rules.Engine, next fasthttp.RequestHandler) fasth
 			return
 		}
 		res := Decide(ctx, e)
+		if res.Holds() {
+			// Concurrency slots go back when next returns or panics (a
+			// body next streams with SetBodyStream is still being sent
+			// then: the gateway holds them to the exchange's end).
+			defer res.Release()
+		}
 		if !Enforce(ctx, &res) {
 			return
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/stores"
 )
 
@@ -33,6 +34,8 @@ type Gateway struct {
 	conns   upstreamConns
 
 	stores *stores.Set // the store section's store and the tiers' over it
+	adapt  controllers // the adaptive controllers (adaptive.go)
+	slots  limit.Slots // concurrency slots, kept across reloads (slots.go)
 
 	server   *fasthttp.Server
 	ln       net.Listener
@@ -91,23 +94,30 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if rs := g.stores.Redis(); rs != nil {
 		g.m.reg.MustRegister(redisCollector{rs})
 	}
+	g.initAdaptive()
+	g.openSlots(cfg)
 	if gs := g.stores.Gossip(); gs != nil {
 		g.m.reg.MustRegister(gossipCollector{s: gs, cold: g.stores.ColdDecisions})
 	}
 	if g.dash, err = newDashState(g, cfg); err != nil {
+		g.closeSlots()
 		g.stores.Close()
 		return nil, err
 	}
 	s, err := g.build(cfg)
 	if err != nil {
 		g.dash.close()
+		g.closeSlots()
 		g.stores.Close()
 		return nil, err
 	}
 	g.snap.Store(s)
+	g.adapt.commit(s.loops)
 	if cfg.AccessLog.Path != "" {
 		if g.access, err = openAccessLog(cfg.Resolve(cfg.AccessLog.Path), cfg.AccessLog.Format); err != nil {
 			g.dash.close()
+			g.adapt.closeAll()
+			g.closeSlots()
 			g.stores.Close()
 			return nil, err
 		}
@@ -266,6 +276,9 @@ func (g *Gateway) reload(cfg *config.Config) error {
 	if cfg.AccessLog.Path != old.AccessLog.Path || cfg.AccessLog.Format != old.AccessLog.Format {
 		restart = append(restart, "access_log")
 	}
+	if cfg.ConcurrencyLease != old.ConcurrencyLease {
+		restart = append(restart, "concurrency_lease")
+	}
 	if cfg.RefusalLog != old.RefusalLog {
 		restart = append(restart, "refusal_log")
 	}
@@ -283,6 +296,7 @@ func (g *Gateway) reload(cfg *config.Config) error {
 		return err
 	}
 	g.snap.Store(s)
+	g.adapt.commit(s.loops)
 	return nil
 }
 
@@ -398,6 +412,7 @@ func (g *Gateway) Close() error {
 			g.h2.ln.close()
 		}
 		g.serving.Wait()
+		g.adapt.closeAll()
 		g.closeTransports()
 		g.tunnels.closeAll()
 		g.mu.Lock()
@@ -411,6 +426,7 @@ func (g *Gateway) Close() error {
 		if g.warns != nil {
 			g.warns.Close()
 		}
+		g.closeSlots()
 		g.stores.Close()
 	})
 	return nil

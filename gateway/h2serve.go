@@ -71,6 +71,11 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 		// reset) costs a client its allowance as requests do.
 		res, _ = s.engine.Decide(context.WithoutCancel(r.Context()), httplimit.Request{Req: r})
 		g.m.decisionTime.Observe(time.Since(t0).Seconds())
+		if res.Holds() {
+			// Concurrency slots: the handler returns once the exchange
+			// (a streamed body included) has ended, whichever way.
+			defer res.Release()
+		}
 		if ent != nil {
 			ent.result(&res)
 		}

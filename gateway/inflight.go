@@ -31,6 +31,7 @@ func (g *Gateway) connState(c net.Conn, st fasthttp.ConnState) {
 			y.active = false
 			g.inFlight.Add(-1)
 		}
+		releaseExchangeSlots(y)
 	}
 }
 

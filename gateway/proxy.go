@@ -211,7 +211,11 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 		start = monoNow()
 	}
 	body := wrapClientBody(req, s.cfg.Listen.MaxRequestBody)
+	beginMeters(rt)
 	err := rt.client.Do(req, resp)
+	if len(rt.meters) > 0 {
+		endMeters(rt, time.Since(start), resp, err)
+	}
 	if bodyErr := body.release(); bodyErr != nil && err != nil {
 		// The client's fault, not the upstream's.
 		bodyError(ctx, bodyErr)

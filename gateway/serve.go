@@ -39,6 +39,9 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 		if ent != nil {
 			ent.result(&res)
 		}
+		if res.Holds() {
+			defer holdSlots(ctx, &res)
+		}
 		if !fastlimit.Enforce(ctx, &res) {
 			yieldBeforeNextRead(ctx)
 			return

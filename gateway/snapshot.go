@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tollgate-dev/tollgate/adaptive"
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/rules"
 )
@@ -37,6 +38,9 @@ type snapshot struct {
 	// mode is closed: while Redis is down they refuse, and /readyz says
 	// so. Empty when the store is in memory.
 	refusesWithoutRedis []string
+	// loops are the adaptive controllers this configuration runs, by
+	// name (controllers.commit starts them once it is in place).
+	loops map[string]*adaptive.Loop
 	// obs counts the decisions (the dashboard samples its counters);
 	// tops are the rules' heavy hitters by position, nil when the
 	// dashboard is off.
@@ -68,12 +72,20 @@ type route struct {
 	dialTimeout time.Duration
 	upTime      prometheus.Observer
 	upStatus    [7]prometheus.Counter // by statusIndex
+	// meters measure the exchanges for the adaptive controllers whose
+	// upstream this route's is.
+	meters []*adaptive.Meter
 }
 
 // build compiles cfg into a snapshot over the gateway's store. It is
 // called with g.mu held (or before the gateway is shared).
 func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 	s := &snapshot{cfg: cfg, logAccess: cfg.AccessLog.Path != ""}
+	loops, err := g.adapt.prepare(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("adaptive: %w", err)
+	}
+	s.loops = loops
 	if len(cfg.Rules) > 0 {
 		rc, err := cfg.EngineConfig() // a copy: the observer and logger are per snapshot
 		if err != nil {
@@ -84,6 +96,8 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		s.obs, s.observer = obs, rc.Observer
 		rc.Logger = g.log
 		rc.Stores = g.stores.For(&rc)
+		rc.Scales = scales(loops)
+		rc.Slots = g.slots
 		st, err := g.stores.Engine(&rc)
 		if err != nil {
 			return nil, fmt.Errorf("rules: on_error: %w", err)
@@ -102,6 +116,7 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		if err != nil {
 			return nil, err
 		}
+		r.meters = metersFor(loops, rc.Upstream)
 		s.routes = append(s.routes, r)
 	}
 	// Host-specific routes before catch-alls, then longest path first.

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/tollgate-dev/tollgate/rules"
 	"net"
 	"runtime"
 
@@ -53,6 +54,10 @@ type yieldConn struct {
 	*net.TCPConn
 	yield  bool
 	active bool // in the middle of an exchange (connState)
+	// slots is the exchange's decision while it holds concurrency slots,
+	// released when the exchange ends (connState, slots.go).
+	slots   rules.Result
+	holding bool
 }
 
 // Read yields first when asked to, then reads.

@@ -70,10 +70,17 @@ func (l *Limiter) DelaysCancelled() uint64 { return l.cancels.Load() }
 //     first, next is not called and it is answered 503 (a client that went
 //     away reads nothing);
 //   - a store failure is allowed or refused as the rules' failure mode
-//     says (rules.Config.OnErrorOf; the engine logs it).
+//     says (rules.Config.OnErrorOf; the engine logs it);
+//   - the concurrency slots a request holds (rules.AlgConcurrency) are
+//     released when next returns or panics.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, _ := l.engine.Load().Decide(r.Context(), Request{r})
+		if res.Holds() {
+			// Concurrency slots go back however next ends: returning,
+			// the client gone, a timeout, a panic.
+			defer res.Release()
+		}
 		if !res.Matched() && !res.Refused() {
 			next.ServeHTTP(w, r)
 			return

@@ -27,6 +27,7 @@ func compile(c *Config) (*Engine, problems) {
 		observer:  c.Observer,
 		shadowLog: c.Logger,
 		now:       c.Now,
+		scales:    c.Scales,
 	}
 	e.batches.New = func() any { s := make([]limit.Request, 0, 8); return &s }
 	if e.now == nil {
@@ -116,7 +117,17 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 	case r.Tiers != nil:
 		cr.tiers = e.compileTiers(r.Name, r.Tiers, cr.tier, where+".tiers", ps)
 	default:
-		cr.policies = compilePolicies(r.Name, r.Name, "", r.Policies, cr.tier, where+".policies", ps)
+		cr.policies = e.compilePolicies(r.Name, r.Name, "", r.Policies, cr.tier, where+".policies", ps)
+		cr.policies, cr.conc = splitConcurrency(cr.policies)
+		if len(cr.conc) > 0 {
+			e.conc = true
+			switch {
+			case r.Shadow:
+				ps.add(where+".shadow", "a shadow rule cannot hold concurrency slots (it never refuses)")
+			case r.Consistency != "":
+				ps.add(where+".consistency", "a rule with a concurrency policy holds its slots in the engine's slot store (the store section): it takes no consistency tier")
+			}
+		}
 	}
 	for i, p := range cr.allPolicies() {
 		p.index = i
@@ -143,7 +154,7 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 
 // compilePolicies compiles a rule's (or a plan's) policies. Default names
 // are base, base-2, base-3...; keys are namespaced by rule, plan and name.
-func compilePolicies(rule, base, plan string, list []Policy, t tier, where string, ps *problems) []*compiledPolicy {
+func (e *Engine) compilePolicies(rule, base, plan string, list []Policy, t tier, where string, ps *problems) []*compiledPolicy {
 	var out []*compiledPolicy
 	names := map[string]bool{}
 	for i, p := range list {
@@ -162,6 +173,19 @@ func compilePolicies(rule, base, plan string, list []Policy, t tier, where strin
 			ps.add(at+".name", "duplicate policy name %q", name)
 		}
 		names[name] = true
+		if p.Algorithm == AlgConcurrency {
+			if plan != "" {
+				ps.add(at+".algorithm", "concurrency goes in a rule's policies, not in a plan")
+				continue
+			}
+			if cp := compileConcurrency(p, rule, name, at, ps); cp != nil {
+				if p.Adaptive != "" {
+					e.bindScale(cp, rule, p.Adaptive, at+".adaptive", ps)
+				}
+				out = append(out, cp)
+			}
+			continue
+		}
 		lp, field, err := p.toLimit()
 		if err == nil {
 			lp, field, err = t.tierPolicy(lp)
@@ -177,7 +201,11 @@ func compilePolicies(rule, base, plan string, list []Policy, t tier, where strin
 		if plan != "" {
 			ns += keySep + plan
 		}
-		out = append(out, compilePolicy(ns, name, lp))
+		cp := compilePolicy(ns, name, lp)
+		if p.Adaptive != "" {
+			e.bindScale(cp, ns, p.Adaptive, at+".adaptive", ps)
+		}
+		out = append(out, cp)
 	}
 	return out
 }
@@ -199,7 +227,7 @@ func (e *Engine) compileTiers(rule string, t *Tiers, rt tier, where string, ps *
 		if len(t.Plans[name]) == 0 {
 			ps.add(at, "no policies")
 		}
-		list := compilePolicies(rule, rule+"-"+name, name, t.Plans[name], rt, at, ps)
+		list := e.compilePolicies(rule, rule+"-"+name, name, t.Plans[name], rt, at, ps)
 		plans[name] = &compiledPlan{name: name, policies: list}
 		ct.all = append(ct.all, list...)
 	}
@@ -227,4 +255,16 @@ func (e *Engine) compileTiers(rule string, t *Tiers, rt tier, where string, ps *
 		ct.members[string(e.appendClientValue(nil, id))] = plan
 	}
 	return ct
+}
+
+// splitConcurrency separates the concurrency policies from the others.
+func splitConcurrency(list []*compiledPolicy) (rates, conc []*compiledPolicy) {
+	for _, p := range list {
+		if p.concurrency {
+			conc = append(conc, p)
+		} else {
+			rates = append(rates, p)
+		}
+	}
+	return rates, conc
 }

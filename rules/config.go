@@ -3,6 +3,8 @@ package rules
 import (
 	"log/slog"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/limit"
 )
 
 // Config is the whole rule set of one engine. It is plain data: decode it
@@ -59,6 +61,14 @@ type Config struct {
 	// engine's store, whatever its tier (a local rule's policies are still
 	// divided by its Nodes). Set in code; never decoded.
 	Stores StoreFunc `yaml:"-" json:"-"`
+	// Slots holds the slots of concurrency policies (algorithm
+	// concurrency). New refuses a concurrency policy when it is nil. Set
+	// in code; never decoded.
+	Slots limit.Slots `yaml:"-" json:"-"`
+	// Scales, when set, finds the adaptive controller a policy names
+	// (Policy.Adaptive). New refuses a policy naming one when it is nil,
+	// or naming one it does not know. Set in code; never decoded.
+	Scales ScaleFunc `yaml:"-" json:"-"`
 }
 
 // Rule is one limit: which requests it applies to, how they are grouped
@@ -218,6 +228,16 @@ type Policy struct {
 	// Delay is the leaky bucket's nginx delay=N: in shape mode the first
 	// N excess requests pass undelayed.
 	Delay int64 `yaml:"delay" json:"delay"`
+	// Adaptive names an adaptive controller (the file's adaptive
+	// section; Config.Scales in code) whose factor scales this policy:
+	// its limit, burst and rate multiplied by the factor, between the
+	// controller's floor and the policy as written (the base). Headers
+	// report the scaled quota. Empty: the policy is static.
+	Adaptive string `yaml:"adaptive" json:"adaptive"`
+	// RetryAfter is a concurrency policy's Retry-After on a refusal
+	// (algorithm concurrency: at most Limit requests of a key in flight;
+	// no other algorithm takes it). Zero means 1s.
+	RetryAfter time.Duration `yaml:"retry_after" json:"retry_after"`
 }
 
 // Tiers chooses a rule's policies by plan: an identity (taken from the

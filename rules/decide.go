@@ -92,14 +92,32 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 	d := decision{e: e, req: req, method: req.Method(), host: HostOnly(req.Host()), path: req.Path()}
 	res.path = d.path
 
+	// Concurrency slots first (applied[:nslots]): a request they refuse
+	// charges no rate policy.
+	if e.conc {
+		for _, r := range e.enforced {
+			if len(r.conc) > 0 {
+				e.collectConcurrency(&d, &res, r)
+			}
+		}
+	}
 	var b batch
-	for _, r := range e.enforced {
-		e.collect(&d, &res, &b, r)
+	var err error
+	admitted := true
+	if res.nslots > 0 {
+		admitted, err = e.acquire(ctx, &res)
+	}
+	if admitted {
+		for _, r := range e.enforced {
+			e.collect(&d, &res, &b, r)
+		}
 	}
 	res.enforced = res.n
-	var err error
+	if !admitted {
+		e.observe(&res, 0, res.enforced, res.Outcome, res.Decision, err)
+	}
 	if b.n > 0 {
-		res.Decision, err = b.apply(ctx, e, &res, 0)
+		res.Decision, err = b.apply(ctx, e, &res, res.nslots)
 		if err != nil {
 			err = fmt.Errorf("%w: %w", ErrStore, err)
 			res.Outcome = Errored
@@ -115,15 +133,22 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 			}
 			res.Decision = limit.Decision{Allowed: !res.failClosed}
 			e.logError(ctx, &res, 0, err)
+			if res.failClosed {
+				res.Release()
+			}
 		} else {
+			res.Decision.Index += res.nslots
 			switch {
 			case !res.Decision.Allowed:
 				res.Outcome = Refused
+				res.Release()
 			case res.Decision.Delay > 0:
 				res.Outcome = Delayed
 				res.Delay = min(res.Decision.Delay, res.shapingCap())
 			}
 		}
+		e.observe(&res, 0, res.enforced, res.Outcome, res.Decision, err)
+	} else if admitted && res.nslots > 0 {
 		e.observe(&res, 0, res.enforced, res.Outcome, res.Decision, err)
 	}
 
@@ -198,6 +223,7 @@ func (e *Engine) collect(d *decision, res *Result, b *batch, r *compiledRule) {
 		}
 	}
 	for _, p := range policies {
+		p = p.current()
 		var fb [256]byte
 		full := append(append(fb[:0], p.keyPrefix...), val...)
 		key := e.keys.intern(full)

@@ -44,6 +44,15 @@ type Engine struct {
 	now       func() time.Time
 
 	batches sync.Pool // *[]limit.Request
+
+	// scales finds adaptive controllers (Config.Scales); unscaled is set
+	// when a policy names one and scales is nil.
+	scales   ScaleFunc
+	unscaled bool
+	// slots holds concurrency slots (Config.Slots); conc is set when a
+	// rule has a concurrency policy.
+	slots limit.Slots
+	conc  bool
 }
 
 type compiledRule struct {
@@ -52,6 +61,7 @@ type compiledRule struct {
 	key       []keyPart
 	anonymous bool
 	policies  []*compiledPolicy // nil for a tiered rule
+	conc      []*compiledPolicy // its concurrency policies, apart
 	tiers     *compiledTiers
 	cost      compiledCost
 	shadow    bool
@@ -86,6 +96,10 @@ type compiledCostBy struct {
 	cost  int64
 }
 
+// ErrNoSlots reports a concurrency policy in an engine built without
+// Config.Slots.
+var ErrNoSlots = errors.New("rules: a concurrency policy needs Config.Slots")
+
 // ErrStore wraps a store failure returned by Decide.
 var ErrStore = errors.New("rate-limit store failed")
 
@@ -100,6 +114,13 @@ func New(cfg Config, store limit.Store) (*Engine, error) {
 	if len(ps) > 0 {
 		return nil, errors.Join(ps...)
 	}
+	if err := e.checkScales(); err != nil {
+		return nil, err
+	}
+	if e.conc && cfg.Slots == nil {
+		return nil, ErrNoSlots
+	}
+	e.slots = cfg.Slots
 	e.store = store
 	if cfg.Stores != nil {
 		if err := e.bindStores(&cfg); err != nil {

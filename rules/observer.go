@@ -144,10 +144,14 @@ func (e *Engine) PolicyNames(rule int) []string {
 	return nil
 }
 
-// allPolicies is every policy of the rule, in PolicyNames order.
+// allPolicies is every policy of the rule, in PolicyNames order: its
+// rate policies, then its concurrency policies.
 func (r *compiledRule) allPolicies() []*compiledPolicy {
 	if r.tiers != nil {
 		return r.tiers.all
 	}
-	return r.policies
+	if len(r.conc) == 0 {
+		return r.policies
+	}
+	return append(append([]*compiledPolicy(nil), r.policies...), r.conc...)
 }

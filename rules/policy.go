@@ -29,6 +29,14 @@ type compiledPolicy struct {
 	// problemViolated is the refusal body's member naming it:
 	// ,"violated-policies":["name"].
 	problemViolated string
+	// scaled links an adaptive policy to its controller; nil otherwise.
+	scaled *scaledPolicy
+	// permille is the factor this form is scaled by; 0 for the base.
+	permille int64
+	// concurrency marks a concurrency policy (policy is an inFlight),
+	// refused with Retry-After retryAfter.
+	concurrency bool
+	retryAfter  time.Duration
 }
 
 // PolicyError is a Policy that does not convert to a limit.Policy, with

@@ -74,6 +74,10 @@ type Result struct {
 	failClosed    bool // the store failed and a matched rule's mode is closed
 	inline        [inlineApplied]applied
 	spill         []applied
+	// The keys and leases of the concurrency policies, applied[:nslots].
+	nslots      int
+	slotsInline [2]slot
+	slotsSpill  []slot
 }
 
 // shapingCap is the max_delay that caps a delayed request's wait: that of

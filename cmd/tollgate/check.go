@@ -38,6 +38,8 @@ var checkCommand = &command{
 				defer st.Close()
 				var rc rules.Config
 				if rc, err = cfg.EngineConfig(); err == nil {
+					rc.Scales = cfg.BaseScales()
+					rc.Slots = memory.NewSlots()
 					_, err = rules.New(rc, st)
 				}
 			}
