@@ -200,6 +200,9 @@ type Route struct {
 	// Rules match a gRPC method by its path (/package.Service/Method),
 	// metadata by headers, and key by grpc_service and grpc_method.
 	GRPC bool `yaml:"grpc"`
+	// AdaptiveConcurrency, when set, bounds the requests in flight to
+	// the upstream by a gradient controller (see its type).
+	AdaptiveConcurrency *AdaptiveConcurrency `yaml:"adaptive_concurrency"`
 }
 
 // Store chooses the counter store: exactly one of Memory or Redis, and

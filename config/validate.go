@@ -68,6 +68,7 @@ func (c *Config) validate(ps *problems) {
 	c.validateRules(ps)
 	c.validateTiers(ps)
 	c.validateAdaptive(ps)
+	c.validateAdaptiveConcurrency(ps)
 	c.validateAccessLog(ps)
 	c.validateDashboard(ps)
 }
