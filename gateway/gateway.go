@@ -35,6 +35,7 @@ type Gateway struct {
 
 	stores *stores.Set // the store section's store and the tiers' over it
 	adapt  controllers // the adaptive controllers (adaptive.go)
+	concs  concLimits  // the routes' adaptive concurrency (gradient.go)
 	slots  limit.Slots // concurrency slots, kept across reloads (slots.go)
 
 	server   *fasthttp.Server
@@ -95,6 +96,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		g.m.reg.MustRegister(redisCollector{rs})
 	}
 	g.initAdaptive()
+	g.initConcLimits()
 	g.openSlots(cfg)
 	if gs := g.stores.Gossip(); gs != nil {
 		g.m.reg.MustRegister(gossipCollector{s: gs, cold: g.stores.ColdDecisions})

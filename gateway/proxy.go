@@ -210,9 +210,13 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 	if start.IsZero() {
 		start = monoNow()
 	}
+	if rt.conc != nil && !rt.conc.acquire() {
+		problem(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable", "the upstream's adaptive concurrency limit is reached")
+		return
+	}
 	body := wrapClientBody(req, s.cfg.Listen.MaxRequestBody)
 	beginMeters(rt)
-	err := rt.client.Do(req, resp)
+	err := do(rt, req, resp)
 	if len(rt.meters) > 0 {
 		endMeters(rt, time.Since(start), resp, err)
 	}
@@ -362,4 +366,16 @@ func isTimeout(err error) bool {
 	}
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// do is the exchange with the upstream; with adaptive_concurrency it
+// holds the place acquire took and gives it back however Do ends, with
+// the time the upstream took to answer.
+func do(rt *route, req *fasthttp.Request, resp *fasthttp.Response) error {
+	if rt.conc == nil {
+		return rt.client.Do(req, resp)
+	}
+	began := time.Now()
+	defer rt.conc.release(began)
+	return rt.client.Do(req, resp)
 }

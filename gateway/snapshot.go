@@ -75,6 +75,9 @@ type route struct {
 	// meters measure the exchanges for the adaptive controllers whose
 	// upstream this route's is.
 	meters []*adaptive.Meter
+	// conc bounds the requests in flight to the upstream
+	// (adaptive_concurrency); nil without.
+	conc *concLimit
 }
 
 // build compiles cfg into a snapshot over the gateway's store. It is
@@ -117,6 +120,9 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 			return nil, err
 		}
 		r.meters = metersFor(loops, rc.Upstream)
+		if rc.AdaptiveConcurrency != nil && !r.demo {
+			r.conc = g.concs.forRoute(r.name, rc.AdaptiveConcurrency)
+		}
 		s.routes = append(s.routes, r)
 	}
 	// Host-specific routes before catch-alls, then longest path first.

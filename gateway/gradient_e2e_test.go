@@ -1,0 +1,126 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/originsim"
+)
+
+// The origin is pushed past its capacity through a route with
+// adaptive_concurrency: the limit falls toward the origin's capacity
+// (4 workers), the origin's requests in the system stay bounded by it
+// while 48 clients press, the requests beyond it are refused 503 with a
+// problem body, and the limit rises again once the load is light.
+func TestAdaptiveConcurrencyBoundsTheOrigin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load test of several seconds")
+	}
+	origin := originsim.New(originsim.Config{Workers: 4, Queue: 200, Service: 20 * time.Millisecond})
+	osrv := httptest.NewServer(origin)
+	defer osrv.Close()
+	g, base := startTestGateway(t, `routes:
+  - path: /
+    upstream: "`+osrv.URL+`"
+    adaptive_concurrency:
+      min_concurrency: 2
+      max_concurrency: 200
+      min_rtt_requests: 20
+`)
+	defer g.Close()
+	conc := g.snap.Load().routes[0].conc
+	if conc == nil {
+		t.Fatal("the route has no adaptive concurrency")
+	}
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	var refused, served, badBody atomic.Int64
+	load := func(ctx context.Context, clients int) *sync.WaitGroup {
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					req, _ := http.NewRequestWithContext(ctx, "GET", base+"/work", nil)
+					resp, err := client.Do(req)
+					if err != nil {
+						continue
+					}
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					switch resp.StatusCode {
+					case http.StatusServiceUnavailable:
+						refused.Add(1)
+						if resp.Header.Get("Content-Type") != "application/problem+json" ||
+							!strings.Contains(string(b), "adaptive concurrency limit") {
+							badBody.Add(1)
+						}
+						time.Sleep(5 * time.Millisecond)
+					case http.StatusOK:
+						served.Add(1)
+					}
+				}
+			})
+		}
+		return &wg
+	}
+
+	ctx, stop := context.WithCancel(context.Background())
+	wg := load(ctx, 48)
+	time.Sleep(1500 * time.Millisecond) // minRTT, then the limit settles
+	var maxInSystem, maxLimit int64
+	end := time.Now().Add(2 * time.Second)
+	for time.Now().Before(end) {
+		maxInSystem = max(maxInSystem, origin.InSystem())
+		maxLimit = max(maxLimit, int64(conc.ctl.State().Limit))
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := conc.ctl.State()
+	stop()
+	wg.Wait()
+	t.Logf("under 48 clients: limit %d (max %d), minRTT %v, sampleRTT %v, origin in system max %d; served %d, refused %d",
+		st.Limit, maxLimit, st.MinRTT, st.SampleRTT, maxInSystem, served.Load(), refused.Load())
+	if st.MinRTT < 15*time.Millisecond || st.MinRTT > 60*time.Millisecond {
+		t.Errorf("minRTT %v, want near the 20ms service time", st.MinRTT)
+	}
+	// Without the limit the origin would hold all 48; the gradient keeps
+	// it near its 4 workers plus the buffer and headroom.
+	if maxLimit > 24 || maxInSystem > 24 {
+		t.Errorf("limit up to %d, origin in system up to %d: want both at most 24 of the 48 clients", maxLimit, maxInSystem)
+	}
+	if refused.Load() == 0 || served.Load() == 0 {
+		t.Errorf("served %d, refused %d: want both", served.Load(), refused.Load())
+	}
+	if badBody.Load() > 0 {
+		t.Errorf("%d refusals without the problem+json body", badBody.Load())
+	}
+	_, metrics, _ := get(t, "http://"+g.AdminAddr().String()+"/metrics", "")
+	for _, series := range []string{
+		`tollgate_adaptive_concurrency_refused_total{route="/"}`,
+		`tollgate_adaptive_concurrency_limit{route="/"}`,
+		`tollgate_adaptive_concurrency_min_rtt_seconds{route="/"}`,
+		`tollgate_adaptive_concurrency_sample_rtt_seconds{route="/"}`,
+	} {
+		if !strings.Contains(metrics, series+" ") || strings.Contains(metrics, series+" 0\n") {
+			t.Errorf("metrics: %s missing or 0", series)
+		}
+	}
+
+	// Light load, well under capacity: the latency is minRTT's, the
+	// limit grows again.
+	under := st.Limit
+	ctx, stop = context.WithCancel(context.Background())
+	wg = load(ctx, 2)
+	time.Sleep(time.Second)
+	stop()
+	wg.Wait()
+	if got := conc.ctl.State().Limit; got <= under+10 {
+		t.Errorf("after 1s of light load: limit %d, want well above %d", got, under)
+	}
+}
