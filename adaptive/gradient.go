@@ -26,7 +26,9 @@ type GradientSettings struct {
 	// fraction of minRTT. Default 0.25.
 	Buffer float64
 	// Quantile is the quantile of the latencies of a window taken as
-	// its sample RTT, and of the minRTT window's as minRTT. Default 0.9.
+	// its sample RTT. minRTT is the median of its measurement's (or this
+	// quantile when lower): a straggler, a pause of the gateway's own,
+	// does not inflate it. Default 0.9.
 	Quantile float64
 	// SampleWindow is the time between two updates of the limit.
 	// Default 100ms.
@@ -82,7 +84,7 @@ func (s GradientSettings) withDefaults() GradientSettings {
 // moves with the upstream's latency.
 //
 // It first measures minRTT, the latency of an idle upstream: with the
-// limit pinned to MinLimit, the Quantile of MinRTTRequests requests'
+// limit pinned to MinLimit, the median of MinRTTRequests requests'
 // latencies (again every MinRTTInterval, jittered). Then, every
 // SampleWindow, sampleRTT is the Quantile of the window's latencies and
 //
@@ -192,7 +194,7 @@ func (g *Gradient) Release(now time.Time, took time.Duration) bool {
 		if g.n < g.s.MinRTTRequests {
 			return false
 		}
-		g.minRTT = secondsDuration(g.quantile())
+		g.minRTT = secondsDuration(g.quantileAt(min(g.s.Quantile, 0.5)))
 		g.measuring = false
 		g.nextMinRTT = now.Add(g.jittered())
 		g.reset(now)
@@ -205,7 +207,7 @@ func (g *Gradient) Release(now time.Time, took time.Duration) bool {
 	if now.Before(g.windowEnd) {
 		return false
 	}
-	g.step(g.quantile())
+	g.step(g.quantileAt(g.s.Quantile))
 	if !now.Before(g.nextMinRTT) {
 		g.measuring = true
 		g.reset(time.Time{})
@@ -251,15 +253,15 @@ func (g *Gradient) reset(now time.Time) {
 	}
 }
 
-// quantile is the settings' quantile of the samples (seconds), 0 for
-// none. g.mu is held.
-func (g *Gradient) quantile() float64 {
+// quantileAt is the quantile q of the samples (seconds), 0 for none.
+// g.mu is held.
+func (g *Gradient) quantileAt(q float64) float64 {
 	if len(g.samples) == 0 {
 		return 0
 	}
 	g.scratch = append(g.scratch[:0], g.samples...)
 	slices.Sort(g.scratch)
-	i := int(math.Ceil(g.s.Quantile*float64(len(g.scratch)))) - 1
+	i := int(math.Ceil(q*float64(len(g.scratch)))) - 1
 	return g.scratch[min(max(i, 0), len(g.scratch)-1)]
 }
 

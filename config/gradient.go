@@ -12,7 +12,7 @@ import (
 // AdaptiveConcurrency bounds the requests a route has in flight to its
 // upstream by a limit a gradient controller moves with the upstream's
 // latency, as Envoy's adaptive_concurrency filter does: minRTT is
-// measured with the limit pinned to min_concurrency (the quantile of
+// measured with the limit pinned to min_concurrency (the median of
 // min_rtt_requests requests, again every min_rtt_interval, jittered);
 // every sample_window, sampleRTT is the quantile of the window's
 // latencies, gradient = clamp(minRTT × (1 + buffer) / sampleRTT, 0.5,
@@ -31,9 +31,9 @@ type AdaptiveConcurrency struct {
 	// Buffer is the latency above minRTT still taken as healthy, a
 	// percentage of minRTT. Default 25%.
 	Buffer string `yaml:"buffer"`
-	// Quantile is the quantile of the latencies (to the upstream's
-	// response head) taken as sampleRTT and minRTT: "p90", "p50", ...
-	// Default p90.
+	// Quantile is the quantile of a window's latencies (to the
+	// upstream's response head) taken as sampleRTT: "p90", "p50", ...
+	// minRTT is their median (or this quantile when lower). Default p90.
 	Quantile string `yaml:"quantile"`
 	// SampleWindow is the time between two updates of the limit.
 	// Default 100ms; at least 10ms.
