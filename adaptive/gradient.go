@@ -95,7 +95,10 @@ func (s GradientSettings) withDefaults() GradientSettings {
 // so the limit grows (by up to 2× and a headroom of √limit) while the
 // latency stays within the buffer of minRTT, and shrinks (by up to
 // half) as queueing at the upstream stretches it. A window without
-// requests leaves the limit as it is. The limit starts at MinLimit.
+// requests leaves the limit as it is, and so does a healthy window that
+// never had half the limit in flight (as Netflix's Gradient2 does): a
+// quiet hour does not raise the limit to MaxLimit, for the next flash
+// crowd to flood the upstream with. The limit starts at MinLimit.
 //
 // Acquire and Release are called around every exchange with the
 // upstream, from any goroutine, with the time; the controller runs in
@@ -108,6 +111,7 @@ type Gradient struct {
 	rng        *rand.Rand
 	limit      float64
 	inFlight   int
+	peak       int  // the most in flight in the window
 	measuring  bool // measuring minRTT: limit pinned to MinLimit
 	minRTT     time.Duration
 	sampleRTT  time.Duration
@@ -179,6 +183,7 @@ func (g *Gradient) Acquire() bool {
 		return false
 	}
 	g.inFlight++
+	g.peak = max(g.peak, g.inFlight)
 	return true
 }
 
@@ -226,6 +231,9 @@ func (g *Gradient) step(sample float64) {
 	if sample > 0 {
 		gradient = min(max(minRTT*(1+g.s.Buffer)/sample, 0.5), 2)
 	}
+	if gradient >= 1 && float64(g.peak) < g.limit/2 {
+		return // not using half of it: no reason to raise it
+	}
 	l := gradient * g.limit
 	l += math.Sqrt(l)
 	g.limit = min(max(l, float64(g.s.MinLimit)), float64(g.s.MaxLimit))
@@ -247,6 +255,7 @@ func (g *Gradient) add(secs float64) {
 func (g *Gradient) reset(now time.Time) {
 	g.samples = g.samples[:0]
 	g.n = 0
+	g.peak = g.inFlight
 	g.windowEnd = time.Time{}
 	if !now.IsZero() {
 		g.windowEnd = now.Add(g.s.SampleWindow)

@@ -30,13 +30,27 @@ func (c *gradientClock) requests(n int, took time.Duration) {
 	}
 }
 
-// window runs requests taking took across one sample window and the
-// request that closes it.
+// window runs rounds of requests across one sample window, each
+// round as many at once as the limit allows, each taking took, until
+// the one that closes the window.
 func (c *gradientClock) window(took time.Duration) {
 	c.t.Helper()
 	end := c.now.Add(c.g.Settings().SampleWindow)
 	for c.now.Before(end) {
-		c.requests(1, took)
+		n := 0
+		for c.g.Acquire() {
+			n++
+		}
+		if n == 0 {
+			c.t.Fatalf("no place with nothing in flight (state %+v)", c.g.State())
+		}
+		c.now = c.now.Add(took)
+		// All but the last a nanosecond early: the last one closes the
+		// window, with the round's latencies in it.
+		for range n - 1 {
+			c.g.Release(c.now.Add(-time.Nanosecond), took)
+		}
+		c.g.Release(c.now, took)
 	}
 }
 
@@ -107,7 +121,7 @@ func TestGradientFallsWhenLatencyDoubles(t *testing.T) {
 }
 
 func TestGradientClamps(t *testing.T) {
-	c := newGradientClock(t, GradientSettings{MinLimit: 5, MaxLimit: 40, MinRTTRequests: 5})
+	c := newGradientClock(t, GradientSettings{MinLimit: 5, MaxLimit: 40, MinRTTRequests: 5, MinRTTInterval: time.Hour})
 	c.requests(5, 10*time.Millisecond)
 	for range 30 {
 		c.window(5 * time.Millisecond) // faster than minRTT: gradient 2
@@ -130,8 +144,11 @@ func TestGradientRecalculatesMinRTT(t *testing.T) {
 	})
 	c.requests(5, 10*time.Millisecond)
 	measured := c.now
-	for !c.g.State().Measuring {
+	for c.g.State().Limit < 50 {
 		c.window(10 * time.Millisecond)
+	}
+	for !c.g.State().Measuring {
+		c.requests(1, 10*time.Millisecond) // the limit held meanwhile
 		if c.now.Sub(measured) > 2*time.Second {
 			t.Fatal("no new measurement of minRTT within interval × (1 + jitter) and a window")
 		}
@@ -179,5 +196,27 @@ func TestGradientNoAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per request, want 0", allocs)
+	}
+}
+
+// A healthy window that never used half the limit leaves it: a quiet
+// spell does not raise it to the max.
+func TestGradientHoldsAnUnusedLimit(t *testing.T) {
+	c := newGradientClock(t, GradientSettings{MinLimit: 4, MaxLimit: 1000, MinRTTRequests: 5})
+	c.requests(5, 10*time.Millisecond)
+	for range 5 {
+		c.window(10 * time.Millisecond)
+	}
+	before := c.g.State().Limit
+	for range 20 {
+		c.requests(20, 10*time.Millisecond) // one at a time: 2 windows each
+	}
+	if got := c.g.State().Limit; got != before {
+		t.Fatalf("one request at a time: limit %d, want it held at %d", got, before)
+	}
+	// It still falls when the latency grows.
+	c.requests(20, 40*time.Millisecond)
+	if got := c.g.State().Limit; got >= before {
+		t.Fatalf("latency ×4: limit %d, want below %d", got, before)
 	}
 }

@@ -112,19 +112,29 @@ func TestAdaptiveConcurrencyBoundsTheOrigin(t *testing.T) {
 		}
 	}
 
-	// Light load, well under capacity: the latency is minRTT's, the
-	// limit grows again (within 3s: a loaded machine's pauses stretch
-	// some windows).
+	// The load goes down to 4 clients, the origin's 4 workers: the
+	// latency is back at minRTT and the limit rises to what they use,
+	// with room (it grows while at least half of it is in flight, so
+	// to 8 and one step past), and nobody is refused any more.
 	under := st.Limit
 	ctx, stop = context.WithCancel(context.Background())
-	wg = load(ctx, 2)
+	wg = load(ctx, 4)
 	deadline := time.Now().Add(3 * time.Second)
-	for conc.ctl.State().Limit <= under+10 && time.Now().Before(deadline) {
+	for conc.ctl.State().Limit < 8 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
+	time.Sleep(200 * time.Millisecond)
+	before := refused.Load()
+	time.Sleep(500 * time.Millisecond)
+	after := refused.Load()
 	stop()
 	wg.Wait()
-	if got := conc.ctl.State().Limit; got <= under+10 {
-		t.Errorf("after 3s of light load: limit %d, want well above %d", got, under)
+	st = conc.ctl.State()
+	t.Logf("4 clients: limit %d (from %d), sampleRTT %v", st.Limit, under, st.SampleRTT)
+	if st.Limit < 8 || st.Limit > 20 {
+		t.Errorf("4 clients: limit %d, want 8 to 20 (from %d under 48)", st.Limit, under)
+	}
+	if after != before {
+		t.Errorf("4 clients: %d refused in 500ms, want none", after-before)
 	}
 }

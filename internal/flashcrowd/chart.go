@@ -9,7 +9,7 @@ import (
 // as an SVG document: no dependency, readable in a browser or on GitHub.
 func chart(runs []run, thresholdMS float64) []byte {
 	const w, h, left, top, ph, gap = 760, 520, 60, 30, 190, 60
-	colors := []string{"#d62728", "#1f77b4", "#2ca02c"}
+	colors := []string{"#d62728", "#1f77b4", "#2ca02c", "#9467bd"}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)

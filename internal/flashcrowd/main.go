@@ -7,10 +7,12 @@
 //	static       a token bucket tuned for a normal day
 //	adaptive     the same bucket scaled by an adaptive controller
 //	concurrency  a concurrency limit scaled by the same controller
+//	gradient     the route's adaptive_concurrency (a gradient controller,
+//	             as Envoy's), no rule
 //
 // and reports, per run and per window, the origin's p99, the goodput
 // (responses 200 per second) and the refusals; it writes a JSON file of
-// every window and an SVG chart of the three runs.
+// every window and an SVG chart of the runs.
 //
 //	go run ./internal/flashcrowd -out bench/out/flashcrowd
 package main
@@ -69,7 +71,7 @@ func main() {
 		fail(err)
 	}
 	var runs []run
-	for _, name := range []string{"static", "adaptive", "concurrency"} {
+	for _, name := range []string{"static", "adaptive", "concurrency", "gradient"} {
 		if *only != "" && *only != name {
 			continue
 		}
@@ -123,6 +125,16 @@ rules:
 `
 	rate := fmt.Sprintf("%.0f/s", 3*normal) // a normal day's peak, with room
 	switch name {
+	case "gradient":
+		return `listen: {addr: "127.0.0.1:0"}
+admin: {addr: "off"}
+reload: {watch: false}
+upstream: {max_conns: 4096, response_timeout: 10s}
+routes:
+  - path: /
+    upstream: "` + originURL + `"
+    adaptive_concurrency: {min_concurrency: 3, max_concurrency: 200, min_rtt_requests: 20}
+`
 	case "static":
 		return head + "      - {rate: " + rate + ", burst: 50}\n"
 	case "adaptive":
@@ -185,7 +197,10 @@ func bench(name string, normal float64, phase, win time.Duration) (run, error) {
 				switch {
 				case resp.StatusCode == 200:
 					ok.Add(1)
-				case resp.StatusCode == 429:
+				case resp.StatusCode == 429,
+					// adaptive_concurrency's refusal (the origin's 503
+					// is plain text).
+					resp.StatusCode == 503 && resp.Header.Get("Content-Type") == "application/problem+json":
 					refused.Add(1)
 				default:
 					errs.Add(1)
