@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The adaptive limits' flash-crowd benchmark (internal/flashcrowd): the
 # origin simulator behind the gateway, a normal rate then ten times it,
-# three configurations one after the other in one run (static token
+# four configurations one after the other in one run (static token
 # bucket, the same bucket scaled by an adaptive controller, a concurrency
-# limit scaled by it). Prints the figures and the load average, writes
+# limit scaled by it, a route's adaptive_concurrency gradient
+# controller). Prints the figures and the load average, writes
 # bench/out/flashcrowd/{results.json,chart.svg}; with -commit, copies the
 # chart to docs/adaptive-flash-crowd.svg (linked from BENCHMARKS.md).
 # Usage: scripts/bench-adaptive.sh [-commit] [flashcrowd flags...]

@@ -1,7 +1,7 @@
 // Command flashcrowd is the adaptive limits' benchmark: an origin
 // simulator (internal/originsim) behind a tollgate gateway, sent a normal
 // rate, then a flash crowd of ten times that, then the normal rate again,
-// open loop (arrivals do not wait for answers). It runs three gateway
+// open loop (arrivals do not wait for answers). It runs four gateway
 // configurations side by side on the same machine, one after the other:
 //
 //	static       a token bucket tuned for a normal day
