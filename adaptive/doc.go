@@ -44,4 +44,9 @@
 //
 // A Factor is the published value: one atomic integer read by the rule
 // engine at decision time, so that the scaled limit costs no allocation.
+//
+// Gradient is a second, separate kind of controller: a concurrency limit
+// for one upstream moved by the ratio of its minimum to its current
+// latency, as Envoy's adaptive_concurrency filter (its type's
+// documentation gives the formula).
 package adaptive

@@ -46,7 +46,8 @@
 // removes hop-by-hop header fields, streams request and response bodies,
 // passes WebSocket upgrades through, and answers 502 (upstream
 // unreachable), 503 (upstream connection limit reached for longer than
-// the response timeout) or 504 (no response headers within the response
+// the response timeout, or the route's adaptive_concurrency limit
+// reached for longer than its max_delay) or 504 (no response headers within the response
 // timeout) with an application/problem+json body.
 //
 // What is wrong with a request is the client's, answered before or
