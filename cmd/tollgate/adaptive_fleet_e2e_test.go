@@ -44,11 +44,18 @@ func TestAdaptiveGossipFleetTightensTogether(t *testing.T) {
 		return fmt.Sprintf("store:\n  gossip: {name: n%d, bind_addr: 127.0.0.1, bind_port: %d, seeds: [%s]}\n",
 			i, ports[i], strings.Join(seeds, ", "))
 	}
+	var fleet []*proc
 	fleetTightening(t, "gossip", store, func(nodes []*proc) {
+		fleet = nodes
 		for _, p := range nodes {
 			eventually(t, p.admin+" to list 3 members", func() bool { return p.metric(`tollgate_gossip_members{state="alive"}`) == "3" })
 		}
 	})
+	for _, p := range fleet {
+		if d := p.metric(`tollgate_gossip_dropped_total{reason="value"}`); d != "0" {
+			t.Errorf("%s dropped %s shared values, want 0", p.admin, d)
+		}
+	}
 }
 
 // fleetTightening runs three gateways sharing an adaptive controller's
