@@ -82,9 +82,10 @@ type Settings struct {
 	// Upstream is the upstream URL whose exchanges the gateway measures
 	// (Latency, ErrorRate, InFlight, Header); for the runner.
 	Upstream string
-	// Shared makes the gateways of a fleet apply one factor, shared
-	// through Redis (Fleet); for the runner.
-	Shared bool
+	// FleetTier is the tier through which the gateways of a fleet share
+	// one factor (LoopConfig.Fleet): FleetRedis or FleetGossip; "" for
+	// this gateway alone. For the runner.
+	FleetTier string
 }
 
 // ErrInvalidSettings reports Settings a controller cannot run with.

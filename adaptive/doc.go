@@ -40,7 +40,9 @@
 //
 // The arithmetic is a pure function of the readings and the time
 // (Controller.Step); the clocks, the sources and the sharing of the
-// factor between gateways (Fleet) stay at the edge.
+// factor between gateways (Fleet: a Redis hash, or a gossip Board
+// through BoardFleet; each node publishes its factor every interval and
+// applies the lowest one published in the last three) stay at the edge.
 //
 // A Factor is the published value: one atomic integer read by the rule
 // engine at decision time, so that the scaled limit costs no allocation.

@@ -39,7 +39,7 @@ type LoopConfig struct {
 	Settings Settings
 	// Client scrapes Prometheus signals; nil means a client of its own.
 	Client *http.Client
-	// Fleet, when set (and Settings.Shared), shares the factor.
+	// Fleet, when set (and Settings.FleetTier is), shares the factor.
 	Fleet Fleet
 	// Observer, when set, is told of every step and failure.
 	Observer Observer
@@ -150,7 +150,7 @@ func (l *Loop) run(ctx context.Context) {
 	}
 }
 
-func (l *Loop) shared() bool { return l.cfg.Fleet != nil && l.cfg.Settings.Shared }
+func (l *Loop) shared() bool { return l.cfg.Fleet != nil && l.cfg.Settings.FleetTier != "" }
 
 // Tick is one step of the controller at now: read the signals, step,
 // share with the fleet, publish. Run calls it every interval; tests call

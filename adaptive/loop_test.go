@@ -192,7 +192,7 @@ func TestLoopHeaderFailures(t *testing.T) {
 func TestLoopAdoptsTheFleetsLowerFactor(t *testing.T) {
 	fl := newSharedFleet()
 	s := latencySettings()
-	s.Shared = true
+	s.FleetTier = FleetRedis
 	a, _ := NewLoop(LoopConfig{Settings: s, Fleet: fl.node("a")})
 	b, _ := NewLoop(LoopConfig{Settings: s, Fleet: fl.node("b")})
 	at := time.Unix(1_800_000_000, 0)

@@ -53,7 +53,9 @@ type Adaptive struct {
 	// Fleet is "redis" to make the gateways sharing store.redis apply
 	// one factor, the lowest any of them computed in the last three
 	// intervals (each node's is published every interval and read every
-	// interval/4, at most 250ms). Default "": each gateway alone.
+	// interval/4, at most 250ms); "gossip" to do the same through the
+	// store.gossip fleet (each node's factor is sent to every member at
+	// once, over memberlist). Default "": each gateway alone.
 	Fleet string `yaml:"fleet"`
 	// Signals are what the controller watches; at least one.
 	Signals []AdaptiveSignal `yaml:"signals"`
@@ -173,7 +175,7 @@ func (c *Config) adaptiveSettings(name string, ps *problems) (adaptive.Settings,
 	}
 	s := adaptive.Settings{
 		Name: name, Interval: a.Interval, RecoverAfter: a.RecoverAfter,
-		Upstream: a.Upstream, Shared: a.Fleet == "redis",
+		Upstream: a.Upstream, FleetTier: a.Fleet,
 	}
 	if !rules.ValidName(name) {
 		bad(at, "controller name %q: want 1-64 letters, digits, '-', '_' or '.'", name)
@@ -218,12 +220,16 @@ func (c *Config) adaptiveSettings(name string, ps *problems) (adaptive.Settings,
 	}
 	switch a.Fleet {
 	case "":
-	case "redis":
+	case adaptive.FleetRedis:
 		if c.Store.Redis == nil {
 			bad(at+".fleet", "redis needs store.redis (the store is in memory)")
 		}
+	case adaptive.FleetGossip:
+		if c.Store.Gossip == nil {
+			bad(at+".fleet", "gossip needs store.gossip (no gossip fleet is configured)")
+		}
 	default:
-		bad(at+".fleet", "%q: want redis, or nothing for this gateway alone", a.Fleet)
+		bad(at+".fleet", "%q: want redis, gossip, or nothing for this gateway alone", a.Fleet)
 	}
 	if len(a.Signals) == 0 {
 		bad(at+".signals", "no signals: the controller would never move")

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -53,7 +54,7 @@ func TestAdaptiveSection(t *testing.T) {
 	s := ss[0]
 	if s.Name != "origin" || s.Interval != 2*time.Second || s.Floor != 200 || s.Recovery != 100 ||
 		s.Decrease != 0.5 || !s.NoHysteresis || s.Hysteresis != 0 || s.OnMissing != adaptive.Tighten ||
-		s.Upstream != "http://127.0.0.1:9000" || s.Shared {
+		s.Upstream != "http://127.0.0.1:9000" || s.FleetTier != "" {
 		t.Fatalf("settings %+v", s)
 	}
 	want := []adaptive.Signal{
@@ -120,4 +121,37 @@ rules:
 		{21, "adaptive.empty.signals: no signals"},
 		{26, `unknown adaptive controller "orign" (did you mean "origin"?)`},
 	})
+}
+
+func TestAdaptiveGossipFleetNeedsStoreGossip(t *testing.T) {
+	src := `routes:
+  - path: /
+    upstream: http://127.0.0.1:9000
+adaptive:
+  origin:
+    upstream: http://127.0.0.1:9000
+    fleet: gossip
+    signals:
+      - measure: latency
+        threshold: 500ms
+  other:
+    upstream: http://127.0.0.1:9000
+    fleet: carrier-pigeon
+    signals:
+      - measure: latency
+        threshold: 500ms
+`
+	_, err := Parse("bad.yaml", []byte(src))
+	checkProblems(t, err, []want{
+		{7, "gossip needs store.gossip"},
+		{13, `fleet: "carrier-pigeon": want redis, gossip, or nothing`},
+	})
+	good := "store:\n  gossip:\n    bind_addr: 127.0.0.1\n" + src[:strings.Index(src, "  other:")]
+	c, err := Parse("good.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.AdaptiveSettings()[0]; s.FleetTier != adaptive.FleetGossip {
+		t.Fatalf("fleet tier %q", s.FleetTier)
+	}
 }

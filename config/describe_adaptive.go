@@ -20,8 +20,8 @@ func (c *Config) describeAdaptive(w io.Writer) {
 	fmt.Fprintf(w, "\nadaptive controllers (factor between floor and 100%% of each policy naming them):\n")
 	for _, s := range ss {
 		fleet := "this gateway alone"
-		if s.Shared {
-			fleet = "shared by the fleet through redis (the lowest factor wins)"
+		if s.FleetTier != "" {
+			fleet = "shared by the fleet through " + s.FleetTier + " (the lowest factor wins)"
 		}
 		fmt.Fprintf(w, "  %s\n    bounds    floor %s, base 100%%\n", s.Name, describePermille(s.Floor))
 		fmt.Fprintf(w, "    every     %v: cut by %s × score, recover %s per healthy interval after %d, hysteresis %s\n",

@@ -25,7 +25,7 @@ type controllers struct {
 	running map[string]*adaptive.Loop
 	m       *adaptiveMetrics
 	log     *slog.Logger
-	fleet   adaptive.Fleet // nil without store.redis
+	fleets  map[string]adaptive.Fleet // by tier (adaptive.FleetRedis, FleetGossip), when the store has it
 }
 
 // prepare returns the loops cfg needs: the running ones whose settings
@@ -40,7 +40,7 @@ func (cs *controllers) prepare(cfg *config.Config) (map[string]*adaptive.Loop, e
 			continue
 		}
 		l, err := adaptive.NewLoop(adaptive.LoopConfig{
-			Settings: s, Fleet: cs.fleet, Observer: cs.m, Logger: cs.log,
+			Settings: s, Fleet: cs.fleets[s.FleetTier], Observer: cs.m, Logger: cs.log,
 		})
 		if err != nil {
 			return nil, err
@@ -203,8 +203,12 @@ func (m *adaptiveMetrics) FleetFailed(s *adaptive.Settings, _ error) {
 func (g *Gateway) initAdaptive() {
 	g.adapt.m = newAdaptiveMetrics(g.m.reg)
 	g.adapt.log = g.log
+	g.adapt.fleets = map[string]adaptive.Fleet{}
 	if rs := g.stores.Redis(); rs != nil {
-		g.adapt.fleet = rs.Fleet(nodeName())
+		g.adapt.fleets[adaptive.FleetRedis] = rs.Fleet(nodeName())
+	}
+	if gs := g.stores.Gossip(); gs != nil {
+		g.adapt.fleets[adaptive.FleetGossip] = adaptive.NewBoardFleet(gs)
 	}
 }
 

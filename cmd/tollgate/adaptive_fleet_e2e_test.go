@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +25,45 @@ func TestAdaptiveFleetTightensTogether(t *testing.T) {
 		t.Skip("starts three gateway processes")
 	}
 	rs := redistest.Start(t)
+	store := `store: {redis: {url: "redis://` + rs.Addr + `", prefix: "fleet:", timeout: 500ms}}` + "\n"
+	fleetTightening(t, "redis", func(int) string { return store }, nil)
+}
+
+// The same through gossip: the three processes are a store.gossip fleet
+// and share the factor over memberlist (fleet: gossip).
+func TestAdaptiveGossipFleetTightensTogether(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three gateway processes")
+	}
+	ports := []int{gossipPort(t), gossipPort(t), gossipPort(t)}
+	var seeds []string
+	for _, p := range ports {
+		seeds = append(seeds, fmt.Sprintf("%q", fmt.Sprintf("127.0.0.1:%d", p)))
+	}
+	store := func(i int) string {
+		return fmt.Sprintf("store:\n  gossip: {name: n%d, bind_addr: 127.0.0.1, bind_port: %d, seeds: [%s]}\n",
+			i, ports[i], strings.Join(seeds, ", "))
+	}
+	var fleet []*proc
+	fleetTightening(t, "gossip", store, func(nodes []*proc) {
+		fleet = nodes
+		for _, p := range nodes {
+			eventually(t, p.admin+" to list 3 members", func() bool { return p.metric(`tollgate_gossip_members{state="alive"}`) == "3" })
+		}
+	})
+	for _, p := range fleet {
+		if d := p.metric(`tollgate_gossip_dropped_total{reason="value"}`); d != "0" {
+			t.Errorf("%s dropped %s shared values, want 0", p.admin, d)
+		}
+	}
+}
+
+// fleetTightening runs three gateways sharing an adaptive controller's
+// factor through fleet (store(i) is node i's store section; ready, when
+// set, waits until the fleet is formed), degrades the origin that only
+// the first one proxies to, and measures the time until the last of the
+// three applies a tightened limit.
+func fleetTightening(t *testing.T, fleet string, store func(i int) string, ready func([]*proc)) {
 	var degraded atomic.Bool
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cpu := "10"
@@ -38,7 +79,6 @@ func TestAdaptiveFleetTightensTogether(t *testing.T) {
 	cfg := `listen: {addr: "127.0.0.1:0"}
 admin: {addr: "127.0.0.1:0"}
 reload: {watch: false}
-store: {redis: {url: "redis://` + rs.Addr + `", prefix: "fleet:", timeout: 500ms}}
 routes:
   - {path: /, upstream: "` + origin.URL + `"}
   - {path: /probe/, upstream: "` + other.URL + `"}
@@ -47,7 +87,7 @@ adaptive:
   origin:
     upstream: "` + origin.URL + `"
     interval: 200ms
-    fleet: redis
+    fleet: ` + fleet + `
     signals:
       - {measure: header, header: X-Origin-Cpu, threshold: "80"}
 rules:
@@ -59,9 +99,12 @@ rules:
 	var nodes [3]*proc
 	var wg sync.WaitGroup
 	for i := range nodes {
-		wg.Go(func() { nodes[i] = startServe(t, cfg) })
+		wg.Go(func() { nodes[i] = startServe(t, store(i)+cfg) })
 	}
 	wg.Wait()
+	if ready != nil {
+		ready(nodes[:])
+	}
 	// Traffic to the origin through node 0 only.
 	stop := make(chan struct{})
 	var traffic sync.WaitGroup
@@ -116,8 +159,8 @@ rules:
 	probes.Wait()
 	sorted := append([]time.Duration(nil), took[:]...)
 	sort.Slice(sorted, func(a, b int) bool { return sorted[a] < sorted[b] })
-	t.Logf("origin degraded → nodes tightened after %v, %v, %v (last: %v; interval 200ms, fleet poll 50ms)",
-		took[0], took[1], took[2], sorted[2])
+	t.Logf("fleet %s: origin degraded → nodes tightened after %v, %v, %v (last: %v; interval 200ms, fleet poll 50ms)",
+		fleet, took[0], took[1], took[2], sorted[2])
 	for i, d := range took {
 		if d == 0 {
 			t.Fatalf("node %d never tightened within 10s", i)

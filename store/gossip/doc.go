@@ -120,4 +120,11 @@
 // and Sweep on its own clock and delivers messages with DecodeDelta and
 // MergeDelta, the code memberlist's deliveries run. Package fleetsim
 // drives a thousand nodes this way on a virtual clock and network.
+//
+// # Shared values
+//
+// Besides counters, a node can publish small named values from 0 to 1
+// (PublishValue; an adaptive controller's factor) that every member keeps
+// per node, merged by the latest stamp, and read as the lowest fresh one
+// (LowestValue). See values.go.
 package gossip

@@ -271,6 +271,10 @@ func (delegate) NodeMeta(int) []byte { return nil }
 func (d delegate) NotifyMsg(b []byte) {
 	d.s.st.bytesRecv.Add(uint64(len(b)))
 	d.s.st.msgsRecv.Add(1)
+	if isValueMessage(b) {
+		d.s.receiveValue(b)
+		return
+	}
 	d.s.receive(b, d.s.cfg.Fanout > 0)
 }
 

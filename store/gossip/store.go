@@ -76,6 +76,7 @@ type Store struct {
 	done      chan struct{}
 	once      sync.Once
 	resyncs   sync.WaitGroup // push/pulls with returning nodes
+	vals      valueTable     // shared values (values.go)
 }
 
 type shard struct {
