@@ -19,8 +19,9 @@ type concLimit struct {
 	settings adaptive.GradientSettings
 	maxDelay time.Duration
 	// wake nudges the requests waiting for a place: every release sends
-	// one (dropped when full). A waiter that finds no place waits again;
-	// its timer bounds it.
+	// one, and a change of the limit fills it (nudges are dropped when it
+	// is full). A waiter that finds no place waits again; its timer
+	// bounds it.
 	wake chan struct{}
 
 	refused                  prometheus.Counter
@@ -59,12 +60,20 @@ func (l *concLimit) acquire() bool {
 // at began.
 func (l *concLimit) release(began time.Time) {
 	now := time.Now()
+	nudges := 1 // the place given back
 	if l.ctl.Release(now, now.Sub(began)) {
 		l.publish()
+		// The limit changed: if it rose by several places, as many
+		// waiters may go. A nudge too many costs a waiter one failed
+		// Acquire; one too few would leave it waiting out max_delay.
+		nudges = cap(l.wake)
 	}
-	select {
-	case l.wake <- struct{}{}:
-	default:
+	for range nudges {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+			return
+		}
 	}
 }
 

@@ -59,6 +59,52 @@ func TestConcLimitWaitsMaxDelay(t *testing.T) {
 	l.release(time.Now())
 }
 
+// When the limit rises by several places at once, every waiter that now
+// fits goes at once, not one per release with the others waiting out
+// max_delay.
+func TestConcLimitRiseWakesEveryWaiterThatFits(t *testing.T) {
+	cs := newTestConcLimits(t)
+	l := cs.forRoute("/", &config.AdaptiveConcurrency{
+		MinConcurrency: 1, MaxConcurrency: 10, MinRTTRequests: 1,
+		SampleWindow: time.Millisecond, MinRTTInterval: time.Hour, MaxDelay: 10 * time.Second,
+	})
+	// minRTT measured on one request of 10 ms: the limit stays 1.
+	if !l.acquire() {
+		t.Fatal("first acquire refused")
+	}
+	l.release(time.Now().Add(-10 * time.Millisecond))
+	if !l.acquire() {
+		t.Fatal("second acquire refused")
+	}
+	const waiters = 2
+	got := make(chan time.Time, waiters)
+	for range waiters {
+		go func() {
+			if l.acquire() {
+				got <- time.Now()
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // the waiters wait; the window ends
+	// A 1 ms request against a 10 ms minRTT: the gradient is 2, the limit
+	// goes from 1 to 3 (2 + √2) in one release, room for both waiters.
+	released := time.Now()
+	l.release(released.Add(-time.Millisecond))
+	if st := l.ctl.State(); st.Limit != 3 {
+		t.Fatalf("limit %d after the window, want 3", st.Limit)
+	}
+	for range waiters {
+		select {
+		case at := <-got:
+			if d := at.Sub(released); d > 2*time.Second {
+				t.Errorf("a waiter went %v after the rise", d)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a waiter is still waiting 5 s after the limit rose to fit it")
+		}
+	}
+}
+
 // A reload with the same settings keeps the controller; other settings
 // make a new one.
 func TestConcLimitKeptAcrossReload(t *testing.T) {
