@@ -383,6 +383,8 @@ func (d *dashState) status() []dashboard.Status {
 			{Name: "failed", Value: strconv.FormatUint(e.Failures, 10), Alert: e.Failures > 0},
 		}})
 	}
+	out = append(out, d.g.adapt.statuses()...)
+	out = append(out, d.g.concs.statuses()...)
 	d.mu.Lock()
 	ps := append([]StatusProvider(nil), d.providers...)
 	d.mu.Unlock()
