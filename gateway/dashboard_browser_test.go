@@ -200,7 +200,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Errorf("frames %d then %d: not live", f0, f1)
 	}
 	waitFor(`.series[data-rule="per-key"] svg.chart polyline.refused`)
-	if words := text(`#words`); !containsAll(words, "per-key", "fixed_window limit 2 per 1m") {
+	if words := text(`#words`); !containsAll(words, "per-key", "token_bucket rate 2/h burst 2") {
 		t.Errorf("rules in words %q", words)
 	}
 	shot, err := chromedp.Run(tctx, chromedp.FullScreenshot(100))

@@ -19,10 +19,13 @@ import (
 )
 
 // dashRules limit each X-Key to 2 requests a minute.
+// dashRules allow each key 2 requests, then refill one each half hour:
+// a token bucket, so that no window boundary during a test gives a key 2
+// more (a fixed window of 1m did, once, when a test straddled a minute).
 const dashRules = `rules:
   - name: per-key
     key: header:X-Key
-    policies: [{algorithm: fixed_window, limit: 2, window: 1m}]
+    policies: [{algorithm: token_bucket, rate: 2/h, burst: 2}]
 `
 
 // startDashGateway starts a gateway on loopback with dash as the admin

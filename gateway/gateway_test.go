@@ -254,8 +254,11 @@ func TestShapingDelays(t *testing.T) {
 	g, base := startTestGateway(t, `routes: [{path: /, upstream: demo}]
 rules:
   - name: shape
-    policies: [{algorithm: leaky_bucket, rate: 50/s, burst: 5, mode: shape}]
+    policies: [{algorithm: leaky_bucket, rate: 5/s, burst: 5, mode: shape}]
 `)
+	// 5/s: each request after the first waits 200 ms for its turn, a
+	// margin a loaded -race run keeps (at 50/s a request 20 ms late was
+	// no longer excess).
 	for range 3 {
 		if code, _, _ := get(t, base+"/", ""); code != 200 {
 			t.Fatalf("status %d, want 200 (delayed, not refused)", code)
