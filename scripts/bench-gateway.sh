@@ -67,20 +67,8 @@ nginx_proxy deny 18084 'limit_req_zone $binary_remote_addr zone=z:10m rate=100r/
 
 # --- tollgate: no rule, a rule that never refuses, a rule that always does ---
 (cd "$ROOT" && go build -o "$RUN/tollgate" ./cmd/tollgate)
-tollgate() { # name port rules-yaml
-	cat >"$RUN/tollgate-$1.yaml" <<YAML
-listen: {addr: "127.0.0.1:$2"}
-admin: {addr: "off"}
-reload: {watch: false}
-upstream: {max_conns: 512}
-routes: [{path: /, upstream: "http://127.0.0.1:18081"}]
-$3
-YAML
-	"$RUN/tollgate" check -q "$RUN/tollgate-$1.yaml"
-	"$RUN/tollgate" serve -config "$RUN/tollgate-$1.yaml" -log-level error &
-	PIDS+=($!)
-	PIDOF[$2]=$!
-}
+. "$ROOT/scripts/bench-lib.sh" # start_tollgate, cputicks, median
+tollgate() { start_tollgate "$1" "$2" 18081 "" "$3"; } # name port rules-yaml
 tollgate norule 18090 ""
 tollgate allow 18091 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1000000/s, burst: 1000}]}]'
 tollgate deny 18092 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1/h, burst: 1}]}]'
@@ -123,7 +111,6 @@ if [ "${EVENTLOOP:-}" = 1 ]; then
 	PIDOF[18094]=$!
 fi
 
-. "$ROOT/scripts/bench-lib.sh" # cputicks, median
 HZ=$(getconf CLK_TCK)
 
 # Wait for every port.

@@ -21,6 +21,7 @@ N=${2:-100000}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 EDGE=$ROOT/scripts/nginx
 RUN=$(mktemp -d /tmp/bench-h2.XXXXXX)
+. "$ROOT/scripts/bench-lib.sh"
 PIDS=()
 declare -A PIDOF
 cleanup() {
@@ -70,18 +71,7 @@ nginx_h2 deny 18384 'limit_req_zone $binary_remote_addr zone=z:10m rate=100r/s;'
 tollgate() { # name port rules-yaml
 	local tls=""
 	[ "$SCHEME" = https ] && tls=", tls: {cert: $RUN/cert.pem, key: $RUN/key.pem}"
-	cat >"$RUN/tollgate-$1.yaml" <<YAML
-listen: {addr: "127.0.0.1:$2", http2: on$tls}
-admin: {addr: "off"}
-reload: {watch: false}
-upstream: {max_conns: 512}
-routes: [{path: /, upstream: "http://127.0.0.1:18381"}]
-$3
-YAML
-	"$RUN/tollgate" check -q "$RUN/tollgate-$1.yaml"
-	"$RUN/tollgate" serve -config "$RUN/tollgate-$1.yaml" -log-level error &
-	PIDS+=($!)
-	PIDOF[$2]=$!
+	start_tollgate "$1" "$2" 18381 ", http2: on$tls" "$3"
 }
 tollgate allow 18385 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1000000/s, burst: 1000}]}]'
 tollgate deny 18386 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1/h, burst: 1}]}]'
@@ -128,7 +118,6 @@ if [ "$SCHEME" = http ]; then
 	PIDOF[18389]=$!
 fi
 
-. "$ROOT/scripts/bench-lib.sh"
 HZ=$(getconf CLK_TCK)
 CURLPROTO=--http2-prior-knowledge
 [ "$SCHEME" = https ] && CURLPROTO="--http2 -k"
