@@ -25,11 +25,11 @@ func (g *Gateway) checkGRPC(w http.ResponseWriter, r *http.Request) bool {
 	switch {
 	case r.ProtoMajor != 2:
 		g.m.h2.grpcInvalid.Inc()
-		problemH2(w, http.StatusHTTPVersionNotSupported, "HTTP Version Not Supported", "gRPC needs HTTP/2")
+		problemH2(w, r, http.StatusHTTPVersionNotSupported, "HTTP Version Not Supported", "gRPC needs HTTP/2")
 		return false
 	case !isGRPCContentType(r.Header["Content-Type"]):
 		g.m.h2.grpcInvalid.Inc()
-		problemH2(w, http.StatusUnsupportedMediaType, "Unsupported Media Type", "a gRPC route takes application/grpc requests")
+		problemH2(w, r, http.StatusUnsupportedMediaType, "Unsupported Media Type", "a gRPC route takes application/grpc requests")
 		return false
 	}
 	return true

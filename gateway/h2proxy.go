@@ -194,7 +194,7 @@ func (g *Gateway) upstreamErrorH2(w http.ResponseWriter, r *http.Request, err er
 	rt := ex.rt
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		problemH2(w, http.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
+		problemH2(w, r, http.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
 		return
 	}
 	timedOut := ex.timedOut.Load()
@@ -210,14 +210,14 @@ func (g *Gateway) upstreamErrorH2(w http.ResponseWriter, r *http.Request, err er
 		if rt.grpc {
 			writeGRPCStatus(w, grpcDeadlineExceeded, "the upstream did not answer in time")
 		} else {
-			problemH2(w, http.StatusGatewayTimeout, "Gateway Timeout", "the upstream did not answer in time")
+			problemH2(w, r, http.StatusGatewayTimeout, "Gateway Timeout", "the upstream did not answer in time")
 		}
 	} else {
 		rt.upStatus[idxError].Inc()
 		if rt.grpc {
 			writeGRPCStatus(w, grpcUnavailable, "the upstream could not be reached")
 		} else {
-			problemH2(w, http.StatusBadGateway, "Bad Gateway", "the upstream could not be reached")
+			problemH2(w, r, http.StatusBadGateway, "Bad Gateway", "the upstream could not be reached")
 		}
 	}
 	if g.warns == nil {

@@ -47,7 +47,7 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 	rt := s.match([]byte(r.Host), []byte(r.URL.Path))
 	g.countProtocol(r, rt)
 	if rt == nil {
-		problemH2(w, http.StatusNotFound, "No route", "no route matches this host and path")
+		problemH2(w, r, http.StatusNotFound, "No route", "no route matches this host and path")
 		return
 	}
 	if rt.grpc && !g.checkGRPC(w, r) {
@@ -55,7 +55,7 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 	}
 	if max := s.cfg.Listen.MaxRequestBody; max > 0 {
 		if r.ContentLength > max {
-			problemH2(w, http.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
+			problemH2(w, r, http.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
@@ -150,15 +150,12 @@ func cleanPath(p string) string {
 }
 
 // problemH2 answers with an RFC 9457 application/problem+json body, as
-// problem does on the fasthttp path.
-func problemH2(w http.ResponseWriter, status int, title, detail string) {
-	h := w.Header()
-	h.Set("Content-Type", rules.ContentTypeProblem)
-	h.Set("Cache-Control", "no-store")
-	body := rules.AppendProblem(nil, status, title, detail)
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+// problem does on the fasthttp path, written by httplimit.WriteRefusal
+// (nosniff, no body for HEAD).
+func problemH2(w http.ResponseWriter, r *http.Request, status int, title, detail string) {
+	w.Header().Set("Cache-Control", "no-store")
+	httplimit.WriteRefusal(w, r, rules.Response{Status: status, ContentType: rules.ContentTypeProblem,
+		Body: rules.AppendProblem(nil, status, title, detail)})
 }
 
 // demoH2 is the built-in demo origin on the net/http path.
