@@ -110,10 +110,14 @@ type Listen struct {
 	// than they run is disconnected (ENHANCE_YOUR_CALM). Default 128
 	// (nginx's http2_max_concurrent_streams).
 	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
-	// MaxHeaderListSize bounds an HTTP/2 request's header list
-	// (SETTINGS_MAX_HEADER_LIST_SIZE: names and values plus 32 bytes a
-	// field, RFC 9113 §6.5.2), in bytes; a larger one is refused with
-	// 431. Default 16384; at least 1024.
+	// MaxHeaderListSize bounds a request's header list on a listener
+	// with http2 on, HTTP/2 and HTTP/1.1 alike (names and values plus 32
+	// bytes a field, pseudo-header fields included, RFC 9113 §6.5.2), in
+	// bytes; a larger one is refused with 431. Four times it is
+	// advertised as SETTINGS_MAX_HEADER_LIST_SIZE and read, so that a
+	// list over the bound gets the 431; past that, Go's net/http refuses
+	// the request itself (431 in text/html, or the connection closed when
+	// one field alone is longer). Default 16384; at least 1024.
 	MaxHeaderListSize int `yaml:"max_header_list_size"`
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"sync"
 
 	"github.com/valyala/fasthttp"
@@ -83,23 +84,33 @@ func (b *clientBody) release() error {
 	return err
 }
 
-// bodyError answers a request whose body could not be read from the
-// client: 413 past the limit, 408 when the client stalled past the read
-// timeout, 400 for broken framing or a body cut short. After a 400 or 408
-// the connection closes: it is somewhere inside a body it cannot frame.
-// After a 413 the server drains what is left of the body, once the answer
-// is sent, and closes only if too much is (so that the client reads the
-// 413 rather than a reset).
-func bodyError(ctx *fasthttp.RequestCtx, err error) {
+// clientBodyFault is the answer to a request whose body could not be
+// read from the client, on either data path: 413 past the limit, 408
+// when the client stalled past the read timeout, 400 for broken framing
+// or a body cut short. None of them is the upstream's fault.
+func clientBodyFault(err error) (status int, title, detail string) {
 	var ne net.Error
+	var tooLarge *http.MaxBytesError
 	switch {
-	case errors.Is(err, errBodyTooLarge):
-		problem(ctx, fasthttp.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
-		return
+	case errors.Is(err, errBodyTooLarge) || errors.As(err, &tooLarge):
+		return http.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body"
 	case errors.As(err, &ne) && ne.Timeout():
-		problem(ctx, fasthttp.StatusRequestTimeout, "Request Timeout", "the request body did not arrive in time")
+		return http.StatusRequestTimeout, "Request Timeout", "the request body did not arrive in time"
 	default:
-		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "the request body is malformed or incomplete")
+		return http.StatusBadRequest, "Bad Request", "the request body is malformed or incomplete"
 	}
-	ctx.SetConnectionClose()
+}
+
+// bodyError answers a request whose body could not be read from the
+// client (clientBodyFault). After a 400 or 408 the connection closes: it
+// is somewhere inside a body it cannot frame. After a 413 the server
+// drains what is left of the body, once the answer is sent, and closes
+// only if too much is (so that the client reads the 413 rather than a
+// reset).
+func bodyError(ctx *fasthttp.RequestCtx, err error) {
+	status, title, detail := clientBodyFault(err)
+	problem(ctx, status, title, detail)
+	if status != fasthttp.StatusRequestEntityTooLarge {
+		ctx.SetConnectionClose()
+	}
 }

@@ -59,8 +59,29 @@
 // redacted (nothing the client sent is quoted) and limited per kind, with
 // a summary of those left out.
 //
-// HTTP/2 is not offered to clients: fasthttp implements HTTP/1.1 only, and
-// fasthttp is the stack that reaches the throughput targets (see
-// BENCHMARKS.md); a gateway that needs HTTP/2 to clients can sit behind a
-// TLS terminator that speaks it, or use package httplimit on net/http.
+// With listen.http2 on, the listener is net/http's (HTTP/1.1, h2 by ALPN,
+// h2c) and a request the client got wrong is answered as above, with the
+// gateway's own problem+json, on HTTP/1.1 and HTTP/2 alike: 400 for a
+// broken chunked body or a body cut short, 408 for a head (HTTP/1.1) or
+// a body that stalls past listen.read_timeout, 413 as above, 431 for a
+// header list over listen.max_header_list_size (counted as RFC 9113
+// counts it: names and values plus 32 bytes a field). None of them counts
+// as an upstream error; an upstream that got part of a body the client
+// then failed to send sees its request fail (the gateway aborts it), and
+// never answers the client in its stead. What Go's net/http answers
+// itself, before any of the gateway's code runs, it answers in plain
+// text: on HTTP/1.1, 400 for a malformed head (a field name that is not
+// a token, a missing Host), 501 for a transfer coding other than
+// chunked, 505 for a version other than 1.x, 431 for a head over four
+// times max_header_list_size plus 4 KiB; on HTTP/2, 400 for a
+// connection-specific field or a TE other than trailers, a stream reset
+// (PROTOCOL_ERROR) for malformed pseudo-header fields, and for a header
+// list over four times max_header_list_size a 431 in text/html, or the
+// connection closed: GOAWAY PROTOCOL_ERROR when a CONTINUATION frame
+// follows the one that crossed that bound, COMPRESSION_ERROR when one
+// field alone is that long. A connection that sends nothing within
+// read_timeout is closed without an answer (the fasthttp listener
+// answers 408); on HTTP/2 a header block that stalls has no stream to
+// answer on, and the connection is closed with a GOAWAY after
+// listen.idle_timeout.
 package gateway

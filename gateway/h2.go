@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"log"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -14,6 +17,7 @@ import (
 	"golang.org/x/net/http2/h2c"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // The HTTP/2 data path: a listener with listen.http2 on is served by
@@ -42,6 +46,7 @@ func alpnProtos(l config.Listen) []string {
 func (g *Gateway) newH2Listener(cfg *config.Config) *h2Listener {
 	l := cfg.Listen
 	hl := &h2Listener{}
+	hl.conns.plain = l.TLS == nil
 	hs := &http.Server{
 		Handler: http.HandlerFunc(g.serveH2),
 		// The same bounds as the HTTP/1.1 path's: ReadTimeout covers a
@@ -52,8 +57,15 @@ func (g *Gateway) newH2Listener(cfg *config.Config) *h2Listener {
 		WriteTimeout:      l.WriteTimeout,
 		IdleTimeout:       l.IdleTimeout,
 		// HTTP/1.1's head and HTTP/2's header list
-		// (SETTINGS_MAX_HEADER_LIST_SIZE) alike.
-		MaxHeaderBytes: l.MaxHeaderListSize,
+		// (SETTINGS_MAX_HEADER_LIST_SIZE) alike, read up to four
+		// times max_header_list_size so that serveH2 answers a list
+		// over it 431 (tooManyHeaders) rather than Go's HTTP/2 server
+		// ending the connection (one field longer than its limit is a
+		// COMPRESSION_ERROR).
+		MaxHeaderBytes: headerReadLimit(l.MaxHeaderListSize),
+		// A request head that stalls past ReadHeaderTimeout is
+		// answered 408 (answerSlowHead).
+		ConnState: answerSlowHead,
 		// net/http's messages quote what clients sent (a TLS
 		// handshake's, a preface's): redacted and rate-limited, as
 		// fasthttp's are.
@@ -128,6 +140,9 @@ func (hl *h2Listener) close() {
 type connSet struct {
 	mu sync.Mutex
 	m  map[*setConn]struct{}
+	// plain says the connections carry no TLS: net/http reads and
+	// writes them as they are.
+	plain bool
 }
 
 // listener wraps ln so that its connections are tracked in s.
@@ -171,7 +186,8 @@ func (l setListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	sc := &setConn{Conn: c, s: l.s}
+	sc := &setConn{Conn: c, s: l.s, plain: l.s.plain}
+	sc.inHead.Store(true)
 	l.s.add(sc)
 	return sc, nil
 }
@@ -180,7 +196,98 @@ type setConn struct {
 	net.Conn
 	s    *connSet
 	once sync.Once
+	// inHead says net/http may be reading an HTTP/1.1 request head
+	// (answerSlowHead): from the accept, and from each answer on, to
+	// the head's end.
+	inHead atomic.Bool
+	// headTimedOut says a read timed out while inHead.
+	headTimedOut atomic.Bool
+	// muted drops what is written after the 408 (net/http's own
+	// answer to the head it could not finish reading).
+	muted atomic.Bool
+	// plain says the connection carries no TLS (the listener's
+	// connections are read and written as net/http does); first that
+	// it has read its first bytes.
+	plain bool
+	first atomic.Bool
 }
+
+// Read reads from the connection, noting a head's read timing out. A
+// connection that starts with HTTP/2's preface (h2c with prior
+// knowledge) reads no HTTP/1.1 head.
+func (c *setConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if c.plain && n > 0 && c.first.CompareAndSwap(false, true) && n >= 3 && string(p[:3]) == "PRI" {
+		c.inHead.Store(false)
+	}
+	if err != nil && c.inHead.Load() && isTimeout(err) {
+		c.headTimedOut.Store(true)
+	}
+	return n, err
+}
+
+// Write writes to the connection, unless it was answered 408. On a
+// plain connection, what net/http writes while a head it stopped reading
+// at its timeout is unfinished is its own answer to that head (a 400 for
+// a cut line, when net/http reported no StateActive: it had read the
+// bytes while looking for HTTP/2's preface): the 408 goes instead.
+func (c *setConn) Write(p []byte) (int, error) {
+	if c.muted.Load() {
+		return len(p), nil
+	}
+	if c.plain && c.headTimedOut.Load() && c.inHead.Load() {
+		c.muted.Store(true)
+		_, err := c.Conn.Write(slowHeadAnswer)
+		return len(p), err
+	}
+	return c.Conn.Write(p)
+}
+
+// answerSlowHead is the net/http server's ConnState hook. net/http
+// closes a connection whose request head stalls past ReadHeaderTimeout
+// without a word (or, when the stall cut a line, answers 400 to what it
+// read); the fasthttp path answers 408 (readError). net/http reports
+// StateActive, on the connection's goroutine, once it stopped reading a
+// head of which it read something and before it answers: when that read
+// timed out, the 408 is written then, what net/http writes after it is
+// dropped, and net/http closes the connection (setConn.Write covers the
+// head net/http read before the hook counts bytes). A connection that
+// sent nothing at all is closed without an answer: nothing of a request
+// came. HTTP/2 connections (ALPN h2, h2c with prior knowledge) skip the
+// hook: a stalled header block has no stream to answer on.
+func answerSlowHead(c net.Conn, st http.ConnState) {
+	sc, _ := c.(*setConn)
+	if tc, ok := c.(*tls.Conn); ok {
+		sc, _ = tc.NetConn().(*setConn)
+	}
+	if sc == nil {
+		return
+	}
+	switch st {
+	case http.StateActive:
+		if sc.headTimedOut.Load() && !sc.muted.Load() {
+			// After the handshake, on the conn's goroutine: writing
+			// to a *tls.Conn here takes no lock a read holds.
+			c.SetWriteDeadline(time.Now().Add(time.Second))
+			c.Write(slowHeadAnswer)
+			sc.muted.Store(true)
+			return
+		}
+		sc.inHead.Store(false)
+	case http.StateIdle:
+		sc.headTimedOut.Store(false)
+		sc.inHead.Store(true)
+	}
+}
+
+// slowHeadAnswer is answerSlowHead's 408, readError's problem+json.
+var slowHeadAnswer = func() []byte {
+	body := rules.AppendProblem(nil, http.StatusRequestTimeout, titleSlowHead, detailSlowHead)
+	head := "HTTP/1.1 408 Request Timeout\r\nContent-Type: " + rules.ContentTypeProblem +
+		"\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n"
+	return append([]byte(head), body...)
+}()
 
 // Close closes the connection and forgets it.
 func (c *setConn) Close() error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -34,6 +35,47 @@ type exchange struct {
 	// longer than upstream.response_timeout; timedOut says it did.
 	timer    *time.Timer
 	timedOut atomic.Bool
+	// body is the client's request body on its way upstream, when it
+	// has one.
+	body h2Body
+}
+
+// h2Body is a request body on the net/http path on its way from the
+// client to the upstream. It remembers why reading it from the client
+// failed (broken chunked framing, a body cut short, a stall past
+// listen.read_timeout, the size limit), so that the gateway answers for
+// the client's fault (clientBodyFault) instead of reporting an upstream
+// error; the upstream, whose request body stopped short, sees its
+// exchange fail. The transport reads it on its own goroutine while the
+// handler's may ask why it failed: the error is kept atomically.
+type h2Body struct {
+	rc     io.ReadCloser
+	err    atomic.Pointer[error]
+	closed atomic.Bool
+}
+
+// Read passes the client's body on and notes why it failed, if it does.
+func (b *h2Body) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF && !b.closed.Load() && b.err.Load() == nil {
+		b.err.Store(&err)
+	}
+	return n, err
+}
+
+// Close closes the client's body; reads after it fail without being the
+// client's fault.
+func (b *h2Body) Close() error {
+	b.closed.Store(true)
+	return b.rc.Close()
+}
+
+// failed is why reading the client's body failed, or nil.
+func (b *h2Body) failed() error {
+	if e := b.err.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 type exchangeKey struct{}
@@ -54,6 +96,10 @@ func (g *Gateway) proxyH2(w http.ResponseWriter, r *http.Request, ex *exchange) 
 			cancel()
 		})
 		defer ex.timer.Stop()
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		ex.body.rc = r.Body
+		r.Body = &ex.body
 	}
 	ex.start = monoNow()
 	ex.rt.h2proxy.ServeHTTP(w, r.WithContext(ctx))
@@ -176,6 +222,12 @@ func modifyH2(resp *http.Response) error {
 	if ex.timer != nil {
 		ex.timer.Stop()
 	}
+	if err := ex.body.failed(); err != nil {
+		// The client's body failed before the upstream answered: the
+		// client gets its fault's answer (upstreamErrorH2), not the
+		// answer to a request the upstream never saw whole.
+		return err
+	}
 	rt := ex.rt
 	rt.upTime.Observe(time.Since(ex.start).Seconds())
 	rt.upStatus[statusIndex(resp.StatusCode)].Inc()
@@ -185,13 +237,26 @@ func modifyH2(resp *http.Response) error {
 	return nil
 }
 
-// upstreamErrorH2 answers a failed upstream exchange: 413 when the
-// client's body exceeded listen.max_request_body, 504 for a timeout, 502
-// otherwise; on a gRPC route, the gRPC statuses DEADLINE_EXCEEDED and
-// UNAVAILABLE. A client that went away is answered nothing.
+// upstreamErrorH2 answers a failed upstream exchange: for the client's
+// fault when reading its body failed (clientBodyFault: 413, 408 or 400,
+// not counted against the upstream), 504 for a timeout, 502 otherwise;
+// on a gRPC route, the gRPC statuses DEADLINE_EXCEEDED and UNAVAILABLE.
+// A client that went away is answered nothing.
 func (g *Gateway) upstreamErrorH2(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeOf(r)
 	rt := ex.rt
+	if berr := ex.body.failed(); berr != nil {
+		// Before the context check: on HTTP/1.1, net/http cancels the
+		// request's context when reading the connection fails, yet the
+		// client is there to read the answer.
+		status, title, detail := clientBodyFault(berr)
+		if status != http.StatusRequestEntityTooLarge && r.ProtoMajor == 1 {
+			// Somewhere inside a body it cannot frame (as bodyError).
+			w.Header().Set("Connection", "close")
+		}
+		problemH2(w, r, status, title, detail)
+		return
+	}
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		problemH2(w, r, http.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")

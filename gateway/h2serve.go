@@ -19,6 +19,13 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 	g.inFlight.Add(1)
 	defer g.inFlight.Add(-1)
 	s := g.snap.Load()
+	if headerListSize(r) > s.cfg.Listen.MaxHeaderListSize {
+		if r.ProtoMajor == 1 {
+			w.Header().Set("Connection", "close")
+		}
+		problemH2(w, r, http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large", "the request's header list exceeds listen.max_header_list_size")
+		return
+	}
 	var ent *entry
 	if s.logAccess && g.access != nil {
 		aw := &accessWriter{ResponseWriter: w}
@@ -102,6 +109,31 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.proxyH2(w, r, &exchange{s: s, rt: rt, rawPath: raw, res: res})
+}
+
+// headerReadLimit is the net/http server's MaxHeaderBytes for a
+// listener's max_header_list_size: Go's HTTP/2 server decodes a header
+// list up to it (plus 320 bytes) and advertises it as
+// SETTINGS_MAX_HEADER_LIST_SIZE, its HTTP/1.1 reads a head up to it
+// (plus 4096); serveH2 holds the list to max_header_list_size itself
+// (headerListSize), with a 431 of its own.
+func headerReadLimit(maxList int) int { return 4 * maxList }
+
+// headerListSize is the size of r's header list as RFC 9113 §6.5.2
+// counts it: names and values plus 32 bytes a field, the pseudo-header
+// fields (:method, :scheme, :authority, :path) included, on HTTP/1.1 as
+// on HTTP/2 (net/http joins HTTP/2's cookie crumbs into one field: they
+// count as one).
+func headerListSize(r *http.Request) int {
+	const overhead = 32
+	n := len(":method") + len(r.Method) + len(":scheme") + len("https") + len(":authority") + len(r.Host) +
+		len(":path") + len(r.RequestURI) + 4*overhead
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + overhead
+		}
+	}
+	return n
 }
 
 // countProtocol counts r in the requests by protocol.

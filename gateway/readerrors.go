@@ -20,13 +20,20 @@ func readError(ctx *fasthttp.RequestCtx, err error) {
 	case errors.As(err, &small):
 		problem(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large", "the request head exceeds 8 KiB")
 	case errors.As(err, &ne) && ne.Timeout():
-		problem(ctx, fasthttp.StatusRequestTimeout, "Request Timeout", "the request did not arrive within listen.read_timeout")
+		problem(ctx, fasthttp.StatusRequestTimeout, titleSlowHead, detailSlowHead)
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		problem(ctx, fasthttp.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
 	default:
 		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "the request is malformed")
 	}
 }
+
+// The answer to a request head that did not arrive in time, on either
+// data path (readError, answerSlowHead).
+const (
+	titleSlowHead  = "Request Timeout"
+	detailSlowHead = "the request did not arrive within listen.read_timeout"
+)
 
 // expectContinue is the traffic server's fasthttp.Server.ExpectHandler.
 // A request announcing a body over listen.max_request_body is answered

@@ -18,26 +18,7 @@ func startLimitedGateway(t *testing.T, extra, origin string) *Gateway {
 }
 
 // A request head that stalls past listen.read_timeout midway is answered
-// 408 Request Timeout, as one that never starts is, not 400.
-func TestSlowRequestHeadTimesOut(t *testing.T) {
-	origin, _ := countingOrigin(t)
-	g := startLimitedGateway(t, "read_timeout: 200ms", origin)
-	for _, partial := range []string{
-		"GET / HTTP/1.1\r\nHost: a\r\n",
-		"GET / HTTP/1.1\r\nHost: a\r\nX-Slow: ",
-		"GET /slow",
-	} {
-		_, br := dialRaw(t, g.Addr().String(), partial)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatalf("%q: %v", partial, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestTimeout {
-			t.Errorf("%q, then nothing: %d, want 408", partial, resp.StatusCode)
-		}
-	}
-}
+// 408 on both listeners: TestBadInputTable ("slow head").
 
 // Expect: 100-continue with a Content-Length over listen.max_request_body
 // is answered 413 at once, without 100 Continue: the client never sends
