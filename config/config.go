@@ -105,10 +105,14 @@ type Listen struct {
 	// protocol http2 and gRPC routes need "on".
 	HTTP2 string `yaml:"http2"`
 	// MaxConcurrentStreams bounds the streams an HTTP/2 client may have
-	// open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS); handlers
-	// beyond it wait, and a client that opens and resets streams faster
-	// than they run is disconnected (ENHANCE_YOUR_CALM). Default 128
-	// (nginx's http2_max_concurrent_streams).
+	// open on one connection (SETTINGS_MAX_CONCURRENT_STREAMS) and the
+	// handlers running for it; up to four times as many more streams
+	// wait for a handler. Every stream is decided and charged as a
+	// request, even one its client resets at once (rapid reset), but one
+	// reset while it waits is dropped undecided; a connection with more
+	// streams waiting (handlers slower than the client's resets, as
+	// behind a stalled store) is closed with GOAWAY ENHANCE_YOUR_CALM.
+	// Default 128 (nginx's http2_max_concurrent_streams).
 	MaxConcurrentStreams int `yaml:"max_concurrent_streams"`
 	// MaxHeaderListSize bounds a request's header list on a listener
 	// with http2 on, HTTP/2 and HTTP/1.1 alike (names and values plus 32
