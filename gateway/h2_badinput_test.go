@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -138,5 +139,58 @@ routes:
 	resp.Body.Close()
 	if resp.StatusCode != 200 || hits.Load() != 1 {
 		t.Errorf("after the bad input: %d, upstream hits %d", resp.StatusCode, hits.Load())
+	}
+}
+
+// A header block that stalls (HEADERS without END_HEADERS, then nothing)
+// has no stream to answer 408 on: Go's HTTP/2 server closes the
+// connection with a GOAWAY once it has been idle for listen.idle_timeout,
+// not at read_timeout (doc.go says so).
+func TestH2StalledHeaderBlockClosedAtIdleTimeout(t *testing.T) {
+	up := h2cUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
+	const idle = time.Second
+	g := newTestGateway(t, fmt.Sprintf(`listen: {addr: "127.0.0.1:0", http2: on, read_timeout: 100ms, idle_timeout: %v}
+admin: {addr: "off"}
+reload: {watch: false}
+routes: [{path: /, upstream: %q}]
+`, idle, up))
+	if err := g.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := g.Addr().String()
+	raw := dialRawH2(t, addr)
+	t0 := time.Now()
+	err := raw.write(func(fr *http2.Framer) error {
+		// Acknowledged ahead: nothing but CONTINUATION may follow.
+		if err := fr.WriteSettingsAck(); err != nil {
+			return err
+		}
+		return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1,
+			BlockFragment: headerBlock(":method", "GET", ":scheme", "http", ":authority", addr, ":path", "/x")})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var goaway *http2.GoAwayFrame
+	for {
+		f, err := raw.fr.ReadFrame()
+		if err != nil {
+			break
+		}
+		if g, ok := f.(*http2.GoAwayFrame); ok {
+			goaway = g
+		}
+		if _, ok := f.(*http2.MetaHeadersFrame); ok {
+			t.Fatal("an answer to a header block that never ended")
+		}
+	}
+	took := time.Since(t0)
+	t.Logf("GOAWAY %v, connection closed after %v", goaway, took)
+	if goaway == nil || goaway.ErrCode != http2.ErrCodeNo {
+		t.Errorf("GOAWAY %v, want NO_ERROR", goaway)
+	}
+	if took < idle {
+		t.Errorf("closed after %v, before idle_timeout %v", took, idle)
 	}
 }
