@@ -46,9 +46,15 @@ const (
 	// limit in one window (one limit, or a burst and an epoch of refill,
 	// plus overshoot).
 	countFactor = 4
-	// maxAhead is how far into the future a counter's window may start
-	// (clock skew between nodes) before the message is refused.
+	// maxAhead is how far into the future a shared value's stamp may be
+	// before the message is refused (values.go).
 	maxAhead = time.Minute
+	// MaxSkew is the largest difference between two nodes' clocks the
+	// tier allows: a counter whose window starts more than MaxSkew after
+	// the receiver's now cannot be a member's current window (it starts
+	// before the member's now, at most MaxSkew ahead), and its message is
+	// refused (Stats.Dropped.Future).
+	MaxSkew = 30 * time.Second
 )
 
 // Reasons a received message is dropped, counted in Stats.Dropped.
@@ -172,7 +178,7 @@ func decode(buf []byte, now int64) (message, error) {
 		nc := r.uvarint(1, nn)
 		e.lo = len(m.counters)
 		bound := uint64(countFactor) * uint64(e.shape.limit)
-		ahead := now + int64(maxAhead)
+		ahead := now + int64(MaxSkew)
 		for range nc {
 			var w wireCounter
 			w.node = int(r.uvarint(0, nn-1))

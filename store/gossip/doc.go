@@ -108,10 +108,23 @@
 //
 // Messages are versioned and length-prefixed (see codec.go). A message
 // that fails to decode, claims a count beyond four times the limit, or a
-// window starting more than a minute ahead is dropped whole and counted
+// window starting more than MaxSkew (30 s, the clock difference allowed
+// between nodes) after the receiver's now is dropped whole and counted
 // in Stats.Dropped; with SecretKey set, memberlist drops anything not
 // sealed with it, counted as Unauthenticated. Counts saturate; none is
 // ever negative or wrapped.
+//
+// A node's own counter is written by that node alone. A received copy of
+// it is taken only while the node warms up (a node restarted under its
+// name takes its counter back), and never one naming a window after the
+// node's current one: that is dropped and counted (Future), since merged
+// it would move the counter to a later, empty window and the node's own
+// admissions would land where no view counts them. So on a plaintext
+// fleet no packet makes a node forget what it admitted: each node holds
+// the key to its limit on its own admissions at least. (A forger can
+// still add counts, which makes keys stricter, or hide another node's
+// counts from the receiver for up to MaxSkew with a later window in that
+// node's name: set SecretKey wherever the network is not trusted.)
 //
 // # Simulation
 //

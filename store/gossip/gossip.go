@@ -215,6 +215,21 @@ func (s *Store) mergeEntry(m *message, we wireEntry, node func(int) (uint32, boo
 			s.st.full.Add(1)
 			continue
 		}
+		if id == s.self {
+			// This node's own counter is written by this node alone: a
+			// copy naming a later window than its clock's is a lie
+			// (merged, it would move the counter on, and the node's
+			// admissions would land where no view counts them), and once
+			// warm every copy is an echo of what it sent. Before, a node
+			// restarted under its name takes its counter back.
+			if wc.c.Win > max(now, 0)/we.shape.period {
+				s.st.future.Add(1)
+				continue
+			}
+			if s.warm.Load() {
+				continue
+			}
+		}
 		sl := e.slot(id)
 		nc := merge(sl.c, wc.c)
 		if nc == sl.c {

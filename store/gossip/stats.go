@@ -54,7 +54,10 @@ type Dropped struct {
 	Malformed uint64
 	// Absurd messages claimed a count beyond countFactor × the limit.
 	Absurd uint64
-	// Future messages held a window starting more than a minute ahead.
+	// Future messages held a window starting more than MaxSkew after the
+	// receiver's now; it also counts the counters (not messages) that
+	// named the receiver itself with a window after its current one (no
+	// message moves a node's own counter on).
 	Future uint64
 	// Unauthenticated packets and streams were not sealed with
 	// Config.SecretKey (or were sealed when there is none).
