@@ -260,7 +260,7 @@ func TestANodeWithoutTheKeyCannotJoinOrInject(t *testing.T) {
 	// Counters in b's name: a takes none in its own (see mergeEntry).
 	enc := newEncoder(math.MaxInt)
 	enc.add("k", shape{alg: limit.AlgFixedWindow, period: int64(time.Minute), limit: 100}, []string{"b"}, []counter{{Win: w, Cur: 50}})
-	msg := enc.finish(kindDelta)
+	msg := enc.finish(kindDelta, clock.now())
 	target := nodeOf(t, a)
 	before := a.Stats().Dropped.Unauthenticated
 	for _, n := range []*Store{x, y} {

@@ -8,7 +8,8 @@
 //
 // For each key every node owns one counter: the cost it admitted in the
 // current window and in the previous one (a G-counter per window, windows
-// aligned to the Unix epoch). A node changes only its own counter; copies
+// aligned to the Unix epoch on the fleet's time, below). A node changes
+// only its own counter; copies
 // of the others' are merged by maximum, window by window, keeping the two
 // latest windows. The merge is idempotent, commutative and associative, so
 // a duplicated, reordered or late message never counts twice, and two
@@ -95,6 +96,40 @@
 // for steady traffic (a change waits up to one interval on its node and
 // a network hop). With Fanout set, multiply the interval by the rounds
 // of relay, about log(nodes)/log(fanout+1). BENCHMARKS.md measures it.
+//
+// # Clock skew
+//
+// Nodes add up their counters window by window, so they must agree on
+// when a window starts: on their own clocks, two nodes 1.5 s apart (1 s
+// windows) each counted the other's admissions in windows it had left,
+// and each enforced the whole limit alone (40/s against 20/s; 28/s at
+// 0.5 s). So a node decides, counts and sends on the fleet's time: its
+// clock (Config.Clock) plus an offset, from 0 to MaxSkew (30 s), that
+// only grows. Every message is stamped with its sender's fleet time, and
+// a stamp ahead of the receiver's raises its offset to match: the fleet
+// runs on its fastest member's clock, a node behind takes it up from the
+// first message it hears (at the latest its join's state exchange, before
+// it decides anything), and a node ahead moves the others up to its own
+// when they first hear it. Store.Offset tells a node's offset. Nodes 0.5,
+// 1.5, 3 and 20 s apart, either way, are tested to admit together what
+// nodes on one clock admit, within the overshoot below (three real
+// processes at 0, +1.5 s and −3 s: 27/s against 20/s, with 20 requests a
+// second to each; at 0, +20 s and −0.5 s: 25/s).
+//
+// Taking up a later time ends the window a node is in early, once: a
+// node joining ahead of the fleet lets each key admit up to one more
+// limit in that window. The offset is at most MaxSkew over a node's whole
+// life, so stamps, forged ones on a plaintext fleet included, end at most
+// MaxSkew's worth of windows early on a node, and none of them moves its
+// own counter (see Bad input). A message stamped more than MaxSkew from
+// the receiver's fleet time, either way, is dropped and counted
+// (Stats.Dropped.Skew): a node whose clock is further than MaxSkew from
+// the fastest one's is not heard, and the two sides decide apart (keep
+// the fleet's clocks in sync, with NTP or the like, to well within
+// MaxSkew). The fleet's time moves at the rate of its fastest clock; a
+// node's offset grows with the drift of its clock from that one, so a
+// badly drifting clock reaches MaxSkew in time. Messages of wire version
+// 1 (no stamp) are still accepted, and read on the receiver's time.
 //
 // # Departures and partitions
 //

@@ -102,13 +102,13 @@ func (s *Store) round() {
 			continue
 		}
 		if !enc.add(key, sh, names, cs) {
-			budget -= s.send(peers, enc.finish(kindDelta))
+			budget -= s.send(peers, enc.finish(kindDelta, now))
 			enc.reset()
 			enc.add(key, sh, names, cs)
 		}
 	}
 	if !enc.empty() {
-		s.send(peers, enc.finish(kindDelta))
+		s.send(peers, enc.finish(kindDelta, now))
 	}
 	s.st.mergeLag.Store(lag)
 	if fresh {
@@ -175,10 +175,14 @@ func (s *Store) receive(buf []byte, relay bool) bool {
 	case errors.Is(err, errFuture):
 		s.st.future.Add(1)
 		return false
+	case errors.Is(err, errSkew):
+		s.st.skew.Add(1)
+		return false
 	default:
 		s.st.malformed.Add(1)
 		return false
 	}
+	s.hear(m.stamp)
 	ids := make([]uint32, len(m.nodes))
 	known := make([]bool, len(m.nodes))
 	for i, n := range m.nodes {
@@ -273,7 +277,7 @@ func (s *Store) state() []byte {
 		}
 		shd.mu.Unlock()
 	}
-	return slices.Clone(enc.finish(kindState))
+	return slices.Clone(enc.finish(kindState, s.clock()))
 }
 
 // delegate is the Store's memberlist.Delegate.
