@@ -12,13 +12,19 @@ import (
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
-// forgedDelta returns a gossip message (wire version 1, a round's delta,
-// plaintext: what a node without a secret key accepts) giving node one
-// fixed window counter of key: window win (Unix seconds, 1 s windows) and
-// cur admitted in it, under a limit of lim. It is wrapped as memberlist's
-// user message (type 8), ready to send to a node's gossip port over UDP.
-func forgedDelta(node, key string, lim, win, cur int64) []byte {
+// forgedDelta returns a gossip message (a round's delta, plaintext: what
+// a node without a secret key accepts) giving node one fixed window
+// counter of key: window win (Unix seconds, 1 s windows) and cur admitted
+// in it, under a limit of lim; of wire version 1, or, with a stamp (Unix
+// ns, not 0), of version 2 stamped so. It is wrapped as memberlist's user
+// message (type 8), ready to send to a node's gossip port over UDP.
+func forgedDelta(node, key string, lim, win, cur, stamp int64) []byte {
 	var b []byte
+	version := byte(1)
+	if stamp != 0 {
+		version = 2
+		b = binary.AppendUvarint(b, uint64(stamp))
+	}
 	b = binary.AppendUvarint(b, 1) // one node name
 	b = binary.AppendUvarint(b, uint64(len(node)))
 	b = append(b, node...)
@@ -33,7 +39,7 @@ func forgedDelta(node, key string, lim, win, cur int64) []byte {
 	b = binary.AppendUvarint(b, uint64(win))
 	b = binary.AppendUvarint(b, uint64(cur))
 	b = append(b, 0, 0, 0) // prev, registers
-	msg := []byte{8, 1, 1, 0, 0, 0, 0}
+	msg := []byte{8, version, 1, 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(msg[3:7], uint32(len(b)))
 	return append(msg, b...)
 }
@@ -52,7 +58,10 @@ func gossipKey(rule, path string) string {
 // limit in each 1 s window, and the forged counters are counted as
 // dropped (reason "future"). Merged, they kept the later, empty window in
 // the node's own slot and its own admissions landed where no view counted
-// them: it admitted every request (800 of 800 in the report).
+// them: it admitted every request (800 of 800 in the report; 283 of 283
+// here). Stamped 30 s ahead as well, they move the node's time on once,
+// by the most a stamp can (MaxSkew): one window ends early, and the limit
+// holds all the same.
 func TestE2EGossipForgedOwnWindow(t *testing.T) {
 	tollgateBinary(t)
 	const lim = 20
@@ -91,33 +100,46 @@ func TestE2EGossipForgedOwnWindow(t *testing.T) {
 	// The forger's key is the one the gateway uses: a counter of a node
 	// "x" that used the limit up makes n0 refuse.
 	eventually(t, "a forged full count of another node to be honoured", func() bool {
-		send(forgedDelta("x", gossipKey("fleet", "/probe"), lim, time.Now().Unix(), lim))
+		send(forgedDelta("x", gossipKey("fleet", "/probe"), lim, time.Now().Unix(), lim, 0))
 		time.Sleep(10 * time.Millisecond) // the packet is in flight: no readiness to wait on
 		resp, _ := get(t, target.url("/probe"))
 		return resp.StatusCode == 429
 	})
 
 	// 100 requests a second to n0 for 3 s, a packet naming n0 30 s ahead
-	// every 100 ms.
-	key := gossipKey("fleet", "/p")
-	last := time.Duration(-1)
-	ls, took := steady([]*proc{target}, "/p", 100, 3*time.Second, func(el time.Duration) {
-		if el/(100*time.Millisecond) != last {
-			last = el / (100 * time.Millisecond)
-			send(forgedDelta("n0", key, lim, time.Now().Unix()+30, 0))
+	// every 100 ms; then the same stamped 30 s ahead (wire version 2),
+	// which moves n0's time on once, by 30 s (the most any stamp can):
+	// one window ends early, one limit more.
+	for _, phase := range []struct {
+		path    string
+		stamped bool
+		extra   int
+	}{{"/p", false, 0}, {"/q", true, 1}} {
+		key := gossipKey("fleet", phase.path)
+		last := time.Duration(-1)
+		ls, took := steady([]*proc{target}, phase.path, 100, 3*time.Second, func(el time.Duration) {
+			if el/(100*time.Millisecond) != last {
+				last = el / (100 * time.Millisecond)
+				now, stamp := time.Now(), int64(0)
+				if phase.stamped {
+					stamp = now.Add(30 * time.Second).UnixNano()
+				}
+				send(forgedDelta("n0", key, lim, now.Unix()+30, 0, stamp))
+				send(forgedDelta("n0", key, lim, now.Unix()+60, 0, stamp))
+			}
+		})
+		l := ls[0]
+		if l.failed != 0 || l.other != 0 || l.cold != 0 {
+			t.Fatalf("n0's answers: %+v", l)
 		}
-	})
-	l := ls[0]
-	if l.failed != 0 || l.other != 0 || l.cold != 0 {
-		t.Fatalf("n0's answers: %+v", l)
-	}
-	// The run touches at most ⌈took⌉ + 1 windows of 1 s; one node alone
-	// sees all its admissions at once (no gossip lag).
-	windows := int(took/time.Second) + 2
-	t.Logf("forged own window 30 s ahead every 100 ms: n0 admitted %d of %d in %v, limit %d/s (%.1f/s admitted)",
-		l.admitted, l.sent, took.Round(time.Millisecond), lim, float64(l.admitted)/took.Seconds())
-	if l.admitted > lim*windows {
-		t.Errorf("n0 admitted %d of %d in %v under a limit of %d/s (at most %d in %d windows)", l.admitted, l.sent, took, lim, lim*windows, windows)
+		// The run touches at most ⌈took⌉ + 1 windows of 1 s; one node
+		// alone sees all its admissions at once (no gossip lag).
+		windows := int(took/time.Second) + 2 + phase.extra
+		t.Logf("forged own window 30 s ahead every 100 ms (stamped: %v): n0 admitted %d of %d in %v, limit %d/s (%.1f/s admitted)",
+			phase.stamped, l.admitted, l.sent, took.Round(time.Millisecond), lim, float64(l.admitted)/took.Seconds())
+		if l.admitted > lim*windows {
+			t.Errorf("n0 admitted %d of %d in %v under a limit of %d/s (at most %d in %d windows)", l.admitted, l.sent, took, lim, lim*windows, windows)
+		}
 	}
 	if got := target.metric(`tollgate_gossip_dropped_total{reason="future"}`); got == "0" || got == "" {
 		t.Errorf("n0 counted %q forged own windows as dropped (future)", got)
