@@ -221,7 +221,7 @@ func (s *Store) mergeEntry(m *message, we wireEntry, node func(int) (uint32, boo
 		}
 		if id == s.self {
 			// This node's own counter is written by this node alone: a
-			// copy naming a later window than its clock's is a lie
+			// copy naming a later window than its time's is a lie
 			// (merged, it would move the counter on, and the node's
 			// admissions would land where no view counts them), and once
 			// warm every copy is an echo of what it sent. Before, a node
