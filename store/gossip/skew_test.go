@@ -153,3 +153,29 @@ func TestAClockBeyondTheAllowedSkewIsNotHeard(t *testing.T) {
 		t.Fatalf("%d drops, node 0 %v ahead of its clock; want 1 and 0", *drops, time.Duration(nodes[0].Now()-*now))
 	}
 }
+
+// Over memberlist: a node whose clock is 3 s behind takes up the fleet's
+// time from its join's state exchange, before it decides anything; one
+// 2 s ahead moves the node it joins up to its own, and that one's next
+// message the rest. (The clocks are fake and stand still, so the offsets
+// are exact.)
+func TestAJoiningNodeTakesUpTheFleetsTime(t *testing.T) {
+	clock := newFakeClock()
+	behind, ahead := newFakeClock(), newFakeClock()
+	behind.advance(-3 * time.Second)
+	ahead.advance(2 * time.Second)
+	a := newNode(t, "a", clock, nil)
+	b := newNode(t, "b", behind, []string{a.Addr()})
+	if !b.Warm() || b.Offset() != 3*time.Second || b.Now() != a.Now() {
+		t.Fatalf("b behind: warm %v, offset %v, %v from a", b.Warm(), b.Offset(), time.Duration(b.Now()-a.Now()))
+	}
+	c := newNode(t, "c", ahead, []string{a.Addr()})
+	if c.Offset() != 0 || a.Offset() != 2*time.Second || a.Now() != c.Now() {
+		t.Fatalf("c ahead: offsets a %v, c %v; a %v from c", a.Offset(), c.Offset(), time.Duration(a.Now()-c.Now()))
+	}
+	// a's next message, stamped with its time, moves b up too.
+	if _, err := a.Apply(context.Background(), "k", limit.FixedWindow{Limit: 20, Window: time.Second}, 1); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "b to take up c's time", func() bool { return b.Now() == c.Now() })
+}
