@@ -130,7 +130,9 @@
 // MaxSkew). The fleet's time moves at the rate of its fastest clock; a
 // node's offset grows with the drift of its clock from that one, so a
 // badly drifting clock reaches MaxSkew in time. Messages of wire version
-// 1 (no stamp) are still accepted, and read on the receiver's time.
+// 1 (no stamp) are still accepted, and read on the receiver's time; a
+// node of an earlier release refuses version 2 as malformed, so while a
+// fleet is upgraded its old and new nodes decide apart.
 //
 // # Departures and partitions
 //
