@@ -130,7 +130,7 @@ var (
 	gossipPushPullsDesc = prometheus.NewDesc("tollgate_gossip_push_pulls_total",
 		"Full state exchanges merged.", nil, nil)
 	gossipDroppedDesc = prometheus.NewDesc("tollgate_gossip_dropped_total",
-		"Gossip dropped without changing a count, by reason: decode (a message that failed to decode), key (a packet not sealed with the secret key), absurd (a count beyond 4 × the limit), future (a window more than a minute ahead), mismatch (a key whose policy differs from this gateway's), full (a key not learned, the key table full), value (a shared value, such as an adaptive factor, that failed to decode, lay outside [0, 1], was stamped ahead or found no room).",
+		"Gossip dropped without changing a count, by reason: decode (a message that failed to decode), key (a packet not sealed with the secret key), absurd (a count beyond 4 × the limit), future (a window starting more than the allowed skew, 30 s, ahead, or one naming this gateway ahead of its own window), skew (a message stamped by a gateway whose clock is more than 30 s from this one's fleet time), mismatch (a key whose policy differs from this gateway's), full (a key not learned, the key table full), value (a shared value, such as an adaptive factor, that failed to decode, lay outside [0, 1], was stamped ahead or found no room).",
 		[]string{"reason"}, nil)
 	gossipMergeLagDesc = prometheus.NewDesc("tollgate_gossip_merge_lag_seconds",
 		"In the last round that sent anything, the age of the oldest change it sent: how long an admission waited before it left this gateway (about one interval; more when the rounds are over their byte budget).", nil, nil)
@@ -177,6 +177,7 @@ func (c gossipCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(gossipDroppedDesc, st.Dropped.Unauthenticated, "key")
 	counter(gossipDroppedDesc, st.Dropped.Absurd, "absurd")
 	counter(gossipDroppedDesc, st.Dropped.Future, "future")
+	counter(gossipDroppedDesc, st.Dropped.Skew, "skew")
 	counter(gossipDroppedDesc, st.Dropped.Mismatch, "mismatch")
 	counter(gossipDroppedDesc, st.Dropped.Full, "full")
 	counter(gossipDroppedDesc, c.s.ValueStats().Dropped, "value")

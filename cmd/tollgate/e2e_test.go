@@ -42,16 +42,23 @@ func tollgateBinary(t *testing.T) string {
 			buildErr = err
 			return
 		}
-		binPath = filepath.Join(dir, "tollgate")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		binPath, buildErr = buildTollgate(dir, "")
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// buildTollgate builds the binary into dir with the build tags tags
+// (none when empty) and returns its path.
+func buildTollgate(dir, tags string) (string, error) {
+	bin := filepath.Join(dir, "tollgate")
+	out, err := exec.Command("go", "build", "-tags", tags, "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build -tags %q: %v\n%s", tags, err, out)
+	}
+	return bin, nil
 }
 
 func TestMain(m *testing.M) {
@@ -100,7 +107,12 @@ func startServeEnv(t *testing.T, cfg string, env ...string) *proc {
 // listens.
 func startServeFile(t *testing.T, file string, env []string, flags ...string) *proc {
 	t.Helper()
-	bin := tollgateBinary(t)
+	return startServeBin(t, tollgateBinary(t), file, env, flags...)
+}
+
+// startServeBin is startServeFile with the binary bin.
+func startServeBin(t *testing.T, bin, file string, env []string, flags ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, file: file, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, append([]string{"serve", "-config", file}, flags...)...)
 	if len(env) > 0 {

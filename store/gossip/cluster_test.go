@@ -3,6 +3,7 @@ package gossip
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"testing"
@@ -256,7 +257,10 @@ func TestANodeWithoutTheKeyCannotJoinOrInject(t *testing.T) {
 
 	p := limit.FixedWindow{Limit: 100, Window: time.Minute}
 	w := clock.now() / int64(time.Minute)
-	msg := encodeOne("k", shape{alg: limit.AlgFixedWindow, period: int64(time.Minute), limit: 100}, counter{Win: w, Cur: 50})
+	// Counters in b's name: a takes none in its own (see mergeEntry).
+	enc := newEncoder(math.MaxInt)
+	enc.add("k", shape{alg: limit.AlgFixedWindow, period: int64(time.Minute), limit: 100}, []string{"b"}, []counter{{Win: w, Cur: 50}})
+	msg := enc.finish(kindDelta, clock.now())
 	target := nodeOf(t, a)
 	before := a.Stats().Dropped.Unauthenticated
 	for _, n := range []*Store{x, y} {

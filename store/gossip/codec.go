@@ -4,17 +4,20 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
-// The wire format, version 1. Every integer is an unsigned varint unless
+// The wire format, version 2. Every integer is an unsigned varint unless
 // said otherwise:
 //
-//	version    byte (1)
+//	version    byte (2; version 1, without the stamp, is accepted too)
 //	kind       byte (kindDelta or kindState)
 //	length     uint32, big-endian: the bytes that follow (must be all of them)
+//	stamp      the sender's fleet time when it encoded the message, Unix
+//	           ns (see clock.go); 0 for none
 //	nodes      count, then each name: length (1..maxNameLen) and bytes
 //	entries    count, then each entry:
 //	    key        length (1..MaxKeyLen) and bytes
@@ -27,10 +30,11 @@ import (
 // A decoder accepts a message only whole: one bad field and nothing of it
 // is merged.
 const (
-	wireVersion = 1
-	kindDelta   = 1 // a round's changed counters
-	kindState   = 2 // a full state, in a push/pull
-	headerLen   = 6
+	wireVersion  = 1 // shared values' messages (values.go), and unstamped counters'
+	deltaVersion = 2 // counters' messages, stamped
+	kindDelta    = 1 // a round's changed counters
+	kindState    = 2 // a full state, in a push/pull
+	headerLen    = 6
 
 	// MaxKeyLen is the longest key the wire carries, in bytes. Longer
 	// keys are refused by Apply.
@@ -46,9 +50,15 @@ const (
 	// limit in one window (one limit, or a burst and an epoch of refill,
 	// plus overshoot).
 	countFactor = 4
-	// maxAhead is how far into the future a counter's window may start
-	// (clock skew between nodes) before the message is refused.
+	// maxAhead is how far into the future a shared value's stamp may be
+	// before the message is refused (values.go).
 	maxAhead = time.Minute
+	// MaxSkew is the largest difference between two nodes' clocks the
+	// tier allows: a counter whose window starts more than MaxSkew after
+	// the receiver's now cannot be a member's current window (it starts
+	// before the member's now, at most MaxSkew ahead), and its message is
+	// refused (Stats.Dropped.Future).
+	MaxSkew = 30 * time.Second
 )
 
 // Reasons a received message is dropped, counted in Stats.Dropped.
@@ -56,6 +66,7 @@ var (
 	errMalformed = errors.New("gossip: malformed message")
 	errAbsurd    = errors.New("gossip: absurd count")
 	errFuture    = errors.New("gossip: window in the future")
+	errSkew      = errors.New("gossip: sender's clock beyond the allowed skew")
 )
 
 // wireEntry is one key of a decoded message; its counters are
@@ -76,6 +87,7 @@ type wireCounter struct {
 // was decoded from.
 type message struct {
 	kind     byte
+	stamp    int64 // the sender's fleet time at encoding, or 0 (version 1)
 	nodes    [][]byte
 	entries  []wireEntry
 	counters []wireCounter
@@ -130,13 +142,13 @@ func (r *reader) byte() byte {
 }
 
 // decode parses and checks buf, received at now (Unix ns). It never
-// panics; an error wraps errMalformed, errAbsurd or errFuture.
+// panics; an error wraps errMalformed, errAbsurd, errFuture or errSkew.
 func decode(buf []byte, now int64) (message, error) {
 	var m message
 	if len(buf) < headerLen {
 		return m, fmt.Errorf("%w: %d bytes", errMalformed, len(buf))
 	}
-	if buf[0] != wireVersion {
+	if buf[0] != wireVersion && buf[0] != deltaVersion {
 		return m, fmt.Errorf("%w: version %d", errMalformed, buf[0])
 	}
 	m.kind = buf[1]
@@ -147,6 +159,12 @@ func decode(buf []byte, now int64) (message, error) {
 		return m, fmt.Errorf("%w: length %d, have %d", errMalformed, n, len(buf)-headerLen)
 	}
 	r := reader{b: buf[headerLen:]}
+	if buf[0] == deltaVersion {
+		m.stamp = int64(r.uvarint(0, math.MaxInt64))
+		if d := m.stamp - now; r.err == nil && m.stamp != 0 && (d > int64(MaxSkew) || d < -int64(MaxSkew)) {
+			return m, fmt.Errorf("%w: %v from this node's", errSkew, time.Duration(d))
+		}
+	}
 	// Every name takes at least 2 bytes and every entry at least 11, so
 	// the counts are bounded by the bytes left before anything is
 	// allocated.
@@ -172,7 +190,7 @@ func decode(buf []byte, now int64) (message, error) {
 		nc := r.uvarint(1, nn)
 		e.lo = len(m.counters)
 		bound := uint64(countFactor) * uint64(e.shape.limit)
-		ahead := now + int64(maxAhead)
+		ahead := now + int64(MaxSkew)
 		for range nc {
 			var w wireCounter
 			w.node = int(r.uvarint(0, nn-1))
@@ -238,7 +256,7 @@ func (e *encoder) reset() {
 
 // size is the encoded size of the message so far.
 func (e *encoder) size() int {
-	return headerLen + uvarintLen(uint64(len(e.names))) + e.table + uvarintLen(uint64(e.n)) + len(e.body)
+	return headerLen + binary.MaxVarintLen64 + uvarintLen(uint64(len(e.names))) + e.table + uvarintLen(uint64(e.n)) + len(e.body)
 }
 
 // empty reports whether the message holds no entry.
@@ -283,9 +301,11 @@ func (e *encoder) add(key string, sh shape, names []string, cs []counter) bool {
 	return true
 }
 
-// finish returns the message built, valid until the next call on e.
-func (e *encoder) finish(kind byte) []byte {
-	b := append(e.out[:0], wireVersion, kind, 0, 0, 0, 0)
+// finish returns the message built, stamped with the sender's fleet time
+// now, valid until the next call on e.
+func (e *encoder) finish(kind byte, now int64) []byte {
+	b := append(e.out[:0], deltaVersion, kind, 0, 0, 0, 0)
+	b = binary.AppendUvarint(b, uint64(max(now, 0)))
 	b = binary.AppendUvarint(b, uint64(len(e.names)))
 	for _, name := range e.names {
 		b = binary.AppendUvarint(b, uint64(len(name)))

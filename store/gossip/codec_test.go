@@ -20,7 +20,7 @@ func encodeOne(key string, sh shape, cs ...counter) []byte {
 	e := newEncoder(math.MaxInt)
 	names := []string{"a", "b", "c"}[:len(cs)]
 	e.add(key, sh, names, cs)
-	return e.finish(kindDelta)
+	return e.finish(kindDelta, testNow)
 }
 
 func TestDecodeRoundTrip(t *testing.T) {
@@ -30,6 +30,9 @@ func TestDecodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if m.stamp != testNow {
+		t.Fatalf("stamp %d, want %d", m.stamp, testNow)
+	}
 	if len(m.entries) != 1 || string(m.entries[0].key) != "k" || m.entries[0].shape != testShape {
 		t.Fatalf("entries %+v", m.entries)
 	}
@@ -37,6 +40,12 @@ func TestDecodeRoundTrip(t *testing.T) {
 	if len(got) != 2 || string(m.nodes[got[0].node]) != "a" || got[0].c != (counter{Win: w, Cur: 5, Prev: 7}) ||
 		string(m.nodes[got[1].node]) != "b" || got[1].c != (counter{Win: w - 1, Cur: 3}) {
 		t.Fatalf("counters %+v", got)
+	}
+	// Version 1, the same without the stamp, is still read.
+	v1 := append([]byte{1, kindDelta, 0, 0, 0, 0}, buf[headerLen+uvarintLen(uint64(testNow)):]...)
+	binary.BigEndian.PutUint32(v1[2:headerLen], uint32(len(v1)-headerLen))
+	if m, err := decode(v1, testNow); err != nil || m.stamp != 0 || len(m.counters) != 2 {
+		t.Fatalf("version 1: %+v, %v", m, err)
 	}
 }
 
@@ -49,10 +58,10 @@ func TestEncoderRespectsTheByteCap(t *testing.T) {
 	for e.add("key-with-some-length", testShape, []string{"node"}, []counter{{Win: w, Cur: 5}}) {
 		n++
 	}
-	if b := e.finish(kindDelta); len(b) > 300 || n < 5 {
+	if b := e.finish(kindDelta, testNow); len(b) > 300 || n < 5 {
 		t.Fatalf("%d entries in %d bytes", n, len(b))
 	}
-	if _, err := decode(e.finish(kindDelta), testNow); err != nil {
+	if _, err := decode(e.finish(kindDelta, testNow), testNow); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -89,8 +98,18 @@ func TestDecodeRefusesBadInput(t *testing.T) {
 		{"no counters", func() []byte {
 			e := newEncoder(math.MaxInt)
 			e.add("k", testShape, nil, nil)
-			return e.finish(kindDelta)
+			return e.finish(kindDelta, testNow)
 		}(), errMalformed},
+		{"stamp beyond the allowed skew", func() []byte {
+			e := newEncoder(math.MaxInt)
+			e.add("k", testShape, []string{"a"}, []counter{{Win: w, Cur: 5}})
+			return e.finish(kindDelta, testNow+int64(MaxSkew)+1)
+		}(), errSkew},
+		{"stamp behind the allowed skew", func() []byte {
+			e := newEncoder(math.MaxInt)
+			e.add("k", testShape, []string{"a"}, []counter{{Win: w, Cur: 5}})
+			return e.finish(kindDelta, testNow-int64(MaxSkew)-1)
+		}(), errSkew},
 		{"huge node count", append(append([]byte{1, 1, 0, 0, 0, 10}, binary.AppendUvarint(nil, 1<<40)...), make([]byte, 5)...), errMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -74,9 +74,10 @@ type Config struct {
 	// with ErrFull and gossip about new keys is dropped (counted in
 	// Stats.Dropped.Full).
 	MaxKeys int
-	// Clock returns the time in Unix ns. Nil means the real clock. The
-	// nodes' clocks must agree to well within a window: windows are
-	// aligned to the Unix epoch on each node's clock.
+	// Clock returns the time in Unix ns. Nil means the real clock. A
+	// node decides on the fleet's time, its clock plus an offset that
+	// the others' stamps raise (see the package doc, "Clock skew"): the
+	// nodes' clocks must agree to within MaxSkew.
 	Clock func() int64
 	// netTransport uses memberlist's own NetTransport instead of
 	// transport (the benchmarks' A/B).

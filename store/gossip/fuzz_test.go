@@ -9,7 +9,7 @@ import (
 
 // FuzzDecode checks that any input decodes or is refused, never panics,
 // and that what decodes holds only counts within bounds, which merge into
-// a view without a negative or wrapped sum.
+// a view without a negative or wrapped sum, and a stamp within MaxSkew.
 func FuzzDecode(f *testing.F) {
 	w := testNow / testShape.period
 	f.Add(encodeOne("k", testShape, counter{Win: w, Cur: 5, Prev: 7}, counter{Win: w - 1, Cur: 3}))
@@ -20,6 +20,9 @@ func FuzzDecode(f *testing.F) {
 		m, err := decode(b, testNow)
 		if err != nil {
 			return
+		}
+		if d := m.stamp - testNow; m.stamp != 0 && (d > int64(MaxSkew) || d < -int64(MaxSkew)) {
+			t.Fatalf("stamp %v from now decoded", time.Duration(d))
 		}
 		for _, e := range m.entries {
 			var v view

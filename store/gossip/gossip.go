@@ -102,13 +102,13 @@ func (s *Store) round() {
 			continue
 		}
 		if !enc.add(key, sh, names, cs) {
-			budget -= s.send(peers, enc.finish(kindDelta))
+			budget -= s.send(peers, enc.finish(kindDelta, now))
 			enc.reset()
 			enc.add(key, sh, names, cs)
 		}
 	}
 	if !enc.empty() {
-		s.send(peers, enc.finish(kindDelta))
+		s.send(peers, enc.finish(kindDelta, now))
 	}
 	s.st.mergeLag.Store(lag)
 	if fresh {
@@ -175,10 +175,14 @@ func (s *Store) receive(buf []byte, relay bool) bool {
 	case errors.Is(err, errFuture):
 		s.st.future.Add(1)
 		return false
+	case errors.Is(err, errSkew):
+		s.st.skew.Add(1)
+		return false
 	default:
 		s.st.malformed.Add(1)
 		return false
 	}
+	s.hear(m.stamp)
 	ids := make([]uint32, len(m.nodes))
 	known := make([]bool, len(m.nodes))
 	for i, n := range m.nodes {
@@ -214,6 +218,21 @@ func (s *Store) mergeEntry(m *message, we wireEntry, node func(int) (uint32, boo
 		if !ok {
 			s.st.full.Add(1)
 			continue
+		}
+		if id == s.self {
+			// This node's own counter is written by this node alone: a
+			// copy naming a later window than its time's is a lie
+			// (merged, it would move the counter on, and the node's
+			// admissions would land where no view counts them), and once
+			// warm every copy is an echo of what it sent. Before, a node
+			// restarted under its name takes its counter back.
+			if wc.c.Win > max(now, 0)/we.shape.period {
+				s.st.future.Add(1)
+				continue
+			}
+			if s.warm.Load() {
+				continue
+			}
 		}
 		sl := e.slot(id)
 		nc := merge(sl.c, wc.c)
@@ -258,7 +277,7 @@ func (s *Store) state() []byte {
 		}
 		shd.mu.Unlock()
 	}
-	return slices.Clone(enc.finish(kindState))
+	return slices.Clone(enc.finish(kindState, s.clock()))
 }
 
 // delegate is the Store's memberlist.Delegate.

@@ -44,17 +44,18 @@ type Delta struct {
 	m   message
 }
 
-// ErrMalformed, ErrAbsurd and ErrFuture are the reasons DecodeDelta
-// refuses a message, as Stats.Dropped counts them.
+// ErrMalformed, ErrAbsurd, ErrFuture and ErrSkew are the reasons
+// DecodeDelta refuses a message, as Stats.Dropped counts them.
 var (
 	ErrMalformed = errMalformed
 	ErrAbsurd    = errAbsurd
 	ErrFuture    = errFuture
+	ErrSkew      = errSkew
 )
 
-// DecodeDelta decodes a message as a Store receiving it at now (Unix ns)
-// would, whole or not at all (an error wrapping ErrMalformed, ErrAbsurd
-// or ErrFuture). It copies msg.
+// DecodeDelta decodes a message as a Store receiving it at now (Unix ns,
+// its fleet time: see Store.Now) would, whole or not at all (an error
+// wrapping ErrMalformed, ErrAbsurd, ErrFuture or ErrSkew). It copies msg.
 func DecodeDelta(msg []byte, now int64) (*Delta, error) {
 	d := &Delta{buf: append([]byte(nil), msg...)}
 	m, err := decode(d.buf, now)
@@ -84,9 +85,15 @@ func (s *Store) MergeDelta(d *Delta, i int) error {
 	if i < 0 || i >= len(d.m.entries) {
 		return errDeltaIndex
 	}
+	s.hear(d.m.stamp)
 	s.mergeEntry(&d.m, d.m.entries[i], func(j int) (uint32, bool) { return s.nodes.id(d.m.nodes[j]) }, s.clock(), false)
 	return nil
 }
+
+// Now returns the node's fleet time, Unix ns: its clock plus the offset
+// the fleet's stamps raised it by (clock.go). Its windows are on this
+// time; decode what it receives at it.
+func (s *Store) Now() int64 { return s.clock() }
 
 // Kicked reports whether a change asked for a round at once (a change
 // after a quiet interval, see nudge), and clears the request: the

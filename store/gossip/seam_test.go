@@ -115,3 +115,52 @@ func TestKickedReportsTheNudge(t *testing.T) {
 		t.Fatal("a change a millisecond after a fresh round asked for another")
 	}
 }
+
+// A forged delta naming the receiving node itself with a window 30 s
+// ahead (within the allowed skew, so it decodes) does not move the node's
+// own counter on: its admissions still count, and it admits the limit
+// and no more. (Merged, it made the node admit all 100: its admissions
+// landed in the later window, which no view counts.) A window further
+// ahead than the allowed skew is refused whole; both are counted.
+func TestAForgedOwnWindowLiftsNoLimit(t *testing.T) {
+	clock := newFakeClock()
+	var ta captured
+	a, err := New(Config{Name: "a", Clock: clock.now, Transport: &ta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	p := limit.FixedWindow{Limit: 20, Window: time.Second}
+	sh := shape{alg: limit.AlgFixedWindow, period: int64(time.Second), limit: 20}
+	key := "k"
+	w := clock.now() / sh.period
+	ctx := context.Background()
+	admitted := 0
+	for i := range 100 {
+		if i%10 == 0 { // forged again and again, as a flood would
+			d, err := DecodeDelta(encodeOne(key, sh, counter{Win: w + 30}), clock.now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.MergeDelta(d, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d, err := a.Apply(ctx, key, p, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Allowed {
+			admitted++
+		}
+	}
+	if got := seen(a, key); admitted != 20 || got != 20 {
+		t.Fatalf("a admitted %d of 100 under a forged own window, and sees %d used; want 20 and 20", admitted, got)
+	}
+	if st := a.Stats().Dropped; st.Future != 10 {
+		t.Fatalf("dropped %+v, want 10 future", st)
+	}
+	if _, err := DecodeDelta(encodeOne(key, sh, counter{Win: w + int64(MaxSkew)/sh.period + 2}), clock.now()); !errors.Is(err, ErrFuture) {
+		t.Fatalf("a window beyond the allowed skew decoded: %v", err)
+	}
+}

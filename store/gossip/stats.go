@@ -54,8 +54,14 @@ type Dropped struct {
 	Malformed uint64
 	// Absurd messages claimed a count beyond countFactor × the limit.
 	Absurd uint64
-	// Future messages held a window starting more than a minute ahead.
+	// Future messages held a window starting more than MaxSkew after the
+	// receiver's now; it also counts the counters (not messages) that
+	// named the receiver itself with a window after its current one (no
+	// message moves a node's own counter on).
 	Future uint64
+	// Skew messages were stamped by a sender whose fleet time was more
+	// than MaxSkew from the receiver's.
+	Skew uint64
 	// Unauthenticated packets and streams were not sealed with
 	// Config.SecretKey (or were sealed when there is none).
 	Unauthenticated uint64
@@ -73,6 +79,7 @@ type counters struct {
 	msgsSent, msgsRecv        atomic.Uint64
 	pushPulls                 atomic.Uint64
 	malformed, absurd, future atomic.Uint64
+	skew                      atomic.Uint64
 	unauthenticated           atomic.Uint64
 	mismatch, full            atomic.Uint64
 	mergeLag                  atomic.Int64
@@ -94,6 +101,7 @@ func (s *Store) Stats() Stats {
 			Malformed:       s.st.malformed.Load(),
 			Absurd:          s.st.absurd.Load(),
 			Future:          s.st.future.Load(),
+			Skew:            s.st.skew.Load(),
 			Unauthenticated: s.st.unauthenticated.Load(),
 			Mismatch:        s.st.mismatch.Load(),
 			Full:            s.st.full.Load(),

@@ -41,13 +41,15 @@ var ErrKeyTooLong = fmt.Errorf("gossip: key longer than %d bytes", MaxKeyLen)
 // counters plus the merged view of every other node's, shared by gossip.
 // It is safe for concurrent use. Close leaves the fleet and stops.
 type Store struct {
-	cfg   Config
-	clock func() int64
-	ml    *memberlist.Memberlist
-	self  uint32 // this node's id
-	name  string // this node's name
-	addr  string // host:port bound
-	nodes nodeTable
+	cfg    Config
+	clock  func() int64 // the fleet's time: raw plus offset (clock.go)
+	raw    func() int64 // this node's clock (Config.Clock)
+	offset atomic.Int64 // fleet time − raw, 0..MaxSkew
+	ml     *memberlist.Memberlist
+	self   uint32 // this node's id
+	name   string // this node's name
+	addr   string // host:port bound
+	nodes  nodeTable
 
 	seed   maphash.Seed
 	shards [32]shard
@@ -146,7 +148,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Store{cfg: cfg, clock: cfg.Clock, seed: maphash.MakeSeed(), max: max(cfg.MaxKeys/32, 1),
+	s := &Store{cfg: cfg, raw: cfg.Clock, seed: maphash.MakeSeed(), max: max(cfg.MaxKeys/32, 1),
 		warmCh: make(chan struct{}), joined: make(chan struct{}), enc: newEncoder(cfg.MessageBytes),
 		kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
@@ -155,9 +157,13 @@ func New(cfg Config) (*Store, error) {
 	s.members.live = make(map[string]memberlist.Node)
 	s.members.suspect = make(map[string]bool)
 	s.members.returned = s.resync
-	if s.clock == nil {
-		s.clock = memory.NewClock()
+	if s.raw == nil {
+		s.raw = memory.NewClock()
+		if testClockOffset != 0 {
+			s.raw = offsetClock(s.raw, testClockOffset)
+		}
 	}
+	s.clock = s.fleetNow
 	for i := range s.shards {
 		s.shards[i].m = make(map[string]*entry)
 	}
