@@ -2,8 +2,6 @@ package envoyrls
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -188,45 +186,6 @@ func cacheKey(prefix, domain string, entries []*rlv3.RateLimitDescriptor_Entry, 
 	return string(b)
 }
 
-// counterKey is the Store key of a descriptor under a limit of
-// tollgate's algorithms: a hash of the domain, every entry (a shared
-// level's pattern in place of its value) and the limit's algorithm and
-// window, not its figures, so that an edited limit keeps its state, and
-// raw values never reach the store's keys. The hashed text is built on
-// the stack up to 512 bytes: the key string is its one allocation.
-func counterKey(domain string, entries []*rlv3.RateLimitDescriptor_Entry, shared []string, l *Limit) string {
-	var stack [512]byte
-	b := stack[:0]
-	field := func(mark byte, s string) {
-		n := len(s)
-		if mark != 0 {
-			n++
-		}
-		b = append(strconv.AppendInt(b, int64(n), 10), ':')
-		if mark != 0 {
-			b = append(b, mark)
-		}
-		b = append(b, s...)
-	}
-	field(0, domain)
-	for i, e := range entries {
-		field(0, e.GetKey())
-		if i < len(shared) && shared[i] != "" {
-			field('*', shared[i])
-		} else {
-			field('=', e.GetValue())
-		}
-	}
-	if l.Policy != nil {
-		field(0, l.figures().keyTag)
-	}
-	sum := sha256.Sum256(b)
-	var key [4 + 32]byte
-	copy(key[:], "rls:")
-	hex.Encode(key[4:], sum[:16])
-	return string(key[:])
-}
-
 // charge decides the items: the counted ones by their counters, the
 // others by the Store. A failure is answered by OnError; with the default
 // it is the call's error, a gRPC status.
@@ -255,83 +214,6 @@ func (s *Service) charge(ctx context.Context, items []item, now time.Time) error
 			s.cfg.Metrics.fallback(OnErrorFail)
 			return status.Error(codes.Unknown, "store: "+err.Error())
 		}
-	}
-	return nil
-}
-
-// decide charges the items of tollgate's algorithms (a policy, not
-// counted) with the Store: each on its own, or, with
-// StopIncrementWhenOverLimit, all or none (limit.Store.ApplyAll, one
-// round trip, then a look at each descriptor for its own status).
-func (s *Service) decide(ctx context.Context, items []item) error {
-	var (
-		reqStack [4]limit.Request
-		idxStack [4]int
-		outStack [4]limit.Decision
-	)
-	reqs, idx := reqStack[:0], idxStack[:0]
-	for i := range items {
-		if l := items[i].limit; l != nil && l.Policy != nil && !l.counted() {
-			reqs = append(reqs, limit.Request{Key: items[i].key, Policy: l.Policy, Cost: items[i].cost})
-			idx = append(idx, i)
-		}
-	}
-	if len(reqs) == 0 {
-		return nil
-	}
-	out := outStack[:0]
-	if len(reqs) > len(outStack) {
-		out = make([]limit.Decision, len(reqs))
-	}
-	out = out[:len(reqs)]
-	if !s.cfg.StopIncrementWhenOverLimit {
-		if err := s.applyEach(ctx, reqs, out); err != nil {
-			return err
-		}
-		for j, i := range idx {
-			items[i].d, items[i].decided = out[j], true
-		}
-		return nil
-	}
-	d, err := s.cfg.Store.ApplyAll(ctx, reqs)
-	if err != nil {
-		return err
-	}
-	// Then every descriptor's own state, by a peek (cost 0), so that each
-	// reports its own remaining.
-	for j := range reqs {
-		reqs[j].Cost = 0
-	}
-	if err := s.applyEach(ctx, reqs, out); err != nil {
-		return err
-	}
-	for j, i := range idx {
-		pd := out[j]
-		if d.Allowed {
-			pd.Allowed = true
-		} else {
-			// Refused, nothing charged: each descriptor reports whether
-			// it alone would fit.
-			pd.Allowed = pd.Remaining >= items[i].cost && d.Index != j
-		}
-		items[i].d, items[i].decided = pd, true
-	}
-	return nil
-}
-
-// applyEach decides each of reqs on its own into out: in one round trip
-// when the store can (limit.EachApplier, the Redis store pipelining
-// them), else one Apply after another.
-func (s *Service) applyEach(ctx context.Context, reqs []limit.Request, out []limit.Decision) error {
-	if ea, ok := s.cfg.Store.(limit.EachApplier); ok && len(reqs) > 1 {
-		return ea.ApplyEach(ctx, reqs, out)
-	}
-	for j, r := range reqs {
-		d, err := s.cfg.Store.Apply(ctx, r.Key, r.Policy, r.Cost)
-		if err != nil {
-			return err
-		}
-		out[j] = d
 	}
 	return nil
 }

@@ -2,9 +2,12 @@ package envoyrls
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -236,7 +239,6 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	ls := s.limits.Load()
-	now := s.cfg.Now()
 	descs := req.GetDescriptors()
 	var stack [4]item
 	items := stack[:0]
@@ -245,6 +247,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	}
 	items = items[:len(descs)]
 	replaced := map[string]bool(nil)
+	now := s.cfg.Now() // the counters' window
 	for i, d := range descs {
 		it := &items[i]
 		it.cost = hits(req, d)
@@ -281,6 +284,80 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		return nil, err
 	}
 	return s.respond(req, items), nil
+}
+
+// decide charges the items with a policy.
+func (s *Service) decide(ctx context.Context, items []item) error {
+	var (
+		reqStack [4]limit.Request
+		idxStack [4]int
+		outStack [4]limit.Decision
+	)
+	reqs, idx := reqStack[:0], idxStack[:0]
+	for i := range items {
+		if l := items[i].limit; l != nil && l.Policy != nil && !l.counted() {
+			reqs = append(reqs, limit.Request{Key: items[i].key, Policy: l.Policy, Cost: items[i].cost})
+			idx = append(idx, i)
+		}
+	}
+	if len(reqs) == 0 {
+		return nil
+	}
+	out := outStack[:0]
+	if len(reqs) > len(outStack) {
+		out = make([]limit.Decision, len(reqs))
+	}
+	out = out[:len(reqs)]
+	if !s.cfg.StopIncrementWhenOverLimit {
+		if err := s.applyEach(ctx, reqs, out); err != nil {
+			return err
+		}
+		for j, i := range idx {
+			items[i].d, items[i].decided = out[j], true
+		}
+		return nil
+	}
+	d, err := s.cfg.Store.ApplyAll(ctx, reqs)
+	if err != nil {
+		return err
+	}
+	// Then every descriptor's own state, by a peek (cost 0), so that each
+	// reports its own remaining.
+	for j := range reqs {
+		reqs[j].Cost = 0
+	}
+	if err := s.applyEach(ctx, reqs, out); err != nil {
+		return err
+	}
+	for j, i := range idx {
+		pd := out[j]
+		if d.Allowed {
+			pd.Allowed = true
+		} else {
+			// Refused, nothing charged: each descriptor reports whether
+			// it alone would fit.
+			pd.Allowed = pd.Remaining >= items[i].cost && d.Index != j
+		}
+		items[i].d, items[i].decided = pd, true
+	}
+	return nil
+}
+
+// applyEach decides each of reqs on its own into out: in one round trip
+// when the store can (limit.EachApplier, the Redis store pipelining
+// them), else one Apply after another.
+func (s *Service) applyEach(ctx context.Context, reqs []limit.Request, out []limit.Decision) error {
+	if ea, ok := s.cfg.Store.(limit.EachApplier); ok && len(reqs) > 1 {
+		return ea.ApplyEach(ctx, reqs, out)
+	}
+	for j, r := range reqs {
+		d, err := s.cfg.Store.Apply(ctx, r.Key, r.Policy, r.Cost)
+		if err != nil {
+			return err
+		}
+		out[j] = d
+	}
+	return nil
 }
 
 // respond builds the response and counts the metrics.
@@ -404,6 +481,45 @@ func overrideLimit(domain string, configured bool, o *rlv3.RateLimitDescriptor_R
 	}
 	l.prepare()
 	return l
+}
+
+// counterKey is the store key of a descriptor under l: a hash of the
+// domain, every entry (a shared level's pattern in place of its value)
+// and the policy, so that a reload changing a limit's algorithm or
+// window starts afresh, and raw values never reach the store's keys.
+// The hashed text is built on the stack up to 512 bytes: the key string
+// is its one allocation.
+func counterKey(domain string, entries []*rlv3.RateLimitDescriptor_Entry, shared []string, l *Limit) string {
+	var stack [512]byte
+	b := stack[:0]
+	field := func(mark byte, s string) {
+		n := len(s)
+		if mark != 0 {
+			n++
+		}
+		b = append(strconv.AppendInt(b, int64(n), 10), ':')
+		if mark != 0 {
+			b = append(b, mark)
+		}
+		b = append(b, s...)
+	}
+	field(0, domain)
+	for i, e := range entries {
+		field(0, e.GetKey())
+		if i < len(shared) && shared[i] != "" {
+			field('*', shared[i])
+		} else {
+			field('=', e.GetValue())
+		}
+	}
+	if l.Policy != nil {
+		field(0, l.figures().keyTag)
+	}
+	sum := sha256.Sum256(b)
+	var key [4 + 32]byte
+	copy(key[:], "rls:")
+	hex.Encode(key[4:], sum[:16])
+	return string(key[:])
 }
 
 // detailedPath is the descriptor's path with its values, as
