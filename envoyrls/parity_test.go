@@ -3,11 +3,8 @@ package envoyrls
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -15,6 +12,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/tollgate-dev/tollgate/internal/envoyratelimit"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/store/redis"
 )
@@ -29,10 +27,6 @@ import (
 // is skipped. No difference is expected (a refused request is counted
 // by both).
 func TestParityWithEnvoyproxyRatelimit(t *testing.T) {
-	bin := os.Getenv("ENVOY_RATELIMIT_BIN")
-	if bin == "" {
-		t.Skip("ENVOY_RATELIMIT_BIN is not set: no envoyproxy/ratelimit binary to compare with")
-	}
 	srv := redistest.Start(t)
 	root := t.TempDir()
 	dir := filepath.Join(root, "rl", "config")
@@ -40,30 +34,7 @@ func TestParityWithEnvoyproxyRatelimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeFile(t, filepath.Join(dir, "edge.yaml"), e2eConfig)
-	grpcPort, httpPort, debugPort := redistest.FreePort(t), redistest.FreePort(t), redistest.FreePort(t)
-	cmd := exec.Command(bin)
-	cmd.Env = []string{"USE_STATSD=false", "LOG_LEVEL=warn", "REDIS_SOCKET_TYPE=tcp", "REDIS_URL=" + srv.Addr,
-		"RUNTIME_ROOT=" + root, "RUNTIME_SUBDIRECTORY=rl", "RUNTIME_WATCH_ROOT=false",
-		"HOST=127.0.0.1", "PORT=" + strconv.Itoa(httpPort), "GRPC_HOST=127.0.0.1", "GRPC_PORT=" + strconv.Itoa(grpcPort),
-		"DEBUG_HOST=127.0.0.1", "DEBUG_PORT=" + strconv.Itoa(debugPort)}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(httpPort) + "/healthcheck")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("envoyproxy/ratelimit not healthy within 30s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	upstream := envoyratelimit.Start(t, "REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+srv.Addr, "RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rl")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -79,7 +50,7 @@ func TestParityWithEnvoyproxyRatelimit(t *testing.T) {
 	}
 	svc.SetLimits(mustBuild(t, Source{Name: "edge.yaml", Data: []byte(e2eConfig)}))
 	ours, _ := startGRPC(t, svc)
-	theirsConn := dialGRPC(t, "127.0.0.1:"+strconv.Itoa(grpcPort))
+	theirsConn := dialGRPC(t, upstream.GRPC)
 	theirs := rlsv3.NewRateLimitServiceClient(theirsConn)
 
 	five := desc("remote_address", "10.0.0.3")
