@@ -58,6 +58,8 @@ func TestParityWithEnvoyproxyRatelimit(t *testing.T) {
 	peek := desc("path", "/api")
 	peek.HitsAddend = wrapperspb.UInt64(0)
 	client1, api := desc("remote_address", "10.0.0.1"), desc("path", "/api")
+	refund := desc("remote_address", "10.0.0.4")
+	refund.HitsAddend, refund.IsNegativeHits = wrapperspb.UInt64(2), true
 	seq := []*rlsv3.RateLimitRequest{
 		{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{client1, api}},
 		{Domain: "edge", HitsAddend: 2, Descriptors: []*rlv3.RateLimitDescriptor{client1, api}},
@@ -70,6 +72,10 @@ func TestParityWithEnvoyproxyRatelimit(t *testing.T) {
 		{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{desc("generic_key", "exempt")}},
 		{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{desc("trial", "t")}},
 		{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{desc("trial", "t")}},
+		// is_negative_hits: the pinned envoyproxy/ratelimit does not read
+		// it, and charges the hits as any others.
+		{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{refund}},
+		{Domain: "edge", Descriptors: []*rlv3.RateLimitDescriptor{refund}},
 	}
 	// Stay clear of a minute boundary: the sequence must fall in one window.
 	if s := time.Now().Second(); s > 50 {
