@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -252,26 +251,7 @@ func TestSlowRedisIsWaitedFor(t *testing.T) {
 	var now atomic.Int64
 	svc := newRedisService(t, srv, Config{}, threePerMinute, &now)
 	ask(t, svc, "d", desc("k", "a"))
-	done := make(chan struct{})
-	go func() { defer close(done); srv.CLI(t, "DEBUG", "SLEEP", "0.5") }()
-	// Wait until the server is asleep: a PING not answered in 100ms.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if time.Now().After(deadline) {
-			t.Fatal("redis-server never slept")
-		}
-		c, err := net.Dial("tcp", srv.Addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Write([]byte("PING\r\n"))
-		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-		_, err = c.Read(make([]byte, 16))
-		c.Close()
-		if err != nil {
-			break
-		}
-	}
+	done := srv.Sleep(t, 500*time.Millisecond)
 	r, err := svc.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*rlv3.RateLimitDescriptor{desc("k", "a")}})
 	<-done
 	if err != nil || r.GetStatuses()[0].GetLimitRemaining() != 1 {

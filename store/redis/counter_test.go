@@ -51,3 +51,34 @@ func TestPlainCounters(t *testing.T) {
 		t.Fatal("no error with Redis down")
 	}
 }
+
+// A call waits for a slow Redis no longer than the caller's deadline when
+// that comes first, else than the timeout.
+func TestPlainCountersTimeouts(t *testing.T) {
+	srv := redistest.Start(t, "--enable-debug-command", "yes")
+	for _, c := range []struct {
+		name     string
+		timeout  time.Duration
+		deadline time.Duration // the caller's; 0: none
+	}{{"caller's deadline", 10 * time.Second, 50 * time.Millisecond}, {"the timeout", 100 * time.Millisecond, 0}} {
+		s := open(t, srv.Addr, Config{Timeout: c.timeout})
+		out := make([]int64, 1)
+		if err := s.IncrExpire(context.Background(), []string{"k"}, []int64{1}, []int64{60}, out); err != nil {
+			t.Fatal(err)
+		}
+		done := srv.Sleep(t, time.Second)
+		ctx := context.Background()
+		if c.deadline > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, c.deadline)
+			defer cancel()
+		}
+		start := time.Now()
+		err := s.IncrExpire(ctx, []string{"k"}, []int64{1}, []int64{60}, out)
+		took := time.Since(start)
+		<-done
+		if err == nil || took > 700*time.Millisecond {
+			t.Errorf("%s: %v after %v, want an error well before the 1s sleep ends", c.name, err, took)
+		}
+	}
+}
