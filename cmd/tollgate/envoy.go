@@ -205,7 +205,7 @@ func openEnvoyRLSStore(s envoyRLSSettings, log *slog.Logger) (limit.Store, *stor
 	if s.redis == "" {
 		set, err = stores.Open(config.Store{}, log)
 	} else {
-		rc := redis.Config{Addrs: strings.Split(s.redis, ","), MasterName: s.redisMaster, Username: s.redisUser, Password: s.redisPassword, Timeout: s.redisTimeout}
+		rc := redis.Config{Addrs: strings.Split(s.redis, ","), MasterName: s.redisMaster, Username: s.redisUser, Password: s.redisPassword, Timeout: s.redisTimeout, FlushDelay: envoyRLSFlushDelay}
 		if s.redisTLS {
 			if rc.TLS, err = s.redisTLSFiles.Load(time.Now()); err != nil {
 				return nil, nil, fmt.Errorf("redis: REDIS_TLS_*: %w", err)
@@ -298,7 +298,7 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 	// ones, whose stack has already grown, rather than a new one per call
 	// (a stream beyond them still gets its own). The count covers the
 	// calls waiting on Redis at once under load.
-	g := grpc.NewServer(grpc.NumStreamWorkers(uint32(max(64, 8*runtime.GOMAXPROCS(0)))))
+	g := grpc.NewServer(grpc.NumStreamWorkers(uint32(max(64, 8*runtime.GOMAXPROCS(0)))), envoyrls.ServerCodec())
 	svc.Register(g)
 	errc := make(chan error, 3)
 	go func() { errc <- g.Serve(gl) }()
@@ -471,5 +471,15 @@ func envoyRLSCharging(s envoyRLSSettings, set *stores.Set, log *slog.Logger) (en
 	}
 	return ch, closeFn, nil
 }
+
+// envoyRLSFlushDelay is how long the Redis client's writer may wait, when
+// several calls are waiting, to send their commands in one write (the
+// store's FlushDelay, 20µs by default; a lone caller never waits): every
+// decision is a round trip, so fewer, larger writes cut the CPU per
+// decision of tollgate and of Redis (bench/rlsload, 64 callers: 40 → 33µs
+// and 7 → 5µs with one descriptor, 53 → 43µs and 12 → 10µs with three),
+// for at most this much added latency. envoyproxy/ratelimit's
+// REDIS_PIPELINE_WINDOW is the same idea, recommended at 150–500µs.
+const envoyRLSFlushDelay = 150 * time.Microsecond
 
 // ---- end of the counting's environment.
