@@ -42,9 +42,9 @@ var envoyRLSCommand = &command{
 		fs.StringVar(&env.debug, "debug", env.debug, "debug listener `address` (/metrics, /debug/pprof/), or off (default from DEBUG_HOST, DEBUG_PORT)")
 		fs.StringVar(&env.redis, "redis", env.redis, "Redis `addresses` (host:port, comma-separated); empty decides in memory (default REDIS_URL, with REDIS_SOCKET_TYPE=tcp; REDIS_AUTH is [user:]password; REDIS_TYPE=sentinel, REDIS_TLS and REDIS_TLS_* as envoyproxy/ratelimit reads them)")
 		tier := fs.String("redis-tier", "strict", "with -redis: strict (every decision in Redis) or eventual (local, synced)")
-		fs.DurationVar(&env.redisTimeout, "redis-timeout", redis.DefaultTimeout, "with -redis: the bound of one Redis round trip")
+		fs.DurationVar(&env.redisTimeout, "redis-timeout", env.counting.redisTimeout, "with -redis: the bound of a Redis round trip, past which the call fails (default REDIS_TIMEOUT, else 10s)")
 		headers := fs.String("headers", env.headers, "response headers: draft10, legacy (RateLimit-Limit/-Remaining/-Reset, named by LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER) or none (default legacy when LIMIT_RESPONSE_HEADERS_ENABLED=true)")
-		fs.BoolVar(&env.allOrNothing, "all-or-nothing", env.allOrNothing, "charge no descriptor of a request when one is over its limit (default STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; NEAR_LIMIT_RATIO and GLOBAL_SHADOW_MODE are read too)")
+		fs.BoolVar(&env.allOrNothing, "all-or-nothing", env.allOrNothing, "when a descriptor of a request would go over its limit, increment only those going over, as envoyproxy/ratelimit does (default STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; NEAR_LIMIT_RATIO and GLOBAL_SHADOW_MODE are read too)")
 		reload := fs.Duration("reload", time.Second, "how often the configuration directory is read for changes")
 		logger := logFlags(fs)
 		return func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -71,7 +71,6 @@ var envoyRLSCommand = &command{
 				return exitUsage
 			}
 			env.tier, env.style, env.reload = *tier, style, *reload
-			envoyRLSCountingFlags(fs, &env)
 			return runEnvoyRLS(ctx, env, log, stderr)
 		}
 	},
@@ -374,7 +373,7 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 // rlsCounting are envoyproxy/ratelimit's settings about its
 // counters, and tollgate's TOLLGATE_REDIS_ON_ERROR.
 type rlsCounting struct {
-	redisTimeout   time.Duration // REDIS_TIMEOUT, the default of -redis-timeout
+	redisTimeout   time.Duration // REDIS_TIMEOUT: the default of -redis-timeout
 	cacheKeyPrefix string        // CACHE_KEY_PREFIX
 	localCache     int           // LOCAL_CACHE_SIZE_IN_BYTES
 	jitter         time.Duration // EXPIRATION_JITTER_MAX_SECONDS
@@ -432,16 +431,6 @@ func envoyRLSCountingEnv(getenv func(string) string, c *rlsCounting) []error {
 		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_ON_ERROR=%q: want open, closed or local (unset: the call fails, as envoyproxy/ratelimit's)", c.onError))
 	}
 	return errs
-}
-
-// envoyRLSCountingFlags makes REDIS_TIMEOUT the Redis timeout unless
-// -redis-timeout was given.
-func envoyRLSCountingFlags(fs *flag.FlagSet, s *envoyRLSSettings) {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "redis-timeout" })
-	if !set && s.counting.redisTimeout > 0 {
-		s.redisTimeout = s.counting.redisTimeout
-	}
 }
 
 // envoyRLSCharging is the service's Charging from s: on the strict
