@@ -101,6 +101,10 @@
 //     whole unit from when they are set, past the window their key names)
 //     and its bytes are bounded by its own count (a key and 64 bytes an
 //     entry), not freecache's.
+//   - The counter keys hold the descriptor values raw, as
+//     envoyproxy/ratelimit's do (the price of sharing its counts): a key
+//     is as long as the request's values, each bounded by MaxBytes, and
+//     lives a unit plus the jitter. Before, tollgate's keys were hashes.
 //   - A Redis that cannot be reached at start is not fatal: the service
 //     starts and fails its calls until it connects (envoyproxy/ratelimit
 //     exits). No per-second Redis (REDIS_PERSECOND_*), no memcached.
