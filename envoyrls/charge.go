@@ -271,7 +271,7 @@ func (s *Service) chargeCounters(ctx context.Context, items []item, idx []int, n
 		}
 		sc.counts = counts
 		if err := s.ch.counters.Counts(ctx, keys, ttl, counts); err != nil {
-			return s.counterFallback(err, items, idx, cached, now)
+			return s.counterFallback(ctx, err, items, idx, cached, now)
 		}
 		for j, i := range idx {
 			if counts[j]+items[i].cost > int64(items[i].limit.RequestsPerUnit) {
@@ -305,7 +305,7 @@ func (s *Service) chargeCounters(ctx context.Context, items []item, idx []int, n
 	if len(keys) > 0 {
 		sc.keys, sc.hits, sc.ttl, sc.out = keys, hits, ttl, out
 		if err := s.ch.counters.IncrExpire(ctx, keys, hits, ttl, out[:len(keys)]); err != nil {
-			return s.counterFallback(err, items, idx, cached, now)
+			return s.counterFallback(ctx, err, items, idx, cached, now)
 		}
 	}
 	for j, i := range idx {
@@ -351,8 +351,13 @@ func (sc *scratch) put() {
 }
 
 // counterFallback answers the counted items after the counters failed
-// with err, by OnError.
-func (s *Service) counterFallback(err error, items []item, idx []int, cached []bool, now time.Time) error {
+// with err, by OnError, unless the caller's context ended.
+func (s *Service) counterFallback(ctx context.Context, err error, items []item, idx []int, cached []bool, now time.Time) error {
+	if ctx.Err() != nil {
+		// The caller gave up (Envoy's timeout, a reset stream): not a
+		// store failure, and no one reads the answer.
+		return status.FromContextError(ctx.Err()).Err()
+	}
 	if e := s.failed(err); e != nil {
 		return e
 	}

@@ -279,3 +279,28 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A caller that gives up (Envoy's timeout) while Redis is slow gets its
+// context's error, not counted as a store failure.
+func TestCallerTimeoutIsNotAFallback(t *testing.T) {
+	srv := redistest.Start(t, "--enable-debug-command", "yes")
+	var now atomic.Int64
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := newRedisService(t, srv, Config{Metrics: m}, threePerMinute, &now)
+	ask(t, svc, "d", desc("k", "a"))
+	done := srv.Sleep(t, time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = svc.ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "d", Descriptors: []*rlv3.RateLimitDescriptor{desc("k", "a")}})
+	<-done
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("%v, want DeadlineExceeded", err)
+	}
+	if n := counter(t, reg, "tollgate_rls_store_fallbacks_total", "", ""); n != 0 {
+		t.Fatalf("%v fallbacks counted for a caller's timeout", n)
+	}
+}
