@@ -39,10 +39,33 @@
 //     descriptor is longer than the tree or a level misses.
 //   - Counters are per descriptor value: two values matching the same
 //     "key" (or wildcard) count apart, unless share_threshold shares the
-//     wildcard's counter. Each descriptor of a request is charged on its
-//     own (one over its limit does not stop the others counting), as
-//     envoyproxy/ratelimit does by default; on Redis all of a request's
-//     descriptors are decided in one script call (limit.EachApplier).
+//     wildcard's counter. A limit of envoyproxy/ratelimit's algorithm is
+//     counted as it counts (Charging): an integer per key and window,
+//     incremented by the hits whether or not they are over the limit, on
+//     Redis with INCRBY and EXPIRE (the unit plus up to
+//     EXPIRATION_JITTER_MAX_SECONDS) pipelined in one round trip for all
+//     of a request's descriptors, no script; the key is
+//     envoyproxy/ratelimit's: CACHE_KEY_PREFIX, the domain, "_", each
+//     entry's key and value each followed by "_", and the start of the
+//     unit's window in Unix seconds. So the counts survive an edit of the
+//     limit, and a tollgate replacing envoyproxy/ratelimit on its Redis
+//     carries its counts on (and back). Each descriptor is charged on its
+//     own, as envoyproxy/ratelimit does by default; with
+//     STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT the counts are read first
+//     (GET) and, when one descriptor would go over, only those going
+//     over are incremented, as there (two round trips, not atomic
+//     either). is_negative_hits is not read (the hits are charged), as
+//     the pinned envoyproxy/ratelimit does not read it.
+//   - LOCAL_CACHE_SIZE_IN_BYTES (Charging.LocalCacheBytes) is off by
+//     default: every decision reads Redis, so deleting a key unblocks its
+//     client at once. When set, a key found over its limit is answered
+//     OVER_LIMIT from memory, uncounted, until its window ends.
+//   - A Redis that fails or takes longer than REDIS_TIMEOUT (10s) fails
+//     the call, as there: gRPC Unknown, /json 400, and Envoy's
+//     failure_mode_deny decides. TOLLGATE_REDIS_ON_ERROR (open, closed or
+//     local; Charging.OnError) answers instead. Every such answer is
+//     counted in tollgate_rls_store_fallbacks_total{answer} and logged at
+//     most once a second.
 //   - hits_addend: a descriptor's own (zero only looks), else the
 //     request's, where zero means one.
 //   - A descriptor matching nothing, an unknown domain, an empty
@@ -65,20 +88,26 @@
 //
 // # Differences, deliberate
 //
-//   - A request over its limit is not counted (tollgate's algorithms never
-//     charge a refusal); envoyproxy/ratelimit increments the counter
-//     anyway. With hits_addend 1 no decision differs (a full window stays
-//     full); with larger hits a refused request leaves room for a smaller
-//     one in the same window, where envoyproxy/ratelimit refuses the rest
-//     of the window.
-//   - Config.AllOrNothing (STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true)
-//     charges a request's descriptors with limit.Store.ApplyAll: none is
-//     charged when one is over. envoyproxy/ratelimit's flag checks before
-//     incrementing, so concurrent requests can still pass the limit there;
-//     here it is exact.
-//   - No over-limit local cache and no ten-second Redis timeout: every
-//     decision is exact (the Redis store has its own breaker and failure
-//     mode). No per-second Redis, no memcached: any tollgate store.
+//   - A limit with tollgate_algorithm is decided by the Store (a script on
+//     Redis), never charging a refusal, under a hashed key of the domain,
+//     the entries, the algorithm and the window (not the limit's figures:
+//     an edit keeps its state); with STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT
+//     those limits are charged all or none (limit.Store.ApplyAll). Their
+//     failures follow the Store's failure mode (TOLLGATE_REDIS_ON_ERROR,
+//     else local), not the call's error. Without Redis (or on the eventual
+//     tier) envoyproxy/ratelimit's counters are kept in the Store, each a
+//     fixed window of its unit so large that every hit is counted.
+//   - The local cache's entries end with their window (upstream's live a
+//     whole unit from when they are set, past the window their key names)
+//     and its bytes are bounded by its own count (a key and 64 bytes an
+//     entry), not freecache's.
+//   - The counter keys hold the descriptor values raw, as
+//     envoyproxy/ratelimit's do (the price of sharing its counts): a key
+//     is as long as the request's values, each bounded by MaxBytes, and
+//     lives a unit plus the jitter. Before, tollgate's keys were hashes.
+//   - A Redis that cannot be reached at start is not fatal: the service
+//     starts and fails its calls until it connects (envoyproxy/ratelimit
+//     exits). No per-second Redis (REDIS_PERSECOND_*), no memcached.
 //   - Bad requests are InvalidArgument before anything is counted: an
 //     empty domain or descriptor list (envoyproxy/ratelimit: Unknown),
 //     more than Config.MaxDescriptors descriptors (256) or MaxEntries
@@ -94,11 +123,6 @@
 //     detailed_metric or value_to_metric the request's path, for at most
 //     MaxDetailed distinct ones. The dynamic metadata of
 //     RESPONSE_DYNAMIC_METADATA and the metadata key are not sent.
-//   - Counters live under tollgate's own keys (a hash of domain, entries
-//     and policy, under the Redis store's prefix), not under
-//     envoyproxy/ratelimit's "domain_key_value_..._window" keys
-//     (CACHE_KEY_PREFIX is not read): the two cannot share counters, and a
-//     migration starts every window afresh.
 //   - Metrics are Prometheus counters on the debug listener's /metrics
 //     (6070), not statsd, nor PROMETHEUS_ADDR's 9090.
 //   - A known key in the wrong place (shadow_mode inside rate_limit, unit

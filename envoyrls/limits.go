@@ -78,7 +78,9 @@ type Limit struct {
 // none of them.
 type derived struct {
 	prepared bool
-	// keyTag is the policy's text, part of every counter key.
+	// keyTag is the policy's algorithm and window, part of the Store
+	// key of a limit of tollgate's algorithms (counterKey); not its
+	// figures, so that an edited limit keeps its state.
 	keyTag string
 	// name is the draft-10 item name (sfName) and policyItem its
 	// RateLimit-Policy item: name;q=N;w=S.
@@ -94,8 +96,8 @@ func (l *Limit) prepare() {
 	d := derived{prepared: true, name: sfName(l), current: l.proto()}
 	window := unitLength(l.Unit)
 	if l.Policy != nil {
-		d.keyTag = l.Policy.String()
 		window = l.Policy.Quota().Window
+		d.keyTag = l.Policy.Algorithm().String() + "/" + strconv.FormatInt(int64(window), 10)
 	}
 	b := append([]byte(d.name), ";q="...)
 	b = strconv.AppendUint(b, uint64(l.RequestsPerUnit), 10)

@@ -24,6 +24,7 @@ type Metrics struct {
 	hits, over, near, within, shadow *prometheus.CounterVec
 	global                           prometheus.Counter
 	loads                            *prometheus.CounterVec
+	fallbacks                        *prometheus.CounterVec // charge.go
 	maxDetailed                      int
 
 	mu       sync.Mutex
@@ -53,10 +54,11 @@ func NewMetrics(reg prometheus.Registerer, maxDetailed int) (*Metrics, error) {
 			Help: "Requests over the limit answered OK by the global shadow mode."}),
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "tollgate", Subsystem: "rls", Name: "config_loads_total",
 			Help: "Configuration loads, by result (success, error)."}, []string{"result"}),
+		fallbacks:   fallbackMetric(),
 		maxDetailed: maxDetailed,
 		detailed:    make(map[string]struct{}),
 	}
-	for _, c := range []prometheus.Collector{m.hits, m.over, m.near, m.within, m.shadow, m.global, m.loads} {
+	for _, c := range []prometheus.Collector{m.hits, m.over, m.near, m.within, m.shadow, m.global, m.loads, m.fallbacks} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -7,7 +7,6 @@ import (
 
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -95,11 +94,9 @@ func (s *Service) serveJSON(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := s.ShouldRateLimit(r.Context(), &req)
 	if err != nil {
-		code := http.StatusBadRequest
-		if st, ok := status.FromError(err); ok && st.Code() != codes.InvalidArgument { // the store failed
-			code = http.StatusServiceUnavailable
-		}
-		http.Error(w, status.Convert(err).Message(), code)
+		// 400 for a store failure too, as envoyproxy/ratelimit answers
+		// every error of ShouldRateLimit.
+		http.Error(w, status.Convert(err).Message(), http.StatusBadRequest)
 		return
 	}
 	out, err := protojson.Marshal(resp)

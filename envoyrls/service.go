@@ -34,11 +34,8 @@ type Config struct {
 	// trio. Empty means RateLimit-Limit, RateLimit-Remaining and
 	// RateLimit-Reset (envoyproxy/ratelimit's LIMIT_*_HEADER defaults).
 	LimitHeader, RemainingHeader, ResetHeader string
-	// AllOrNothing charges a request's descriptors together: when one is
-	// over the limit none is charged (limit.Store.ApplyAll, one round
-	// trip, then a look at each descriptor for its own status). False (the default) charges each descriptor on its own, as
-	// envoyproxy/ratelimit does unless STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT.
-	AllOrNothing bool
+	// Charging is how descriptors are counted (charge.go).
+	Charging
 	// GlobalShadowMode answers OK whatever the limits say, counting what
 	// would have been refused (GLOBAL_SHADOW_MODE).
 	GlobalShadowMode bool
@@ -110,6 +107,9 @@ func (c Config) Validate() error {
 	if c.Headers > HeadersNone {
 		errs = append(errs, fmt.Errorf("envoyrls: unknown header style %d", c.Headers))
 	}
+	if err := c.Charging.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -121,6 +121,7 @@ type Service struct {
 	cfg    Config
 	limits atomic.Pointer[Limits]
 	health healthState
+	ch     charging
 }
 
 // New returns a Service deciding with cfg.Store. It answers with every
@@ -157,6 +158,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Now = time.Now
 	}
 	s := &Service{cfg: cfg}
+	s.setupCharging()
 	s.limits.Store(&Limits{domains: map[string]*node{}})
 	return s, nil
 }
@@ -245,6 +247,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 	}
 	items = items[:len(descs)]
 	replaced := map[string]bool(nil)
+	now := s.cfg.Now() // the counters' window
 	for i, d := range descs {
 		it := &items[i]
 		it.cost = hits(req, d)
@@ -257,11 +260,11 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 				it.detailed = detailedPath(d.GetEntries(), m.Shared)
 			}
 			if m.Limit != nil {
-				it.key = counterKey(req.GetDomain(), d.GetEntries(), m.Shared, m.Limit)
+				it.key = s.keyOf(req.GetDomain(), d.GetEntries(), m.Shared, m.Limit, now)
 			}
 		}
 		if it.limit != nil && it.key == "" {
-			it.key = counterKey(req.GetDomain(), d.GetEntries(), nil, it.limit)
+			it.key = s.keyOf(req.GetDomain(), d.GetEntries(), nil, it.limit, now)
 		}
 		if it.limit != nil {
 			for _, r := range it.limit.Replaces {
@@ -277,8 +280,8 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			items[i].limit = nil
 		}
 	}
-	if err := s.decide(ctx, items); err != nil {
-		return nil, status.Error(codes.Unavailable, "store: "+err.Error())
+	if err := s.charge(ctx, items, now); err != nil {
+		return nil, err
 	}
 	return s.respond(req, items), nil
 }
@@ -292,7 +295,7 @@ func (s *Service) decide(ctx context.Context, items []item) error {
 	)
 	reqs, idx := reqStack[:0], idxStack[:0]
 	for i := range items {
-		if l := items[i].limit; l != nil && l.Policy != nil {
+		if l := items[i].limit; l != nil && l.Policy != nil && !l.counted() {
 			reqs = append(reqs, limit.Request{Key: items[i].key, Policy: l.Policy, Cost: items[i].cost})
 			idx = append(idx, i)
 		}
@@ -305,7 +308,7 @@ func (s *Service) decide(ctx context.Context, items []item) error {
 		out = make([]limit.Decision, len(reqs))
 	}
 	out = out[:len(reqs)]
-	if !s.cfg.AllOrNothing {
+	if !s.cfg.StopIncrementWhenOverLimit {
 		if err := s.applyEach(ctx, reqs, out); err != nil {
 			return err
 		}

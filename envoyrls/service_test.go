@@ -61,25 +61,25 @@ descriptors:
 `
 
 // By default a descriptor over its limit does not stop the others being
-// charged; with AllOrNothing none is charged.
+// charged; with StopIncrementWhenOverLimit only the one over is.
 func TestAllOrNothingChargesNoDescriptorWhenOneIsOver(t *testing.T) {
 	for _, tc := range []struct {
 		allOrNothing bool
 		wide         uint32 // wide's remaining after three requests with both
 	}{{false, 7}, {true, 9}} {
 		var now atomic.Int64
-		svc := newTestService(t, Config{AllOrNothing: tc.allOrNothing}, twoLimits, &now)
+		svc := newTestService(t, Config{Charging: Charging{StopIncrementWhenOverLimit: tc.allOrNothing}}, twoLimits, &now)
 		for range 3 {
 			ask(t, svc, "d", desc("wide", "w"), desc("narrow", "n"))
 		}
 		r := ask(t, svc, "d", desc("wide", "w"))
 		if got := r.GetStatuses()[0].GetLimitRemaining(); got != tc.wide-1 {
-			t.Errorf("AllOrNothing=%v: wide remaining %d after a fourth request, want %d", tc.allOrNothing, got, tc.wide-1)
+			t.Errorf("StopIncrementWhenOverLimit=%v: wide remaining %d after a fourth request, want %d", tc.allOrNothing, got, tc.wide-1)
 		}
 		r = ask(t, svc, "d", desc("wide", "w"), desc("narrow", "n"))
 		want := []rlsv3.RateLimitResponse_Code{rlsv3.RateLimitResponse_OVER_LIMIT, rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT}
 		if got := codesOf(r); got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
-			t.Errorf("AllOrNothing=%v: codes %v, want %v", tc.allOrNothing, got, want)
+			t.Errorf("StopIncrementWhenOverLimit=%v: codes %v, want %v", tc.allOrNothing, got, want)
 		}
 	}
 }

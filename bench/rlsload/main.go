@@ -12,7 +12,11 @@
 //	envoy-ratelimit  envoyproxy/ratelimit's service_cmd, REDIS_URL, its defaults
 //	tollgate-memory  tollgate envoy-rls, in memory (an extra row)
 //
-// The two Redis servers share the one redis-server. Each round measures
+// The two Redis servers share the one redis-server, and even its keys
+// (tollgate counts under envoyproxy/ratelimit's); redis-server's CPU is
+// measured over each server's cell in turn, and the report gives
+// tollgate's server plus Redis CPU per call over envoyproxy/ratelimit's,
+// round by round. Each round measures
 // every cell (callers × descriptors) on every server, the servers' order
 // rotated from round to round; the report gives each figure's median over
 // the rounds and the ratio of tollgate-redis to envoy-ratelimit. The

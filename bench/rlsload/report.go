@@ -80,7 +80,11 @@ func report(w io.Writer, p plan, servers []*server, results map[cell][]result) {
 			a, okA := sums["tollgate-redis"]
 			b, okB := sums["envoy-ratelimit"]
 			if okA && okB && b.perSec > 0 && a.p99 > 0 {
-				fmt.Fprintf(w, " %.2f× throughput, p99 %.2f× |\n", a.perSec/b.perSec, float64(a.p99)/float64(b.p99))
+				fmt.Fprintf(w, " %.2f× throughput, p99 %.2f×", a.perSec/b.perSec, float64(a.p99)/float64(b.p99))
+				if r := costRatios(results[cell{"tollgate-redis", c, d}], results[cell{"envoy-ratelimit", c, d}]); len(r) > 0 {
+					fmt.Fprintf(w, ", server + Redis CPU %.2f× (rounds %.2f–%.2f)", median(r), slices.Min(r), slices.Max(r))
+				}
+				fmt.Fprintln(w, " |")
 			} else {
 				fmt.Fprintln(w, " |")
 			}
@@ -99,6 +103,18 @@ func report(w io.Writer, p plan, servers []*server, results map[cell][]result) {
 		}
 		fmt.Fprintf(w, "| %s | %.1f MB | %.1f MB | %.1f MB |\n", s.name, float64(s.idleRSS)/1e6, float64(median(rss))/1e6, float64(s.peakRSS())/1e6)
 	}
+}
+
+// costRatios are, round by round, a's server plus Redis CPU per call
+// over b's: the cost of a decision where both use Redis.
+func costRatios(a, b []result) []float64 {
+	var out []float64
+	for i := range min(len(a), len(b)) {
+		if den := b[i].cpuPerCall + b[i].redisCPU; den > 0 {
+			out = append(out, float64(a[i].cpuPerCall+a[i].redisCPU)/float64(den))
+		}
+	}
+	return out
 }
 
 // si writes a rate with a k suffix from a thousand on.

@@ -195,3 +195,32 @@ func (s *Server) CLI(t testing.TB, args ...string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// Sleep makes the server busy for d (DEBUG SLEEP: it must run with
+// "--enable-debug-command", "yes") and returns once it is, as seen by a
+// PING left unanswered for 100ms; the channel closes when the sleep ends.
+func (s *Server) Sleep(t testing.TB, d time.Duration) <-chan struct{} {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		base := append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(s.Port)}, s.cli...)
+		exec.Command("redis-cli", append(base, "DEBUG", "SLEEP", strconv.FormatFloat(d.Seconds(), 'f', 3, 64))...).Run()
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := net.Dial("tcp", s.Addr)
+		if err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+		c.Write([]byte("PING\r\n"))
+		c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		_, err = c.Read(make([]byte, 16))
+		c.Close()
+		if err != nil {
+			return done
+		}
+	}
+	t.Fatal("redistest: the server never slept")
+	return done
+}
