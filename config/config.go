@@ -301,7 +301,8 @@ type RedisStore struct {
 	// URL is redis://[user@]host:port[/db], or rediss:// for TLS (see
 	// tls). A password may be written in it (user:password@, masked
 	// wherever the config is shown), but a file checked into git should
-	// take it from password_file or password_env instead.
+	// take it from password_file or password_env instead. A query or
+	// fragment is refused: nothing reads one (the database is /db).
 	URL string `yaml:"url"`
 	// User is the ACL user to authenticate as (AUTH user password),
 	// when the URL names none. Not a secret: shown by /config.

@@ -213,6 +213,11 @@ func (c *Config) checkRedisURL(ps *problems, r *RedisStore) {
 	case !validPort(u.Port()):
 		ps.add(at, "store.redis.url: port %q is not a number from 1 to 65535", u.Port())
 	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		// Nothing reads a query (rediss://h:6379?db=2 would use database
+		// 0), and it is not quoted: it may hold a password.
+		ps.add(at, "store.redis.url: a query or fragment is not read: give the database as /DB, TLS as rediss:// and store.redis.tls, and the rest as store.redis settings")
+	}
 	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
 		if n, err := strconv.Atoi(db); err != nil || n < 0 {
 			ps.add(at, "store.redis.url: database %q is not a number", db)
