@@ -350,10 +350,10 @@ type RedisStore struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// OnError is the old place of the failure mode.
 	//
-	// Deprecated: the failure mode is the top-level on_error
-	// (rules.Config.OnError: open, closed or local), for every rule on
-	// whatever store; a strict rule may set its own. A value here is
-	// reported at its line with the setting to write instead.
+	// Deprecated: the failure mode is the top-level on_error (open,
+	// closed or local), for every rule on whatever store; a strict or
+	// gossip rule may set its own. A value here is refused at its line,
+	// naming the on_error to write.
 	OnError string `yaml:"on_error"`
 
 	secrets redisSecrets // what load read: see redis.go
