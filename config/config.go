@@ -367,6 +367,17 @@ type AccessLog struct {
 	// Format is "json" (JSON lines, the default) or "combined" (the
 	// Apache/nginx combined format with the rule and decision appended).
 	Format string `yaml:"format"`
+	// Query is what a line keeps of the request-target's query string:
+	// keep (the default, every byte, as nginx writes $request), drop (no
+	// query at all), or redact (every parameter, the values of those
+	// named in redact written as REDACTED). Query strings carry tokens,
+	// API keys and signatures: a log shipped elsewhere should redact
+	// them. It takes effect on reload.
+	Query string `yaml:"query"`
+	// Redact names the query parameters whose values query: redact
+	// replaces, matched without regard to case once decoded ("token",
+	// "api_key"). Empty: every parameter's value.
+	Redact []string `yaml:"redact"`
 }
 
 // Reload controls watching the configuration file and the members files

@@ -21,7 +21,7 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 	var ent *entry
 	if s.logAccess && g.access != nil {
 		aw := &accessWriter{ResponseWriter: w}
-		ent = g.access.beginH2(r)
+		ent = g.access.beginH2(r, &s.accessQuery)
 		defer g.access.finishH2(ent, r, aw)
 		w = aw
 	}
