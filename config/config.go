@@ -62,7 +62,13 @@ type Config struct {
 	// RefusalLog is off unless a path is given.
 	RefusalLog RefusalLog `yaml:"refusal_log"`
 	// Reload controls watching the file for changes (SIGHUP always
-	// reloads).
+	// reloads). Replace a watched file by rename: write the new version
+	// beside it and move it over it (mv new.yaml tollgate.yaml, or what
+	// Kubernetes does to a mounted ConfigMap), so that every read sees a
+	// whole version. A file changed while it is read is not loaded (the
+	// reload is refused and logged, and the running configuration keeps
+	// serving), but a writer in place that pauses for longer than settle
+	// is seen half way, and that half is loaded.
 	Reload Reload `yaml:"reload"`
 	// ShutdownTimeout is how long in-flight requests may take to finish
 	// after SIGTERM/SIGINT. Default 15s.
@@ -398,6 +404,7 @@ type Reload struct {
 	// period would spin a core).
 	Interval time.Duration `yaml:"interval"`
 	// Settle is how long a changed file must stay unchanged before it is
-	// reloaded. Default 1s; at least 10ms.
+	// reloaded. Default 1s; at least 10ms. It guards against a writer in
+	// place that pauses for less; replace files by rename (see reload).
 	Settle time.Duration `yaml:"settle"`
 }
