@@ -18,4 +18,10 @@
 // format ignore what follows the agent). In a quoted field '"', '\\',
 // control bytes and bytes from 0x7f are written as \xHH, as nginx writes
 // them, so that no client value can end a field or the line.
+//
+// A Query says what a written line keeps of the request-target's query
+// string (access_log.query): all of it (keep, the default, as nginx),
+// none (drop), or every parameter with the values of the named ones
+// (tokens, API keys) replaced by Redacted (redact). It allocates
+// nothing.
 package accesslog

@@ -62,7 +62,13 @@ type Config struct {
 	// RefusalLog is off unless a path is given.
 	RefusalLog RefusalLog `yaml:"refusal_log"`
 	// Reload controls watching the file for changes (SIGHUP always
-	// reloads).
+	// reloads). Replace a watched file by rename: write the new version
+	// beside it and move it over it (mv new.yaml tollgate.yaml, or what
+	// Kubernetes does to a mounted ConfigMap), so that every read sees a
+	// whole version. A file changed while it is read is not loaded (the
+	// reload is refused and logged, and the running configuration keeps
+	// serving), but a writer in place that pauses for longer than settle
+	// is seen half way, and that half is loaded.
 	Reload Reload `yaml:"reload"`
 	// ShutdownTimeout is how long in-flight requests may take to finish
 	// after SIGTERM/SIGINT. Default 15s.
@@ -309,7 +315,8 @@ type RedisStore struct {
 	// URL is redis://[user@]host:port[/db], or rediss:// for TLS (see
 	// tls). A password may be written in it (user:password@, masked
 	// wherever the config is shown), but a file checked into git should
-	// take it from password_file or password_env instead.
+	// take it from password_file or password_env instead. A query or
+	// fragment is refused: nothing reads one (the database is /db).
 	URL string `yaml:"url"`
 	// User is the ACL user to authenticate as (AUTH user password),
 	// when the URL names none. Not a secret: shown by /config.
@@ -357,10 +364,10 @@ type RedisStore struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// OnError is the old place of the failure mode.
 	//
-	// Deprecated: the failure mode is the top-level on_error
-	// (rules.Config.OnError: open, closed or local), for every rule on
-	// whatever store; a strict rule may set its own. A value here is
-	// reported at its line with the setting to write instead.
+	// Deprecated: the failure mode is the top-level on_error (open,
+	// closed or local), for every rule on whatever store; a strict or
+	// gossip rule may set its own. A value here is refused at its line,
+	// naming the on_error to write.
 	OnError string `yaml:"on_error"`
 
 	secrets redisSecrets // what load read: see redis.go
@@ -374,6 +381,17 @@ type AccessLog struct {
 	// Format is "json" (JSON lines, the default) or "combined" (the
 	// Apache/nginx combined format with the rule and decision appended).
 	Format string `yaml:"format"`
+	// Query is what a line keeps of the request-target's query string:
+	// keep (the default, every byte, as nginx writes $request), drop (no
+	// query at all), or redact (every parameter, the values of those
+	// named in redact written as REDACTED). Query strings carry tokens,
+	// API keys and signatures: a log shipped elsewhere should redact
+	// them. It takes effect on reload.
+	Query string `yaml:"query"`
+	// Redact names the query parameters whose values query: redact
+	// replaces, matched without regard to case once decoded ("token",
+	// "api_key"). Empty: every parameter's value.
+	Redact []string `yaml:"redact"`
 }
 
 // Reload controls watching the configuration file and the members files
@@ -394,6 +412,7 @@ type Reload struct {
 	// period would spin a core).
 	Interval time.Duration `yaml:"interval"`
 	// Settle is how long a changed file must stay unchanged before it is
-	// reloaded. Default 1s; at least 10ms.
+	// reloaded. Default 1s; at least 10ms. It guards against a writer in
+	// place that pauses for less; replace files by rename (see reload).
 	Settle time.Duration `yaml:"settle"`
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/yamlalias"
 	"github.com/tollgate-dev/tollgate/limit"
 	"go.yaml.in/yaml/v3"
 )
@@ -30,25 +31,7 @@ type decoder struct {
 	// unknown key was probably meant to set: validation keeps quiet about
 	// them (see [decoder.explains]).
 	failed map[string]bool
-	// visits counts the values decoded, limit bounds it. The node tree
-	// holds aliases unexpanded, and a small file whose aliases refer to
-	// aliases expands exponentially (the "billion laughs"): past the limit,
-	// decoding stops with one problem at the alias being expanded.
-	visits, limit int
-	// alias is the outermost alias being expanded, or nil.
-	alias *yaml.Node
-	// exhausted is set once limit is passed: nothing more is decoded.
-	exhausted bool
 }
-
-// The alias budget (decoder.limit) is aliasFactor visits per node of the
-// parsed tree plus aliasSlack: generous for anchors reused a few times, and
-// bounded (a fraction of a second of decoding, for a file of a few kilobytes) for an
-// alias bomb.
-const (
-	aliasFactor = 10
-	aliasSlack  = 100_000
-)
 
 var (
 	durationType = reflect.TypeFor[time.Duration]()
@@ -103,18 +86,15 @@ func (d *decoder) parseDocument(data []byte, out any) {
 		d.failed[""] = true
 		return
 	}
-	d.limit = aliasFactor*countNodes(doc.Content[0]) + aliasSlack
-	d.value(doc.Content[0], reflect.ValueOf(out).Elem(), "")
-}
-
-// countNodes returns the number of nodes in the tree under n, aliases
-// counted once each, unexpanded.
-func countNodes(n *yaml.Node) int {
-	c := 1
-	for _, x := range n.Content {
-		c += countNodes(x)
+	// The node tree holds aliases unexpanded, and a small file whose
+	// aliases refer to aliases expands exponentially as it is decoded
+	// (the "billion laughs"): such a file is refused before decoding, at
+	// the alias's line.
+	if at, msg := yamlalias.Check(doc.Content[0]); at != nil {
+		d.fail(at, "", "%s", msg)
+		return
 	}
-	return c
+	d.value(doc.Content[0], reflect.ValueOf(out).Elem(), "")
 }
 
 // fail records a problem with the value n at path what, which is left as it
@@ -150,17 +130,10 @@ func kindName(n *yaml.Node) string {
 }
 
 // value decodes n into v; what names v in messages ("rules[2].rate").
-// It counts the node against the alias budget, follows an alias, records
-// where what is, then decodes by v's type (decodeTyped).
+// It follows an alias (parseDocument has bounded what they expand to),
+// records where what is, then decodes by v's type (decodeTyped).
 func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
-	if !d.visit(n) {
-		return
-	}
 	if n.Kind == yaml.AliasNode {
-		if d.alias == nil {
-			d.alias = n
-			defer func() { d.alias = nil }()
-		}
 		n = n.Alias
 	}
 	if d.paths != nil && what != "" {
@@ -181,26 +154,6 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
 		return
 	}
 	d.decodeTyped(n, v, what, label)
-}
-
-// visit counts n against the budget of nodes aliases may expand to, and
-// reports whether decoding goes on: once the budget is spent, one
-// problem is reported (at the alias being expanded) and nothing more is
-// decoded.
-func (d *decoder) visit(n *yaml.Node) bool {
-	if d.exhausted {
-		return false
-	}
-	if d.visits++; d.visits <= d.limit {
-		return true
-	}
-	d.exhausted = true
-	at := n
-	if d.alias != nil {
-		at = d.alias
-	}
-	d.fail(at, "", "aliases expand past %d nodes: use fewer aliases, or aliases of smaller parts", d.limit)
-	return false
 }
 
 // nullValue keeps v's zero value for a null n (defaults fill it), placed

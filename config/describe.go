@@ -118,7 +118,7 @@ func (c *Config) Describe(w io.Writer) {
 	}
 	fmt.Fprintf(w, "headers  %s, and Retry-After on refusals\n", strings.Join(styles, ", "))
 	if c.AccessLog.Path != "" {
-		fmt.Fprintf(w, "log      %s (%s)\n", c.AccessLog.Path, c.AccessLog.Format)
+		fmt.Fprintf(w, "log      %s (%s, %s)\n", c.AccessLog.Path, c.AccessLog.Format, c.AccessLog.describeQuery())
 	}
 	c.describeAdaptive(w)
 }
@@ -265,4 +265,18 @@ func describeOnError(c *rules.Config, r *rules.Rule) string {
 		rules.OnErrorLocal:  "decide in this gateway alone",
 	}[mode]
 	return fmt.Sprintf("%s: %s while the store fails (%s)", mode, what, from)
+}
+
+// describeQuery says what the access log keeps of query strings.
+func (a AccessLog) describeQuery() string {
+	switch a.Query {
+	case "drop":
+		return "query strings dropped"
+	case "redact":
+		if len(a.Redact) == 0 {
+			return "every query value redacted"
+		}
+		return "query values of " + strings.Join(a.Redact, ", ") + " redacted"
+	}
+	return "query strings kept"
 }

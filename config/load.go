@@ -3,10 +3,10 @@ package config
 import (
 	_ "embed"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/stableread"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/redis"
@@ -16,9 +16,10 @@ import (
 // problem is reported at once: the error joins one [*Error] per problem,
 // each with file:line:col (use [Problems] to list them). A file that is
 // empty or holds no YAML document is an error, not a configuration of
-// defaults.
+// defaults, and so is one that changed while it was read
+// (stableread.ErrChanged: a writer in place; replace it by rename).
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, _, err := stableread.ReadFile(path)
 	if err != nil {
 		return nil, &Error{Pos: Pos{File: path}, Msg: err.Error()}
 	}

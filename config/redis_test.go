@@ -127,3 +127,19 @@ func TestRedisTLSAndSentinelLoad(t *testing.T) {
 		t.Fatalf("Describe = %q", d)
 	}
 }
+
+// A Redis URL's query is read by nothing (rediss://h:6379?db=2 would use
+// database 0), so it is refused at the url's line, without quoting it
+// (it may hold a password), whether or not it decodes.
+func TestRedisURLQueryIsRefused(t *testing.T) {
+	for _, u := range []string{"rediss://host:6379?x=%", "redis://h:6379/0?db=2", "redis://h:6379?", "redis://h:6379#f", "redis://h:6379?password=hunter2"} {
+		_, err := Parse("c.yaml", []byte("store:\n  redis:\n    url: \""+u+"\"\n"))
+		ps := Problems(err)
+		if len(ps) != 1 || ps[0].Pos.Line != 3 || !strings.Contains(ps[0].Msg, "a query or fragment is not read") {
+			t.Errorf("%s: %v, want one problem at line 3", u, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: the query is quoted: %v", u, err)
+		}
+	}
+}

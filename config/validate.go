@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/accesslog"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 )
@@ -213,6 +214,11 @@ func (c *Config) checkRedisURL(ps *problems, r *RedisStore) {
 	case !validPort(u.Port()):
 		ps.add(at, "store.redis.url: port %q is not a number from 1 to 65535", u.Port())
 	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		// Nothing reads a query (rediss://h:6379?db=2 would use database
+		// 0), and it is not quoted: it may hold a password.
+		ps.add(at, "store.redis.url: a query or fragment is not read: give the database as /DB, TLS as rediss:// and store.redis.tls, and the rest as store.redis settings")
+	}
 	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
 		if n, err := strconv.Atoi(db); err != nil || n < 0 {
 			ps.add(at, "store.redis.url: database %q is not a number", db)
@@ -307,10 +313,21 @@ func (c *Config) validateAccessLog(ps *problems) {
 		if a.Format != "" {
 			ps.add(c.at("access_log.format"), "access_log.format is set but access_log.path is not")
 		}
+		if a.Query != "" || len(a.Redact) > 0 {
+			ps.add(c.at("access_log"), "access_log.query and redact are set but access_log.path is not")
+		}
 		return
 	}
 	if a.Format != "json" && a.Format != "combined" {
 		ps.add(c.at("access_log.format"), "access_log.format %q: want json or combined%s", a.Format, didYouMean(a.Format, "json", "combined"))
+	}
+	if _, err := accesslog.NewQuery(a.Query, a.Redact); err != nil {
+		switch a.Query {
+		case "", "keep", "drop", "redact":
+			ps.add(c.at("access_log.redact"), "access_log.redact: %v", err)
+		default:
+			ps.add(c.at("access_log.query"), "access_log.%v%s", err, didYouMean(a.Query, "keep", "drop", "redact"))
+		}
 	}
 	c.checkLogDir(ps, "access_log.path", a.Path)
 }

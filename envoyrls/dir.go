@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/tollgate-dev/tollgate/internal/stableread"
 )
 
 // ReadDir reads every configuration file under dir, as
@@ -14,7 +16,8 @@ import (
 // regular file, in subdirectories too, whatever its extension, in lexical
 // order of path. Files and directories whose name starts with '.' are
 // skipped (editors' swap and temporary files), as with
-// RUNTIME_IGNOREDOTFILES=true.
+// RUNTIME_IGNOREDOTFILES=true. A file that changed while it was read
+// (written in place) is stableread.ErrChanged: replace files by rename.
 func ReadDir(dir string) ([]Source, error) {
 	var out []Source
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -30,7 +33,7 @@ func ReadDir(dir string) ([]Source, error) {
 		if !d.Type().IsRegular() {
 			if d.Type()&fs.ModeSymlink != 0 {
 				if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
-					data, err := os.ReadFile(path)
+					data, _, err := stableread.ReadFile(path)
 					if err != nil {
 						return err
 					}
@@ -39,7 +42,7 @@ func ReadDir(dir string) ([]Source, error) {
 			}
 			return nil
 		}
-		data, err := os.ReadFile(path)
+		data, _, err := stableread.ReadFile(path)
 		if err != nil {
 			return err
 		}

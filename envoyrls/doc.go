@@ -132,7 +132,10 @@
 //     (several files for one domain) and xDS configuration are not
 //     supported. A change is loaded after it settles (WatchConfig.Settle),
 //     not on each inotify event; a bad version is reported once and the
-//     running configuration kept.
+//     running configuration kept, and so is a file that changed while it
+//     was read (internal/stableread). Replace files by rename (as
+//     Kubernetes updates a mounted ConfigMap): a writer in place that
+//     pauses for longer than Settle is loaded half written.
 //
 // The environment variables of envoyproxy/ratelimit that `tollgate
 // envoy-rls` reads are listed in its help.

@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tollgate-dev/tollgate/internal/yamlalias"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
@@ -147,6 +148,10 @@ func (p *parser) parse(data []byte) (string, *node, int) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		p.errs = append(p.errs, &Problem{File: p.file, Line: yamlErrorLine(err), Msg: "error loading config file: " + err.Error()})
+		return "", nil, 0
+	}
+	if at, msg := yamlalias.Check(&doc); at != nil {
+		p.errorf(at, "error loading config file: %s", msg)
 		return "", nil, 0
 	}
 	var m *yaml.Node

@@ -1,8 +1,11 @@
 package envoyrls
 
 import (
+	"errors"
 	"sync"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/stableread"
 )
 
 // WatchConfig configures a Watcher.
@@ -59,6 +62,9 @@ func (w *Watcher) Look(now time.Time) bool {
 	defer w.mu.Unlock()
 	srcs, err := ReadDir(w.cfg.Dir)
 	if err != nil {
+		if errors.Is(err, stableread.ErrChanged) && w.waiting && now.Sub(w.since) >= w.cfg.Settle {
+			w.cfg.OnLoad(nil, err) // a reload due, refused: the log says why
+		}
 		// Being replaced, or gone: wait for it to come back.
 		return false
 	}

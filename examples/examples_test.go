@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -45,12 +46,22 @@ func TestExamplesAreValid(t *testing.T) {
 }
 
 // serveExample runs an example in-process against a test origin, on a
-// loopback port, without the admin listener.
+// loopback port, without the admin listener, its access log (if any)
+// written to the file accessLog returns.
 func serveExample(t *testing.T, file string) string {
+	base, _ := serveExampleLogged(t, file)
+	return base
+}
+
+func serveExampleLogged(t *testing.T, file string) (base string, accessLog func() string) {
 	t.Helper()
 	cfg, err := config.Load(file)
 	if err != nil {
 		t.Fatal(err)
+	}
+	logFile := filepath.Join(t.TempDir(), "access.log")
+	if cfg.AccessLog.Path != "" {
+		cfg.AccessLog.Path = logFile
 	}
 	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "origin")
@@ -69,7 +80,11 @@ func serveExample(t *testing.T, file string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
-	return "http://" + g.Addr().String()
+	return "http://" + g.Addr().String(), func() string {
+		g.Close() // flushes the log
+		b, _ := os.ReadFile(logFile)
+		return string(b)
+	}
 }
 
 func do(t *testing.T, method, url string, hdr ...string) (*http.Response, string) {
@@ -104,7 +119,13 @@ func TestLoginBruteForce(t *testing.T) {
 }
 
 func TestAPIKeyTiers(t *testing.T) {
-	base := serveExample(t, "api-key-tiers.yaml")
+	base, accessLog := serveExampleLogged(t, "api-key-tiers.yaml")
+	defer func() {
+		// The access log keeps the query but not its keys' values.
+		if l := accessLog(); !strings.Contains(l, `"GET /search?q=x&api_key=REDACTED HTTP/1.1" 200`) || strings.Contains(l, "k-0c1d2e3f40") {
+			t.Errorf("access log:\n%s", l)
+		}
+	}()
 	resp, _ := do(t, "GET", base+"/items", "X-API-Key", "k-3f9a1c0d2e")
 	if p := resp.Header.Get("Ratelimit-Policy"); !strings.Contains(p, "q=200") {
 		t.Errorf("pro key: RateLimit-Policy = %q, want the pro plan's burst 200", p)
@@ -113,7 +134,7 @@ func TestAPIKeyTiers(t *testing.T) {
 	if p := resp.Header.Get("Ratelimit-Policy"); !strings.Contains(p, "q=20;") {
 		t.Errorf("unknown key: RateLimit-Policy = %q, want the free plan", p)
 	}
-	resp, _ = do(t, "GET", base+"/search?q=x", "X-API-Key", "k-0c1d2e3f40")
+	resp, _ = do(t, "GET", base+"/search?q=x&api_key=k-0c1d2e3f40", "X-API-Key", "k-0c1d2e3f40")
 	if r := resp.Header.Get("X-Ratelimit-Remaining"); r != "15" {
 		t.Errorf("search on free: X-RateLimit-Remaining = %q, want 15 (cost 5 of 20)", r)
 	}

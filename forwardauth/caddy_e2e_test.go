@@ -63,3 +63,17 @@ func TestCaddySnippetAnswersAllowedThen429AndFailsClosedWhenTollgateIsDown(t *te
 		t.Errorf("caddy down: tollgate was asked")
 	}
 }
+
+// Paths the client spells with dot segments, repeated slashes or
+// encoded dots and slashes count against the /api/ rule as /api/x does.
+func TestCaddySnippetLimitsUncleanPaths(t *testing.T) {
+	origin, seen := pathOrigin(t)
+	tg, _ := e2eTollgate(t)
+	addr := freeAddr(t)
+	conf := renderSnippet(t, "Caddyfile", map[string]string{
+		snippetProxy: addr, snippetTollgate: tg.Listener.Addr().String(), snippetOrigin: origin.Listener.Addr().String(),
+	})
+	startCaddy(t, conf, addr)
+	uncleanPathsAreLimited(t, addr)
+	t.Logf("the origin got %q", seen())
+}

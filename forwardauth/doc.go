@@ -12,13 +12,22 @@
 //
 //	method          X-Original-Method (nginx style), X-Forwarded-Method (forwarded style)
 //	request-target  X-Original-URI (nginx style), X-Forwarded-Uri (forwarded style):
-//	                path (decoded) and query
+//	                path (decoded, then cleaned by rules.CleanPath) and query
 //	host            X-Forwarded-Host (both styles); absent: empty, and
 //	                host rules do not match
 //	client address  the engine's own rules.ClientIP: X-Forwarded-For,
 //	                Forwarded or X-Real-IP, read from trusted proxies only
 //	header fields   the auth request's own, which the proxies copy from
 //	                the client's request (API keys, plans)
+//
+// The proxies forward the request-target as the client spelled it
+// (nginx's $request_uri, Caddy's {uri}), so the path is decoded and
+// cleaned exactly as the gateway's listeners do it: "//api/x",
+// "/./api/x", "/x/../api/x", "/%2e/api/x" and "/api%2Fx" are all decided
+// as "/api/x", and count against a rule on /api/. The shipped nginx
+// snippet sends the origin that same normalized path; Caddy sends the
+// target as the client spelled it, which the origin resolves to the
+// same resource.
 //
 // X-Forwarded-Proto is not read: no rule matches on the scheme. Each
 // style reads only the fields its proxy sets (overwriting what a client

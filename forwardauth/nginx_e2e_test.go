@@ -1,6 +1,7 @@
 package forwardauth
 
 import (
+	"bufio"
 	"encoding/json"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -332,4 +334,86 @@ func allowedThen429(t *testing.T, base string) http.Header {
 	}
 	checkBodyReachesOrigin(t, base)
 	return resp.Header
+}
+
+// uncleanAPIPaths are seven spellings of paths under /api/ that a
+// client sends through the proxy, which forwards each as sent: each must
+// count against the shipped rule on /api/ (5 a minute).
+var uncleanAPIPaths = []string{"//api/x", "/./api/x", "/x/../api/x", "/%2e/api/x", "/api%2Fx", "/x/..%2Fapi/x", "/api/x/.."}
+
+// pathOrigin is an origin that answers "origin ok" and records the path
+// of each request as it arrived (encodings kept).
+func pathOrigin(t *testing.T) (*httptest.Server, func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var paths []string
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.RequestURI)
+		mu.Unlock()
+		io.WriteString(w, "origin ok")
+	}))
+	t.Cleanup(s.Close)
+	return s, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), paths...)
+	}
+}
+
+// getRaw sends "GET target" to addr with the target written as given
+// (a client library would clean or re-encode it) and returns the status.
+func getRaw(t *testing.T, addr, target string) int {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(c, "GET "+target+" HTTP/1.1\r\nHost: "+addr+"\r\nConnection: close\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("GET %s: %v", target, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// uncleanPathsAreLimited sends uncleanAPIPaths through the proxy at
+// addr: the first five are allowed and reach the origin, the last two
+// are refused (429). It returns how many the origin answered.
+func uncleanPathsAreLimited(t *testing.T, addr string) {
+	t.Helper()
+	var got []int
+	for _, p := range uncleanAPIPaths {
+		got = append(got, getRaw(t, addr, p))
+	}
+	want := []int{200, 200, 200, 200, 200, 429, 429}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("statuses for %q: %v, want %v (a limit of 5 on /api/)", uncleanAPIPaths, got, want)
+		}
+	}
+}
+
+// Paths the client spells with dot segments, repeated slashes or
+// encoded dots and slashes count against the /api/ rule as /api/x does,
+// and the origin gets the path nginx normalized, the one tollgate decided on.
+func TestNginxSnippetLimitsUncleanPaths(t *testing.T) {
+	origin, seen := pathOrigin(t)
+	tg, _ := e2eTollgate(t)
+	addr := freeAddr(t)
+	conf := renderSnippet(t, "nginx.conf", map[string]string{
+		snippetProxy: addr, snippetTollgate: tg.Listener.Addr().String(), snippetOrigin: origin.Listener.Addr().String(),
+	})
+	startNginx(t, conf, addr)
+	uncleanPathsAreLimited(t, addr)
+	want := []string{"/api/x", "/api/x", "/api/x", "/api/x", "/api/x"}
+	if got := seen(); !slices.Equal(got, want) {
+		t.Errorf("the origin got %q, want %q", got, want)
+	}
 }

@@ -3,7 +3,6 @@ package forwardauth
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/httplimit"
@@ -106,13 +105,18 @@ func first(h http.Header, name string) (string, bool) {
 }
 
 // parseTarget splits a request-target as a proxy forwards it (nginx's
-// $request_uri, Traefik's and Caddy's request URI) into the decoded path
-// and the raw query. The absolute form's scheme and authority are
-// dropped (the host comes from its own field), and a fragment, which no
-// client sends, is cut off. A path whose escapes do not decode is kept as
-// sent: the proxy accepted the request, so it is decided (rules on the
-// path then see it raw) rather than answered with an error a proxy might
-// turn into "allow".
+// $request_uri, Traefik's and Caddy's request URI) into the path rules
+// match on and the raw query. The absolute form's scheme and authority
+// are dropped (the host comes from its own field), and a fragment, which
+// no client sends, is cut off. The path is decoded as the gateway's
+// HTTP/1.1 listener (fasthttp) decodes it: every valid escape, %2F and
+// %2E included, an invalid one ("%zz") kept as sent, since the proxy
+// accepted the request and it is decided rather than answered with an
+// error a proxy might turn into "allow". It is then cleaned by
+// rules.CleanPath, as the gateway cleans its own requests' paths: the
+// proxies forward the target as the client sent it, and "//api/x",
+// "/./api/x", "/x/../api/x" or "/%2e/api/x" must count against a rule on
+// /api/ as "/api/x" does.
 func parseTarget(u string) (path, rawQuery string, err error) {
 	for i := 0; i < len(u); i++ {
 		if c := u[i]; c < 0x21 || c == 0x7f {
@@ -141,13 +145,45 @@ func parseTarget(u string) (path, rawQuery string, err error) {
 	}
 	u, _, _ = strings.Cut(u, "#")
 	raw, query, _ := strings.Cut(u, "?")
-	if strings.IndexByte(raw, '%') < 0 {
-		return raw, query, nil
+	return rules.CleanPath(decodePath(raw)), query, nil
+}
+
+// decodePath decodes the escapes of a raw path as fasthttp does: "%"
+// and two hex digits is the byte they name, anything else is kept as
+// it is ("+" too: it is a space only in a query). It allocates only
+// when raw has an escape.
+func decodePath(raw string) string {
+	i := strings.IndexByte(raw, '%')
+	if i < 0 {
+		return raw
 	}
-	if p, err := url.PathUnescape(raw); err == nil {
-		return p, query, nil
+	b := make([]byte, 0, len(raw))
+	b = append(b, raw[:i]...)
+	for ; i < len(raw); i++ {
+		c := raw[i]
+		if c == '%' && i+2 < len(raw) {
+			if h, l := unhex(raw[i+1]), unhex(raw[i+2]); h >= 0 && l >= 0 {
+				b = append(b, byte(h<<4|l))
+				i += 2
+				continue
+			}
+		}
+		b = append(b, c)
 	}
-	return raw, query, nil
+	return string(b)
+}
+
+// unhex is the value of the hex digit c, or -1.
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return int(c - 'A' + 10)
+	}
+	return -1
 }
 
 // isToken reports whether s is an RFC 9110 token (a method).

@@ -85,15 +85,18 @@ type entry struct {
 	method, host, uri, ua, referer []byte
 	proto                          []byte
 	rule, outcome                  string
+	line                           []byte // the line written, its buffer reused with the entry
 }
 
-func (a *accessLog) begin(ctx *fasthttp.RequestCtx) *entry {
+// begin collects ctx's fields before the proxy rewrites it, the query
+// as q says.
+func (a *accessLog) begin(ctx *fasthttp.RequestCtx, q *accesslog.Query) *entry {
 	e := a.pool.Get().(*entry)
 	e.start = time.Now()
 	h := &ctx.Request.Header
 	e.method = append(e.method[:0], h.Method()...)
 	e.host = append(e.host[:0], h.Host()...)
-	e.uri = append(e.uri[:0], h.RequestURI()...)
+	e.uri = q.AppendURI(e.uri[:0], h.RequestURI())
 	e.ua = append(e.ua[:0], h.UserAgent()...)
 	e.referer = append(e.referer[:0], h.Referer()...)
 	e.proto = append(e.proto[:0], h.Protocol()...)
@@ -130,8 +133,9 @@ func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
 // write writes e's line, with the client's address and the response's
 // status and body size.
 func (a *accessLog) write(e *entry, remote []byte, status, size int) {
-	var buf [512]byte
-	b := buf[:0]
+	// The line is built in the pooled entry's buffer: a stack buffer
+	// would escape to the heap through the writer, once per request.
+	b := e.line[:0]
 	now := time.Now()
 	if a.combined {
 		b = accesslog.AppendCombined(b, &accesslog.Entry{
@@ -149,4 +153,7 @@ func (a *accessLog) write(e *entry, remote []byte, status, size int) {
 	a.mu.Lock()
 	a.w.Write(b)
 	a.mu.Unlock()
+	if cap(b) <= 64<<10 {
+		e.line = b // a huge line's buffer is not kept
+	}
 }

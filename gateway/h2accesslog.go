@@ -4,19 +4,22 @@ import (
 	"net/http"
 	"net/netip"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/accesslog"
 )
 
 // The access log on the net/http path: the same lines as the fasthttp
 // path's (accesslog.go), the protocol in the combined format's request
 // line being the request's (HTTP/1.1 or HTTP/2.0).
 
-// beginH2 collects r's fields before the proxy rewrites it.
-func (a *accessLog) beginH2(r *http.Request) *entry {
+// beginH2 collects r's fields before the proxy rewrites it, the query
+// as q says.
+func (a *accessLog) beginH2(r *http.Request, q *accesslog.Query) *entry {
 	e := a.pool.Get().(*entry)
 	e.start = time.Now()
 	e.method = append(e.method[:0], r.Method...)
 	e.host = append(e.host[:0], r.Host...)
-	e.uri = append(e.uri[:0], r.RequestURI...)
+	e.uri = q.AppendURIString(e.uri[:0], r.RequestURI)
 	e.ua = append(e.ua[:0], r.Header.Get("User-Agent")...)
 	e.referer = append(e.referer[:0], r.Header.Get("Referer")...)
 	e.proto = append(e.proto[:0], r.Proto...)

@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // The HTTP/2 path reads the request target from the wire: cleaning it,
@@ -22,9 +24,9 @@ func FuzzH2Path(f *testing.F) {
 		if err != nil {
 			dec = raw
 		}
-		clean := cleanPath(dec)
+		clean := rules.CleanPath(dec)
 		if strings.HasPrefix(dec, "/") && !strings.HasPrefix(clean, "/") {
-			t.Fatalf("cleanPath(%q) = %q", dec, clean)
+			t.Fatalf("rules.CleanPath(%q) = %q", dec, clean)
 		}
 		u := &url.URL{}
 		setUpstreamPathH2(u, clean, raw, "/base")

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"net/http"
-	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +28,7 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 	var ent *entry
 	if s.logAccess && g.access != nil {
 		aw := &accessWriter{ResponseWriter: w}
-		ent = g.access.beginH2(r)
+		ent = g.access.beginH2(r, &s.accessQuery)
 		defer g.access.finishH2(ent, r, aw)
 		w = aw
 	}
@@ -37,7 +36,7 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 	// resolved, as fasthttp's normalized path on the HTTP/1.1 path; the
 	// upstream gets the path as sent unless it had some (h2proxy.go).
 	raw := requestPath(r)
-	if p := cleanPath(r.URL.Path); p != r.URL.Path {
+	if p := rules.CleanPath(r.URL.Path); p != r.URL.Path {
 		r.URL.Path = p
 	}
 	if up := r.Header["Upgrade"]; len(up) == 1 && strings.EqualFold(up[0], "h2c") {
@@ -162,23 +161,6 @@ func requestPath(r *http.Request) string {
 		u = u[:i]
 	}
 	return u
-}
-
-// cleanPath resolves p's dot segments and repeated slashes, keeping a
-// trailing slash; "" and paths not starting with "/" (OPTIONS *) are
-// returned as they are.
-func cleanPath(p string) string {
-	if p == "" || p[0] != '/' {
-		return p
-	}
-	if !strings.Contains(p, "/.") && !strings.Contains(p, "//") {
-		return p
-	}
-	c := path.Clean(p)
-	if strings.HasSuffix(p, "/") && c != "/" {
-		c += "/"
-	}
-	return c
 }
 
 // problemH2 answers with an RFC 9457 application/problem+json body, as

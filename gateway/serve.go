@@ -14,7 +14,7 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 	s := g.snap.Load()
 	var ent *entry
 	if s.logAccess && g.access != nil {
-		ent = g.access.begin(ctx)
+		ent = g.access.begin(ctx, &s.accessQuery)
 		defer g.access.finish(ctx, ent)
 	}
 	rt := s.match(ctx.Host(), ctx.Path())

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tollgate-dev/tollgate/accesslog"
 	"github.com/tollgate-dev/tollgate/adaptive"
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/rules"
@@ -31,6 +32,8 @@ type snapshot struct {
 	shown []byte
 	// logAccess is whether requests are written to the access log.
 	logAccess bool
+	// accessQuery is what the access log keeps of a query string.
+	accessQuery accesslog.Query
 	// trusted are client_ip.trusted_proxies: only from them is an
 	// incoming X-Forwarded-For kept (and appended to).
 	trusted rules.Proxies
@@ -84,6 +87,11 @@ type route struct {
 // called with g.mu held (or before the gateway is shared).
 func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 	s := &snapshot{cfg: cfg, logAccess: cfg.AccessLog.Path != ""}
+	q, err := accesslog.NewQuery(cfg.AccessLog.Query, cfg.AccessLog.Redact)
+	if err != nil {
+		return nil, fmt.Errorf("access_log: %w", err)
+	}
+	s.accessQuery = q
 	loops, err := g.adapt.prepare(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("adaptive: %w", err)

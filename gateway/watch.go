@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"crypto/sha256"
-	"os"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/internal/stableread"
 )
 
 // watch polls the configuration file and the members files its rules
@@ -18,9 +20,11 @@ import (
 // traffic with half its rules. So a change waits until the file has kept
 // the same size, modification time and contents for reload.settle, and
 // the configuration file is parsed from the very bytes that settled. A
-// writer that pauses longer than that is still seen half way: the
-// documented way to change a watched file is to rename a complete one
-// over it.
+// file that changed while it was read (stableread.ReadFile: a writer
+// resuming just then) is no settled version: the reload is refused and
+// logged, and the change waits to settle again. A writer that pauses
+// longer than settle is still seen half way: the documented way to
+// change a watched file is to rename a complete one over it.
 //
 // w holds the versions of the files the running configuration was built
 // from (newWatcher, called as the gateway starts).
@@ -43,6 +47,10 @@ func (g *Gateway) watch(w *watcher) {
 		next := cfg.Reload.Interval
 		if *cfg.Reload.Watch {
 			data, changed := w.look(cfg, time.Now())
+			for _, err := range w.torn {
+				g.countReload(err) // refused: the running configuration keeps serving
+			}
+			w.torn = w.torn[:0]
 			if changed != nil {
 				g.log.Info("config changed; reloading", "files", changed)
 				g.reloadLoaded(config.Parse(path, data))
@@ -61,6 +69,12 @@ func (g *Gateway) watch(w *watcher) {
 type watcher struct {
 	path  string // the configuration file; "" for none
 	files map[string]*watchedFile
+	// torn are the reloads the last look refused: a file due to be
+	// reloaded changed while it was read.
+	torn []error
+	// afterRead, when set, runs after each file's bytes are read
+	// (stableread.ReadFileThen): tests change a file there.
+	afterRead func(path string)
 }
 
 // newWatcher watches the files cfg was built from, as they are now: its
@@ -92,17 +106,18 @@ type fileStamp struct {
 }
 
 // stamp reads the file at path. A file that cannot be read (being
-// replaced, or gone) has the zero stamp.
-func stamp(path string) (fileStamp, []byte) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}, nil
+// replaced, or gone) has the zero stamp, and so has one that changed
+// while it was read (err is then stableread.ErrChanged).
+func (w *watcher) stamp(path string) (fileStamp, []byte, error) {
+	var then func()
+	if w.afterRead != nil {
+		then = func() { w.afterRead(path) }
 	}
-	data, err := os.ReadFile(path)
+	data, fi, err := stableread.ReadFileThen(path, then)
 	if err != nil {
-		return fileStamp{}, nil
+		return fileStamp{}, nil, err
 	}
-	return fileStamp{ok: true, size: fi.Size(), mtime: fi.ModTime(), sum: sha256.Sum256(data)}, data
+	return fileStamp{ok: true, size: fi.Size(), mtime: fi.ModTime(), sum: sha256.Sum256(data)}, data, nil
 }
 
 // equal reports whether two stamps are the same version. Modification
@@ -131,7 +146,7 @@ func (w *watcher) track(cfg *config.Config) {
 		if o := old[p]; o != nil {
 			f.loaded = o.seen
 		} else {
-			f.loaded, _ = stamp(p)
+			f.loaded, _, _ = w.stamp(p)
 		}
 		f.seen = f.loaded
 		w.files[p] = f
@@ -146,11 +161,27 @@ func (w *watcher) track(cfg *config.Config) {
 // (the settled version, when that file changed). A file that cannot be
 // read is no change (it is being replaced, or its absence would only
 // fail the reload), but while the configuration file cannot be read
-// nothing is reloaded.
+// nothing is reloaded. A file that changed while it was read is a change
+// that has not settled; when it was due to be reloaded, the refusal is
+// added to w.torn.
 func (w *watcher) look(cfg *config.Config, now time.Time) (data []byte, changed []string) {
 	settling := false
 	for i, p := range w.watched(cfg) {
-		st, b := stamp(p)
+		st, b, err := w.stamp(p)
+		if errors.Is(err, stableread.ErrChanged) {
+			f := w.files[p]
+			if f != nil {
+				if f.changed.ok && now.Sub(f.since) >= cfg.Reload.Settle {
+					w.torn = append(w.torn, fmt.Errorf("reload refused: %w", err))
+				}
+				f.changed = fileStamp{} // to settle again
+			}
+			if i == 0 {
+				return nil, nil
+			}
+			settling = true
+			continue
+		}
 		if i == 0 {
 			if !st.ok {
 				return nil, nil

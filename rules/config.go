@@ -40,8 +40,9 @@ type Config struct {
 	OnError string `yaml:"on_error" json:"on_error"`
 	// OnStoreError is the old spelling of OnError ("allow", "refuse").
 	//
-	// Deprecated: set OnError ("open", "closed" or "local"). Validate and
-	// New report any value here as an error naming the new setting.
+	// Deprecated: the old spelling of on_error (allow is open, refuse
+	// is closed). Validate and New refuse any value here, naming the
+	// on_error to write.
 	OnStoreError string `yaml:"on_store_error" json:"on_store_error"`
 
 	// Observer, when set, receives one Event per matching rule of every

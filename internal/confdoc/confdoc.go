@@ -44,6 +44,11 @@ type Key struct {
 	Example string
 	// Section is true for a key whose value is a mapping of further keys.
 	Section bool
+	// Refused is true for an old spelling that the loader refuses at its
+	// line, naming what to write (its field's doc has a "Deprecated:"
+	// paragraph): it is no setting, and the reference lists it only
+	// among the refused keys, with that paragraph.
+	Refused bool
 }
 
 // Keys returns every key config.Config accepts, in file order, documented
@@ -152,6 +157,9 @@ func walk(t reflect.Type, prefix string, docs map[string]string, keys *[]Key) {
 			text = "`" + tag + "` " + rest // the operator's name, not Go's
 		}
 		k := Key{Path: path, Type: describe(f.Type), Doc: text, Default: defaultOf(text)}
+		if _, instead, ok := strings.Cut(text, "Deprecated: "); ok {
+			k.Refused, k.Doc, k.Default = true, instead, ""
+		}
 		sub, suffix := structBelow(f.Type)
 		k.Section = sub != nil
 		*keys = append(*keys, k)
@@ -365,7 +373,12 @@ reported at once with its file:line. Durations use Go's syntax (` + "`250ms`" + 
 in ` + "`examples/`" + `.
 
 `)
+	var refused []Key
 	for _, k := range keys {
+		if k.Refused {
+			refused = append(refused, k)
+			continue
+		}
 		depth := strings.Count(k.Path, ".") - strings.Count(k.Path, ".<name>")
 		if depth == 0 {
 			fmt.Fprintf(&b, "## `%s`\n\n", k.Path)
@@ -383,6 +396,14 @@ in ` + "`examples/`" + `.
 		b.WriteString("\n")
 		if k.Doc != "" {
 			b.WriteString(k.Doc + "\n\n")
+		}
+	}
+	if len(refused) > 0 {
+		b.WriteString("## Refused old keys\n\n" +
+			"These old spellings are no settings: a file that sets one is refused, at\n" +
+			"its line, with the setting to write instead.\n\n")
+		for _, k := range refused {
+			fmt.Fprintf(&b, "- `%s`: %s\n", k.Path, k.Doc)
 		}
 	}
 	return bytes.TrimRight(b.Bytes(), "\n")

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/config"
 )
 
 const root = "../.."
@@ -69,6 +71,33 @@ func TestKnownKeys(t *testing.T) {
 		}
 		if k.Type != c.typ || (c.def != "" && k.Default != c.def) || !strings.HasPrefix(k.Example, c.example) {
 			t.Errorf("%s: %+v", c.path, k)
+		}
+	}
+}
+
+// The reference lists as settings only keys the loader takes: the old
+// spellings it refuses (store.redis.on_error, on_store_error) appear only
+// among the refused keys, each refused by config.Parse at its line.
+func TestReferenceListsNoRefusedKeyAsASetting(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "configuration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings, refusedPart, _ := strings.Cut(string(doc), "## Refused old keys")
+	for _, c := range []struct{ key, yaml string }{
+		{"store.redis.on_error", "store:\n  redis:\n    url: redis://127.0.0.1:6379\n    on_error: closed\n"},
+		{"on_store_error", "on_store_error: refuse\n"},
+	} {
+		if strings.Contains(settings, "## `"+c.key+"`") || strings.Contains(settings, "### `"+c.key+"`") {
+			t.Errorf("%s is listed as a setting", c.key)
+		}
+		if !strings.Contains(refusedPart, "- `"+c.key+"`: ") {
+			t.Errorf("%s is not listed among the refused keys", c.key)
+		}
+		_, err := config.Parse("c.yaml", []byte(c.yaml))
+		ps := config.Problems(err)
+		if len(ps) != 1 || ps[0].Pos.Line < 1 || !strings.Contains(ps[0].Msg, "on_error") {
+			t.Errorf("%s: %v, want it refused at its line, naming on_error", c.key, err)
 		}
 	}
 }

@@ -127,7 +127,7 @@ func (s *Store) applyEach(ctx context.Context, reqs []limit.Request, out []limit
 				// logged once, answering every request.
 				d, err = s.fail(ctx, mode, reqs[i:i+1])
 			} else {
-				d, err = s.failedCall(ctx, err, mode, reqs[i:i+1], s.redisKey(r.Key))
+				d, err = s.failedCall(ctx, err, mode, reqs[i:i+1])
 			}
 			failed = true
 			if err != nil {

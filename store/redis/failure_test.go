@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -233,6 +234,16 @@ func TestErrorReplyFollowsTheFailureMode(t *testing.T) {
 	}
 	if !strings.Contains(out, "key=key#") {
 		t.Fatalf("the log line does not name the hashed key:\n%s", out)
+	}
+	// One key, one hash: the error's text names the key by the same
+	// stand-in as the key attribute (it names the Redis key, the prefix
+	// and hash tag around the client's key).
+	hashes := map[string]bool{}
+	for _, h := range regexp.MustCompile(`key#[0-9a-f]{16}`).FindAllString(out, -1) {
+		hashes[h] = true
+	}
+	if len(hashes) != 1 || !strings.Contains(out, "tollgate:{key#") {
+		t.Fatalf("the line names one key by %d hashes (want 1, the error's as tollgate:{key#...}):\n%s", len(hashes), out)
 	}
 }
 

@@ -308,7 +308,6 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 	cctx, cancel := s.deadline.with(ctx)
 	vals, err := s.scripts.one[a.alg].Exec(cctx, c.client, args[:1], args[1:]).AsIntSlice()
 	cancel()
-	rkey := args[0]
 	clear(args)
 	*argv = args[:0]
 	s.argv.Put(argv)
@@ -316,7 +315,7 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 		err = errShortReply{fmt.Errorf("script returned %d values, want %d", len(vals), width+1)}
 	}
 	if err != nil {
-		return s.failedCall(ctx, err, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}}, rkey)
+		return s.failedCall(ctx, err, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})
 	}
 	s.breaker.done(true)
 	s.stats.decisions.Add(1)
@@ -364,9 +363,9 @@ func (s *Store) probeTimeout() time.Duration { return max(s.cfg.Timeout, 250*tim
 // error. Anything else is a store failure answered by mode: Redis
 // unreachable, slow or unavailable (counted by the breaker), or an error
 // reply (a key holding another type, a script error: Redis is up, so the
-// breaker is not charged). keys are the Redis keys of reqs, hashed in the
-// log line of an error reply.
-func (s *Store) failedCall(ctx context.Context, err error, mode FailMode, reqs []limit.Request, keys ...string) (limit.Decision, error) {
+// breaker is not charged). The keys of reqs are hashed in the log line
+// of an error reply.
+func (s *Store) failedCall(ctx context.Context, err error, mode FailMode, reqs []limit.Request) (limit.Decision, error) {
 	if ctx.Err() != nil {
 		s.breaker.done(true)
 		return limit.Decision{}, fmt.Errorf("redis: %w", err)
@@ -382,14 +381,9 @@ func (s *Store) failedCall(ctx context.Context, err error, mode FailMode, reqs [
 	s.breaker.done(true)
 	s.stats.replyErrors.Add(1)
 	if s.cfg.Logger != nil {
-		raw := make([]string, 0, 2*len(reqs))
-		raw = append(raw, keys...)
-		for _, r := range reqs {
-			raw = append(raw, r.Key)
-		}
 		s.log.Log(ctx, slog.LevelError, "redis: error reply; decision follows the failure mode",
 			slog.String("mode", mode.String()), slog.String("key", redact.Key(reqs[0].Key)),
-			slog.String("error", redact.Keys(err.Error(), raw...)))
+			slog.String("error", hideKeys(err.Error(), reqs)))
 	}
 	return s.fail(ctx, mode, reqs)
 }
@@ -478,7 +472,7 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 		err = errShortReply{fmt.Errorf("script returned %d values, want %d", len(vals), width*len(reqs)+1)}
 	}
 	if err != nil {
-		return s.failedCall(ctx, err, mode, reqs, keys...)
+		return s.failedCall(ctx, err, mode, reqs)
 	}
 	s.breaker.done(true)
 	s.stats.decisions.Add(1)
@@ -550,9 +544,21 @@ func hasCode(msg, code string) bool {
 // and API keys, and errors end up in logs.
 func (s *Store) keyError(key string, err error) error {
 	return &hiddenKeyError{
-		msg: "key " + redact.Key(key) + ": " + redact.Keys(err.Error(), s.redisKey(key), key),
+		msg: "key " + redact.Key(key) + ": " + redact.Keys(err.Error(), key),
 		err: err,
 	}
+}
+
+// hideKeys returns msg with the keys of reqs hashed. Only the client's
+// keys are hashed: a Redis key (redisKey) holds its client key whole, so
+// it reads "prefix{key#…}", with the very hash the line's key attribute
+// has; hashing the Redis key too would name one key by two hashes.
+func hideKeys(msg string, reqs []limit.Request) string {
+	keys := make([]string, len(reqs))
+	for i, r := range reqs {
+		keys[i] = r.Key
+	}
+	return redact.Keys(msg, keys...)
 }
 
 type hiddenKeyError struct {
