@@ -130,7 +130,7 @@ var (
 	gossipPushPullsDesc = prometheus.NewDesc("tollgate_gossip_push_pulls_total",
 		"Full state exchanges merged.", nil, nil)
 	gossipDroppedDesc = prometheus.NewDesc("tollgate_gossip_dropped_total",
-		"Gossip dropped without changing a count, by reason: decode (a message that failed to decode), key (a packet not sealed with the secret key), absurd (a count beyond 4 × the limit), future (a window more than a minute ahead), mismatch (a key whose policy differs from this gateway's), full (a key not learned, the key table full), value (a shared value, such as an adaptive factor, that failed to decode, lay outside [0, 1], was stamped ahead or found no room).",
+		"Gossip dropped without changing a count, by reason: decode (a message that failed to decode), key (a packet not sealed with the secret key), absurd (a count beyond 4 × the limit), future (a window more than a minute ahead), mismatch (a key whose policy differs from this gateway's), full (a key not learned, the key table full), value (a shared value, such as an adaptive factor, that failed to decode, lay outside [0, 1], was stamped ahead or found no room), oversize (a stream, TCP, announcing more than store.gossip.max_state_bytes, closed unread), busy (a stream closed unread, the streams being read holding state_bytes_in_flight or 128 being open).",
 		[]string{"reason"}, nil)
 	gossipMergeLagDesc = prometheus.NewDesc("tollgate_gossip_merge_lag_seconds",
 		"In the last round that sent anything, the age of the oldest change it sent: how long an admission waited before it left this gateway (about one interval; more when the rounds are over their byte budget).", nil, nil)
@@ -179,6 +179,8 @@ func (c gossipCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(gossipDroppedDesc, st.Dropped.Future, "future")
 	counter(gossipDroppedDesc, st.Dropped.Mismatch, "mismatch")
 	counter(gossipDroppedDesc, st.Dropped.Full, "full")
+	counter(gossipDroppedDesc, st.Dropped.Oversize, "oversize")
+	counter(gossipDroppedDesc, st.Dropped.Busy, "busy")
 	counter(gossipDroppedDesc, c.s.ValueStats().Dropped, "value")
 	gauge(gossipMergeLagDesc, st.MergeLag.Seconds())
 	gauge(gossipUnsentDesc, st.OldestUnsent.Seconds())

@@ -113,6 +113,22 @@
 // sealed with it, counted as Unauthenticated. Counts saturate; none is
 // ever negative or wrapped.
 //
+// A stream (TCP: a push/pull's full state, a fallback ping) is read
+// before it is authenticated: memberlist reads a sealed one whole, up to
+// the 20 MiB it may announce, before decrypting it. So the transport
+// reads each stream's head itself (streamgate.go) and closes at once,
+// unread, one that announces more than MaxStateBytes (default 8 MiB;
+// Dropped.Oversize), one that would take what the streams being read
+// announced over StateBytesInFlight (default twice MaxStateBytes) or the
+// streams open over 128 (Dropped.Busy), and one of a kind no node sends
+// (a plaintext stream when there is a key: Unauthenticated; a label, a
+// compressed stream or a user message: Malformed). A stream admitted
+// reads no more than it announced, and a second after the last large one
+// closes, its memory is returned to the system. A stranger flooding the
+// gossip port thus costs a node at most about three times
+// StateBytesInFlight; the log lines such traffic causes are throttled by
+// the gateway (one per kind per 10 s, with a count).
+//
 // # Simulation
 //
 // Config.Transport replaces memberlist (transport.go): the Store then

@@ -281,10 +281,14 @@ func (d delegate) NotifyMsg(b []byte) {
 // GetBroadcasts returns nothing: rounds are sent by the Store's own loop.
 func (delegate) GetBroadcasts(int, int) [][]byte { return nil }
 
-// LocalState returns the full state for a push/pull.
+// LocalState returns the full state for a push/pull; one over
+// MaxStateBytes is logged, for the peers (configured alike) refuse it.
 func (d delegate) LocalState(bool) []byte {
 	b := d.s.state()
 	d.s.st.stateSent.Add(uint64(len(b)))
+	if len(b) > d.s.cfg.MaxStateBytes && d.s.logger != nil {
+		d.s.logger.Printf("[WARN] gossip: full state over max_state_bytes: %d bytes, at most %d: peers refuse it; raise max_state_bytes", len(b), d.s.cfg.MaxStateBytes)
+	}
 	return b
 }
 

@@ -65,6 +65,12 @@ type Dropped struct {
 	// Full counts keys (not messages) not learned because the key table
 	// or the node table was full.
 	Full uint64
+	// Oversize counts streams (TCP) closed unread for announcing more
+	// than Config.MaxStateBytes.
+	Oversize uint64
+	// Busy counts streams closed unread because the streams being read
+	// held Config.StateBytesInFlight, or maxStreams (128) were open.
+	Busy uint64
 }
 
 type counters struct {
@@ -75,6 +81,7 @@ type counters struct {
 	malformed, absurd, future atomic.Uint64
 	unauthenticated           atomic.Uint64
 	mismatch, full            atomic.Uint64
+	oversize, busy            atomic.Uint64
 	mergeLag                  atomic.Int64
 }
 
@@ -97,6 +104,8 @@ func (s *Store) Stats() Stats {
 			Unauthenticated: s.st.unauthenticated.Load(),
 			Mismatch:        s.st.mismatch.Load(),
 			Full:            s.st.full.Load(),
+			Oversize:        s.st.oversize.Load(),
+			Busy:            s.st.busy.Load(),
 		},
 	}
 	if s.ml != nil {

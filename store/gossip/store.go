@@ -77,6 +77,8 @@ type Store struct {
 	once      sync.Once
 	resyncs   sync.WaitGroup // push/pulls with returning nodes
 	vals      valueTable     // shared values (values.go)
+	logger    *log.Logger    // memberlist's and the stream gate's lines (logSink)
+	gate      *streamGate    // the transport's (nil with memberlist's own)
 }
 
 type shard struct {
@@ -183,11 +185,13 @@ func New(cfg Config) (*Store, error) {
 	mc.Delegate = delegate{s}
 	mc.Events = &s.members
 	mc.Ping = pinger{&s.members}
-	mc.Logger = log.New(logSink{s}, "", 0)
+	s.logger = log.New(logSink{s}, "", 0)
+	mc.Logger = s.logger
 	self, _ := s.nodes.id([]byte(mc.Name))
 	s.self, s.name = self, mc.Name
 	if !cfg.netTransport {
-		tr, err := newTransport(cfg.BindAddr, cfg.BindPort)
+		s.gate = newStreamGate(len(cfg.SecretKey) > 0, int64(cfg.MaxStateBytes), int64(cfg.StateBytesInFlight), &s.st, s.logger.Printf)
+		tr, err := newTransport(cfg.BindAddr, cfg.BindPort, s.gate)
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// gossipFleetCfg is node i's configuration in a fleet gossiping on ports,
+// sealed with the key in TOLLGATE_E2E_GOSSIP_KEY, with extra appended to
+// its gossip section and the rules given.
+func gossipFleetCfg(i int, ports []int, extra, rules string) string {
+	var seeds []string
+	for _, p := range ports {
+		seeds = append(seeds, fmt.Sprintf("%q", fmt.Sprintf("127.0.0.1:%d", p)))
+	}
+	return baseCfg + "routes: [{path: /, upstream: demo}]\n" +
+		fmt.Sprintf("store:\n  gossip: {name: n%d, bind_port: %d, interval: 100ms, seeds: [%s], secret_key_env: TOLLGATE_E2E_GOSSIP_KEY%s}\n",
+			i, ports[i], strings.Join(seeds, ", "), extra) +
+		"rules:\n" + rules
+}
+
+// startGossipFleet starts n tollgate serve processes gossiping (sealed)
+// and waits until each lists them all.
+func startGossipFleet(t *testing.T, n int, extra, rules string) []*proc {
+	t.Helper()
+	ports := make([]int, n)
+	for i := range ports {
+		ports[i] = gossipPort(t)
+	}
+	env := "TOLLGATE_E2E_GOSSIP_KEY=" + hex.EncodeToString([]byte("e2e gossip key32"))
+	nodes := make([]*proc, n)
+	for i := range nodes {
+		nodes[i] = startServeEnv(t, gossipFleetCfg(i, ports, extra, rules), env)
+	}
+	for _, p := range nodes {
+		eventually(t, p.admin+" to list the fleet", func() bool {
+			return p.metric(`tollgate_gossip_members{state="alive"}`) == strconv.Itoa(n)
+		})
+	}
+	return nodes
+}
+
+// gossipPortOf returns the gossip address a node of startGossipFleet
+// listens on, from its configuration file.
+func gossipPortOf(t *testing.T, p *proc) string {
+	t.Helper()
+	b, err := os.ReadFile(p.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(b), "bind_port: ")
+	port, _, _ := strings.Cut(rest, ",")
+	return "127.0.0.1:" + port
+}
+
+// rss returns the resident memory of p, in bytes.
+func rss(t *testing.T, p *proc) int64 {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// floodStreams opens conns connections to addr at a time, each announcing
+// a sealed stream of size bytes and sending noise until the node closes
+// it, until ctx ends; it returns the connections opened.
+func floodStreams(ctx context.Context, addr string, conns, size int) int64 {
+	noise := make([]byte, 64<<10)
+	rand.Read(noise)
+	var opened atomic.Int64
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				c, err := net.DialTimeout("tcp", addr, time.Second)
+				if err != nil {
+					continue
+				}
+				opened.Add(1)
+				stop := context.AfterFunc(ctx, func() { c.Close() })
+				head := []byte{10, 0, 0, 0, 0} // memberlist's encryptMsg, then the length
+				binary.BigEndian.PutUint32(head[1:], uint32(size))
+				_, err = c.Write(head)
+				for sent := 0; err == nil && sent < size-1; sent += len(noise) {
+					_, err = c.Write(noise[:min(len(noise), size-1-sent)])
+				}
+				if err == nil { // all but the last byte sent: hold it open
+					c.SetReadDeadline(time.Now().Add(2 * time.Second))
+					c.Read(noise[:1])
+				}
+				stop()
+				c.Close()
+			}
+		})
+	}
+	wg.Wait()
+	return opened.Load()
+}
+
+// TestE2EGossipPortUnderAttack floods one node of a fleet of three real
+// tollgate serve processes on its gossip port, as a stranger without the
+// key can: 25 connections announcing a 20 MiB state each and sending
+// noise (issue 23's figures: 31 MB to 1.5 GB of RSS, 3,317 ERROR lines),
+// and 25 announcing just under max_state_bytes (the most the node reads
+// of each). Meanwhile the fleet serves steady traffic on a gossip rule,
+// every request answered and the fleet's count within its bound. The
+// node's RSS stays under 100 MB throughout and comes back down after,
+// and its log has a few throttled lines, not one per stream.
+func TestE2EGossipPortUnderAttack(t *testing.T) {
+	tollgateBinary(t)
+	if until := time.Until(time.Now().Truncate(time.Hour).Add(time.Hour)); until < time.Minute {
+		t.Logf("waiting %v for the next hour's window", until)
+		time.Sleep(until + time.Second)
+	}
+	const limit = 100 // below what the traffic sends on a machine loaded by the attack
+	nodes := startGossipFleet(t, 3, "", fmt.Sprintf(`  - name: fleet
+    key: path
+    consistency: gossip
+    on_error: closed
+    policies: [{algorithm: fixed_window, limit: %d, window: 1h}]
+`, limit))
+	victim := nodes[0]
+	before := rss(t, victim)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const bound = 100 << 20
+	var peak atomic.Int64
+	var sampling sync.WaitGroup
+	sampling.Go(func() {
+		for ctx.Err() == nil {
+			r := rss(t, victim)
+			if r > peak.Load() {
+				peak.Store(r)
+			}
+			if r >= bound {
+				cancel() // failed already: spare the machine
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	addr := gossipPortOf(t, victim)
+	var opened [2]int64
+	var attack sync.WaitGroup
+	attack.Go(func() { opened[0] = floodStreams(ctx, addr, 25, 20<<20) })
+	attack.Go(func() { opened[1] = floodStreams(ctx, addr, 25, 8<<20-1024) })
+
+	ls, took := steady(nodes, "/attacked", 100, 3*time.Second, nil)
+	cancel()
+	attack.Wait()
+	sampling.Wait()
+	tot := total(ls)
+	var perNode float64
+	for _, l := range ls {
+		perNode += float64(l.sent) / took.Seconds() / float64(len(ls))
+	}
+	over := float64(len(nodes)) * perNode * 0.2 // nodes × rate × (interval + a hop)
+	t.Logf("attack: %d + %d connections (20 MiB, 8 MiB announced) on %s for %v; RSS %d MB before, peak %d MB; fleet admitted %d of limit %d (bound %.0f), per node %+v",
+		opened[0], opened[1], addr, took.Round(time.Millisecond), before>>20, peak.Load()>>20, tot.admitted, limit, limit+over, ls)
+	if peak.Load() >= bound {
+		t.Fatalf("RSS reached %d MB under attack, want under %d MB", peak.Load()>>20, bound>>20)
+	}
+	// The loaded machine may send fewer than the limit: all are admitted.
+	if want := min(limit, tot.sent); tot.failed+tot.cold+tot.other != 0 || tot.admitted < want || float64(tot.admitted) > limit+over {
+		t.Fatalf("the fleet under attack: %+v, want every request answered, %d to %.0f admitted", tot, want, limit+over)
+	}
+	eventually(t, "the victim's memory to come back down", func() bool { return rss(t, victim) < before+16<<20 })
+	after := rss(t, victim)
+	for _, p := range nodes {
+		if got := p.metric(`tollgate_gossip_members{state="alive"}`); got != "3" {
+			t.Errorf("%s lists %s members alive after the attack, want 3", p.admin, got)
+		}
+	}
+	log := victim.logText()
+	errorLines, gossipLines := strings.Count(log, "level=ERROR"), strings.Count(log, "msg=gossip")
+	oversize, busy := victim.metric(`tollgate_gossip_dropped_total{reason="oversize"}`), victim.metric(`tollgate_gossip_dropped_total{reason="busy"}`)
+	t.Logf("after: RSS %d MB; %d ERROR lines, %d gossip lines in the log; streams dropped: oversize %s, busy %s",
+		after>>20, errorLines, gossipLines, oversize, busy)
+	if oversize == "0" || oversize == "" {
+		t.Errorf("no oversize stream counted")
+	}
+	// One line per kind per 10 s, and a summary: the attack has three
+	// kinds at most (oversize, busy, memberlist's failed reads).
+	if gossipLines > 12 {
+		t.Errorf("%d gossip log lines for %d streams, want a few (throttled)", gossipLines, opened[0]+opened[1])
+	}
+}
