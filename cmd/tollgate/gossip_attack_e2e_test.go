@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -210,5 +211,88 @@ func TestE2EGossipPortUnderAttack(t *testing.T) {
 	// kinds at most (oversize, busy, memberlist's failed reads).
 	if gossipLines > 12 {
 		t.Errorf("%d gossip log lines for %d streams, want a few (throttled)", gossipLines, opened[0]+opened[1])
+	}
+}
+
+// TestE2EGossipKeyFloodLocksNobodyOut floods a fleet of three real
+// tollgate serve processes with new clients, far past store.gossip.max_keys
+// (issue 23: past it every new client got the rule's on_error answer, 503
+// with closed, for up to two windows: 75,031 × 503 in 3 s). Every
+// newcomer is admitted, on every node, while a client held at its limit
+// before the flood stays refused: the flood evicts keys that are not
+// being limited, never one that is.
+func TestE2EGossipKeyFloodLocksNobodyOut(t *testing.T) {
+	tollgateBinary(t)
+	if until := time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)); until < 20*time.Second {
+		t.Logf("waiting %v for the next minute's window", until)
+		time.Sleep(until + time.Second)
+	}
+	const maxKeys, limit = 256, 5
+	nodes := startGossipFleet(t, 3, fmt.Sprintf(", max_keys: %d", maxKeys), fmt.Sprintf(`  - name: per-client
+    key: [header:X-Client]
+    consistency: gossip
+    on_error: closed
+    policies: [{algorithm: fixed_window, limit: %d, window: 1m}]
+`, limit))
+	for range limit {
+		if resp, _ := get(t, nodes[0].url("/"), "X-Client", "held"); resp.StatusCode != 200 {
+			t.Fatalf("held client within its limit: %d", resp.StatusCode)
+		}
+	}
+	eventually(t, "the held client's count to reach the fleet", func() bool {
+		resp, _ := get(t, nodes[2].url("/"), "X-Client", "held")
+		return resp.StatusCode == 429
+	})
+
+	// Each node gets 2,000 new clients, four senders at a time: 6,000
+	// keys in all, 23 times max_keys, every node learning the others'.
+	const perNode, senders = 2000, 4
+	var sent, admitted atomic.Int64
+	refused := make(map[int]int)
+	var mu sync.Mutex
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, p := range nodes {
+		for s := range senders {
+			wg.Go(func() {
+				c := &http.Client{Timeout: 5 * time.Second}
+				for j := s; j < perNode; j += senders {
+					req, _ := http.NewRequest("GET", p.url("/"), nil)
+					req.Header.Set("X-Client", fmt.Sprintf("new-%d-%d", i, j))
+					resp, err := c.Do(req)
+					sent.Add(1)
+					if err != nil {
+						mu.Lock()
+						refused[-1]++
+						mu.Unlock()
+						continue
+					}
+					resp.Body.Close()
+					if resp.StatusCode == 200 {
+						admitted.Add(1)
+						continue
+					}
+					mu.Lock()
+					refused[resp.StatusCode]++
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	took := time.Since(start)
+	var evicted []string
+	for _, p := range nodes {
+		evicted = append(evicted, p.metric("tollgate_gossip_evictions_total"))
+	}
+	t.Logf("flood: %d new clients over 3 nodes in %v (max_keys %d): %d admitted, refused by status %v; evictions per node %v",
+		sent.Load(), took.Round(time.Millisecond), maxKeys, admitted.Load(), refused, evicted)
+	if len(refused) != 0 || admitted.Load() != 3*perNode {
+		t.Fatalf("newcomers refused during the key flood: %v (admitted %d of %d)", refused, admitted.Load(), 3*perNode)
+	}
+	for _, p := range nodes {
+		if resp, _ := get(t, p.url("/"), "X-Client", "held"); resp.StatusCode != 429 {
+			t.Errorf("%s: the held client after the flood: %d, want 429 (a key being limited is never evicted)", p.addr, resp.StatusCode)
+		}
 	}
 }

@@ -71,9 +71,13 @@ type Config struct {
 	// random member, which repairs whatever gossip lost. Zero means 10s.
 	PushPullInterval time.Duration
 	// MaxKeys bounds the keys held, local and learned. Zero means
-	// 65,536. When full of keys still counting, Apply refuses a new key
-	// with ErrFull and gossip about new keys is dropped (counted in
-	// Stats.Dropped.Full).
+	// 65,536. A new key finding its part of the table (one of 32 shards)
+	// full takes the place of an idle key or, failing that, of the least
+	// recently used key that is not being limited (counted in
+	// Stats.Evicted), as the memory store does: a flood of new keys never
+	// locks out new clients, and never frees a limited one. Only when
+	// every key looked at is being limited does Apply refuse the new key
+	// with ErrFull, and gossip about it is dropped (Stats.Dropped.Full).
 	MaxKeys int
 	// MaxStateBytes caps what one stream (TCP: a peer's full state, in a
 	// push/pull) may announce before it is authenticated, in bytes: a

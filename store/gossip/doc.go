@@ -96,6 +96,20 @@
 // a network hop). With Fanout set, multiply the interval by the rounds
 // of relay, about log(nodes)/log(fanout+1). BENCHMARKS.md measures it.
 //
+// # Key table
+//
+// MaxKeys bounds the keys a node holds, its own and those learned from
+// its peers, in 32 shards. A new key finding its shard full takes the
+// place of an idle key (no counter in the current or previous window) or,
+// failing that, of the least recently used one, among up to 64 looked
+// at, that is not being limited (its view at the limit: a fixed window's
+// count, a sliding window's two counts, a token bucket's burst), one
+// waiting to be sent last: the memory store's rule. A flood of new keys
+// thus never locks out new clients, nor frees a client held at its limit;
+// what it evicts forgets what was counted of a key that had some left
+// (Stats.Evicted). Only when every key looked at is being limited is a
+// new key refused (ErrFull; a learned one is dropped, Dropped.Full).
+//
 // # Departures and partitions
 //
 // A node that leaves or dies stops sending, but its counters stay in the

@@ -209,6 +209,7 @@ func (s *Store) mergeEntry(m *message, we wireEntry, node func(int) (uint32, boo
 		s.st.mismatch.Add(1)
 		return
 	}
+	e.used = now
 	for _, wc := range m.counters[we.lo:we.hi] {
 		id, ok := node(wc.node)
 		if !ok {

@@ -35,6 +35,10 @@ type Stats struct {
 	MessagesSent, MessagesReceived uint64
 	// PushPulls counts full state exchanges merged.
 	PushPulls uint64
+	// Evicted counts keys dropped before they were idle to make room for
+	// new ones in a full key table (never a key being limited): raise
+	// MaxKeys if it grows.
+	Evicted uint64
 	// Dropped counts the messages dropped, by reason.
 	Dropped Dropped
 	// MergeLag is, in the last round that sent anything, the age of the
@@ -82,6 +86,7 @@ type counters struct {
 	unauthenticated           atomic.Uint64
 	mismatch, full            atomic.Uint64
 	oversize, busy            atomic.Uint64
+	evicted                   atomic.Uint64
 	mergeLag                  atomic.Int64
 }
 
@@ -96,6 +101,7 @@ func (s *Store) Stats() Stats {
 		MessagesSent:       s.st.msgsSent.Load(),
 		MessagesReceived:   s.st.msgsRecv.Load(),
 		PushPulls:          s.st.pushPulls.Load(),
+		Evicted:            s.st.evicted.Load(),
 		MergeLag:           time.Duration(s.st.mergeLag.Load()),
 		Dropped: Dropped{
 			Malformed:       s.st.malformed.Load(),
