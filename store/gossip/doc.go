@@ -114,7 +114,10 @@
 //
 // A node that leaves or dies stops sending, but its counters stay in the
 // others' views until their windows end (no sudden free quota), then age
-// out with the key. During a partition each side decides on what it
+// out with the key. A node restarted under its name, at its old address
+// or another (a new port, a rescheduled container), is a member again
+// once its old incarnation has been dead a second, and Stats counts each
+// name once, by its current state. During a partition each side decides on what it
 // knows (so a key can admit up to one limit per side); when it heals,
 // push/pull and the next rounds merge the views without double counting.
 //

@@ -226,16 +226,20 @@ func (t *memberTable) peers(self string) []*memberlist.Node {
 	return ps
 }
 
-// dead counts the nodes gone in the hour before now, forgetting older.
+// dead counts the nodes gone in the hour before now, forgetting older:
+// each name once, and none that is a member again.
 func (t *memberTable) dead(now time.Time) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	n := 0
 	for name, at := range t.gone {
 		if now.UnixNano()-at > int64(time.Hour) {
 			delete(t.gone, name)
+		} else if _, back := t.live[name]; !back {
+			n++
 		}
 	}
-	return len(t.gone)
+	return n
 }
 
 // pinger is the Store's memberlist.PingDelegate: an ack from a member

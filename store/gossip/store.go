@@ -24,6 +24,10 @@ import (
 // sliding log, the leaky bucket); the error names the algorithm.
 var ErrUnsupported = fmt.Errorf("%w: gossip: algorithm not supported (want fixed_window, sliding_window or token_bucket)", limit.ErrInvalidPolicy)
 
+// deadNodeReclaim is how long a dead node's name stays bound to its old
+// address (memberlist's DeadNodeReclaimTime).
+const deadNodeReclaim = time.Second
+
 // ErrNotWarm is returned by Apply and ApplyAll before the node's first
 // full state exchange with a member (see Store.Warm): a node that has not
 // heard the fleet's counters refuses to decide rather than admit a whole
@@ -181,6 +185,12 @@ func New(cfg Config) (*Store, error) {
 	}
 	mc.SecretKey = cfg.SecretKey
 	mc.PushPullInterval = cfg.PushPullInterval
+	// A node restarted under its name at another address (a new port, a
+	// rescheduled container) takes its name back once its old incarnation
+	// has been dead a second: memberlist's default refuses it for ever,
+	// as a conflict, leaving the old address counted dead and the node
+	// itself out of the others' rounds.
+	mc.DeadNodeReclaimTime = deadNodeReclaim
 	// Messages are compact varints already; memberlist's LZW would cost
 	// more CPU per packet than it saves bytes.
 	mc.EnableCompression = false
