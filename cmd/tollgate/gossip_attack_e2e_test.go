@@ -126,10 +126,31 @@ func floodStreams(ctx context.Context, addr string, conns, size int) int64 {
 	return opened.Load()
 }
 
+// floodPackets sends up to n UDP packets of noise to addr until ctx ends,
+// and returns how many it sent.
+func floodPackets(ctx context.Context, addr string, n int) int {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	noise := make([]byte, 512)
+	sent := 0
+	for ; sent < n && ctx.Err() == nil; sent++ {
+		rand.Read(noise)
+		noise[0] = 10 // memberlist's encryptMsg: a packet that fails to decrypt
+		c.Write(noise)
+		if sent%100 == 99 {
+			time.Sleep(time.Millisecond) // spread over the attack
+		}
+	}
+	return sent
+}
+
 // TestE2EGossipPortUnderAttack floods one node of a fleet of three real
 // tollgate serve processes on its gossip port, as a stranger without the
 // key can: 25 connections announcing a 20 MiB state each and sending
-// noise (issue 23's figures: 31 MB to 1.5 GB of RSS, 3,317 ERROR lines),
+// noise, and packets of noise (issue 23's figures: 31 MB to 1.5 GB of RSS, 3,317 ERROR lines),
 // and 25 announcing just under max_state_bytes (the most the node reads
 // of each). Meanwhile the fleet serves steady traffic on a gossip rule,
 // every request answered and the fleet's count within its bound. The
@@ -179,6 +200,8 @@ func TestE2EGossipPortUnderAttack(t *testing.T) {
 	var attack sync.WaitGroup
 	attack.Go(func() { opened[0] = floodStreams(ctx, addr, 25, 20<<20) })
 	attack.Go(func() { opened[1] = floodStreams(ctx, addr, 25, 8<<20-1024) })
+	var packets int
+	attack.Go(func() { packets = floodPackets(ctx, addr, 5000) })
 
 	ls, took := steady(nodes, "/attacked", 100, 3*time.Second, nil)
 	cancel()
@@ -192,8 +215,8 @@ func TestE2EGossipPortUnderAttack(t *testing.T) {
 	// nodes × rate × (interval + a hop), and the request each node's
 	// sender has in flight.
 	over := float64(len(nodes))*perNode*0.2 + float64(len(nodes))
-	t.Logf("attack: %d + %d connections (20 MiB, 8 MiB announced) on %s for %v; RSS %d MB before, peak %d MB; fleet admitted %d of limit %d (bound %.0f), per node %+v",
-		opened[0], opened[1], addr, took.Round(time.Millisecond), before>>20, peak.Load()>>20, tot.admitted, limit, limit+over, ls)
+	t.Logf("attack: %d + %d connections (20 MiB, 8 MiB announced) and %d packets of noise on %s for %v; RSS %d MB before, peak %d MB; fleet admitted %d of limit %d (bound %.0f), per node %+v",
+		opened[0], opened[1], packets, addr, took.Round(time.Millisecond), before>>20, peak.Load()>>20, tot.admitted, limit, limit+over, ls)
 	if peak.Load() >= bound {
 		t.Fatalf("RSS reached %d MB under attack, want under %d MB", peak.Load()>>20, bound>>20)
 	}
@@ -216,10 +239,11 @@ func TestE2EGossipPortUnderAttack(t *testing.T) {
 	if oversize == "0" || oversize == "" {
 		t.Errorf("no oversize stream counted")
 	}
-	// One line per kind per 10 s, and a summary: the attack has three
-	// kinds at most (oversize, busy, memberlist's failed reads).
+	// One line per kind per 10 s, and a summary: the attack has four
+	// kinds at most (oversize, busy, memberlist's failed reads and
+	// packets that fail to decrypt).
 	if gossipLines > 12 {
-		t.Errorf("%d gossip log lines for %d streams, want a few (throttled)", gossipLines, opened[0]+opened[1])
+		t.Errorf("%d gossip log lines for %d streams and %d packets, want a few (throttled)", gossipLines, opened[0]+opened[1], packets)
 	}
 }
 
