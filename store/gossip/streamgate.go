@@ -290,7 +290,8 @@ func (g *streamGate) pushPullHead(c net.Conn, typ byte) ([]byte, int64, *refusal
 	if h.Nodes < 0 || h.Nodes > maxNodes || h.UserStateLen < 0 {
 		return nil, 0, refuse(refuseMalformed, "push/pull header of %d members, %d bytes", h.Nodes, h.UserStateLen)
 	}
-	n := int64(len(rec.b)) + int64(h.Nodes)*nodeStateBytes + int64(h.UserStateLen)
+	// Each term is checked before the sum, which cannot overflow then.
+	n := int64(len(rec.b)) + int64(h.Nodes)*nodeStateBytes + min(int64(h.UserStateLen), g.perStream+1)
 	if n > g.perStream {
 		return nil, 0, refuse(refuseOversize, "announces %d bytes, max_state_bytes is %d", n, g.perStream)
 	}

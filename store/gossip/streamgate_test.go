@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math"
 	"net"
 	"os"
 	"testing"
@@ -37,7 +38,7 @@ func sealedHead(n int) []byte {
 
 // pushPullHead is the head of a plaintext push/pull announcing nodes
 // member records and a user state of n bytes, as memberlist encodes it.
-func pushPullHead(t *testing.T, nodes, n int) []byte {
+func pushPullHead(t testing.TB, nodes, n int) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	buf.WriteByte(mlPushPull)
@@ -154,4 +155,38 @@ func TestStreamsAreBoundedBeforeAuthentication(t *testing.T) {
 			})
 		})
 	}
+}
+
+// bytesConn is a connection that reads b, then EOF.
+type bytesConn struct {
+	net.Conn
+	r *bytes.Reader
+}
+
+func (c bytesConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// FuzzStreamHead checks that any head is admitted or refused, never
+// panics, and that what is admitted may read no more than MaxStateBytes
+// (and the 5 bytes of a sealed stream's head), the head included.
+func FuzzStreamHead(f *testing.F) {
+	f.Add(false, []byte{mlPing, 1, 2})
+	f.Add(true, sealedHead(100))
+	f.Add(false, pushPullHead(f, 3, 1000))
+	f.Add(false, pushPullHead(f, 1<<20, 1<<30))
+	f.Add(false, pushPullHead(f, 4096, math.MaxInt64-100)) // a sum that would wrap
+	f.Add(false, []byte{mlPushPull, 0xdf, 0xff, 0xff, 0xff, 0xff})
+	const per = 1 << 20
+	f.Fuzz(func(t *testing.T, sealed bool, b []byte) {
+		g := newStreamGate(sealed, per, 2*per, nil, nil)
+		head, limit, r := g.head(bytesConn{r: bytes.NewReader(b)})
+		if r != nil {
+			if limit != 0 || r.reason == "" {
+				t.Fatalf("refused (%v) with a limit of %d", r, limit)
+			}
+			return
+		}
+		if limit < 0 || limit > per+5 || int64(len(head)) > limit || len(head) > len(b) {
+			t.Fatalf("admitted a head of %d bytes for a stream of %d", len(head), limit)
+		}
+	})
 }
