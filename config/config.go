@@ -267,7 +267,10 @@ type GossipStore struct {
 	// random gateway, which repairs whatever gossip lost. Default 10s.
 	PushPullInterval time.Duration `yaml:"push_pull_interval"`
 	// MaxKeys bounds the keys held, this gateway's and its peers'.
-	// Default 65,536.
+	// Default 65,536. When full, a new key takes the place of an idle
+	// key or of the least recently used key not being limited, as in the
+	// memory store (tollgate_gossip_evictions_total): a flood of new
+	// clients locks nobody out and frees no client held at its limit.
 	MaxKeys int `yaml:"max_keys"`
 	// MaxStateBytes caps what one gossip stream (TCP: a gateway's full
 	// state, in a push/pull) may announce before it is authenticated, in
