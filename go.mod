@@ -8,6 +8,7 @@ require (
 	github.com/dunglas/httpsfv v1.1.0
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0
 	github.com/go-chi/chi/v5 v5.5.0
+	github.com/hashicorp/go-msgpack/v2 v2.1.5
 	github.com/hashicorp/go-sockaddr v1.0.7
 	github.com/hashicorp/memberlist v0.7.0
 	github.com/prometheus/client_golang v1.25.0
@@ -34,7 +35,6 @@ require (
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-immutable-radix v1.3.1 // indirect
 	github.com/hashicorp/go-metrics v0.7.0 // indirect
-	github.com/hashicorp/go-msgpack/v2 v2.1.5 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
 	github.com/hashicorp/golang-lru v1.0.2 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect

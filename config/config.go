@@ -281,8 +281,26 @@ type GossipStore struct {
 	// random gateway, which repairs whatever gossip lost. Default 10s.
 	PushPullInterval time.Duration `yaml:"push_pull_interval"`
 	// MaxKeys bounds the keys held, this gateway's and its peers'.
-	// Default 65,536.
+	// Default 65,536. When full, a new key takes the place of an idle
+	// key or of the least recently used key not being limited, as in the
+	// memory store (tollgate_gossip_evictions_total): a flood of new
+	// clients locks nobody out and frees no client held at its limit.
 	MaxKeys int `yaml:"max_keys"`
+	// MaxStateBytes caps what one gossip stream (TCP: a gateway's full
+	// state, in a push/pull) may announce before it is authenticated, in
+	// bytes: a stream announcing more is closed unread and counted
+	// (tollgate_gossip_dropped_total{reason="oversize"}). Default 8 MiB
+	// (about 100 bytes for each of 65,536 keys counted by three
+	// gateways); at most 20 MiB. A gateway whose own state is larger logs
+	// it: raise it with max_keys.
+	MaxStateBytes int `yaml:"max_state_bytes"`
+	// StateBytesInFlight caps what all the gossip streams being read at
+	// once may announce, in bytes: a stream that would go over it is
+	// closed unread and counted (reason="busy"), and its gateway tries
+	// again at its next push/pull. With 128 streams at most, this bounds
+	// the memory a stranger can make a gateway spend on its gossip port.
+	// Default twice max_state_bytes; at least max_state_bytes.
+	StateBytesInFlight int `yaml:"state_bytes_in_flight"`
 	// SecretKey encrypts and authenticates all gossip (AES-GCM): 16, 24
 	// or 32 bytes, written in hex (32, 48 or 64 hex digits) or base64,
 	// the same on every gateway. With a key, gossip not sealed with it is

@@ -53,6 +53,12 @@ func gossipDefaults(g *GossipStore) {
 	if g.MaxKeys == 0 {
 		g.MaxKeys = gossip.DefaultMaxKeys
 	}
+	if g.MaxStateBytes == 0 {
+		g.MaxStateBytes = gossip.DefaultMaxStateBytes
+	}
+	if g.StateBytesInFlight == 0 {
+		g.StateBytesInFlight = 2 * g.MaxStateBytes
+	}
 }
 
 // validateGossip checks store.gossip and reads its secret key into Key.
@@ -95,6 +101,12 @@ func (c *Config) validateGossip(ps *problems) {
 	}
 	if g.MaxKeys < 0 {
 		ps.add(c.at(at+"max_keys"), "store.gossip.max_keys %d must not be negative", g.MaxKeys)
+	}
+	if g.MaxStateBytes < 0 || g.MaxStateBytes > gossip.MaxStateBytesLimit {
+		ps.add(c.at(at+"max_state_bytes"), "store.gossip.max_state_bytes %d: want 0 to %d (20 MiB, memberlist's bound)", g.MaxStateBytes, gossip.MaxStateBytesLimit)
+	}
+	if g.StateBytesInFlight < 0 || (g.StateBytesInFlight > 0 && g.StateBytesInFlight < g.MaxStateBytes) {
+		ps.add(c.at(at+"state_bytes_in_flight"), "store.gossip.state_bytes_in_flight %d: want at least max_state_bytes (%d)", g.StateBytesInFlight, g.MaxStateBytes)
 	}
 	key, field, err := c.gossipKey(g)
 	if err != nil {

@@ -30,7 +30,8 @@ rules:
 	}
 	g := c.Store.Gossip
 	if g == nil || g.Name != "edge-1" || g.BindAddr != "127.0.0.1" || g.BindPort == nil || *g.BindPort != DefaultGossipPort ||
-		g.Interval != 100*time.Millisecond || len(g.Seeds) != 2 || g.MessageBytes != 1400 {
+		g.Interval != 100*time.Millisecond || len(g.Seeds) != 2 || g.MessageBytes != 1400 ||
+		g.MaxStateBytes != 8<<20 || g.StateBytesInFlight != 16<<20 {
 		t.Fatalf("gossip = %+v", g)
 	}
 	want, _ := hex.DecodeString(testKeyHex)
@@ -81,6 +82,16 @@ rules:
 		{8, "store.gossip.secret_key: the secret key is"},
 		{12, "rules[0].policies[0].algorithm: sliding_log has no gossip tier"},
 		{15, "rules[1].policies[0].algorithm: leaky_bucket has no gossip tier"},
+	})
+
+	_, err = Parse("t.yaml", []byte(`store:
+  gossip:
+    max_state_bytes: 30000000
+    state_bytes_in_flight: 1000
+`))
+	checkProblems(t, err, []want{
+		{3, "store.gossip.max_state_bytes 30000000: want 0 to 20971520"},
+		{4, "store.gossip.state_bytes_in_flight 1000: want at least max_state_bytes"},
 	})
 }
 

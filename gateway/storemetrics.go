@@ -130,8 +130,10 @@ var (
 	gossipPushPullsDesc = prometheus.NewDesc("tollgate_gossip_push_pulls_total",
 		"Full state exchanges merged.", nil, nil)
 	gossipDroppedDesc = prometheus.NewDesc("tollgate_gossip_dropped_total",
-		"Gossip dropped without changing a count, by reason: decode (a message that failed to decode), key (a packet not sealed with the secret key), absurd (a count beyond 4 × the limit), future (a window starting more than the allowed skew, 30 s, ahead, or one naming this gateway ahead of its own window), skew (a message stamped by a gateway whose clock is more than 30 s from this one's fleet time), mismatch (a key whose policy differs from this gateway's), full (a key not learned, the key table full), value (a shared value, such as an adaptive factor, that failed to decode, lay outside [0, 1], was stamped ahead or found no room).",
+		"Gossip dropped without changing a count, by reason: decode (a message that failed to decode), key (a packet not sealed with the secret key), absurd (a count beyond 4 × the limit), future (a window starting more than the allowed skew, 30 s, ahead, or one naming this gateway ahead of its own window), skew (a message stamped by a gateway whose clock is more than 30 s from this one's fleet time), mismatch (a key whose policy differs from this gateway's), full (a key not learned, the key table full), value (a shared value, such as an adaptive factor, that failed to decode, lay outside [0, 1], was stamped ahead or found no room), oversize (a stream, TCP, announcing more than store.gossip.max_state_bytes, closed unread), busy (a stream closed unread, the streams being read holding state_bytes_in_flight or 128 being open).",
 		[]string{"reason"}, nil)
+	gossipEvictionsDesc = prometheus.NewDesc("tollgate_gossip_evictions_total",
+		"Keys dropped before they were idle to make room for new ones in a full key table (never a key being limited): raise store.gossip.max_keys if it grows.", nil, nil)
 	gossipMergeLagDesc = prometheus.NewDesc("tollgate_gossip_merge_lag_seconds",
 		"In the last round that sent anything, the age of the oldest change it sent: how long an admission waited before it left this gateway (about one interval; more when the rounds are over their byte budget).", nil, nil)
 	gossipUnsentDesc = prometheus.NewDesc("tollgate_gossip_oldest_unsent_seconds",
@@ -143,7 +145,7 @@ var (
 // Describe implements prometheus.Collector.
 func (gossipCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{gossipMembersDesc, gossipWarmDesc, gossipKeysDesc, gossipBytesDesc, gossipMessagesDesc,
-		gossipPushPullsDesc, gossipDroppedDesc, gossipMergeLagDesc, gossipUnsentDesc, gossipColdDesc} {
+		gossipPushPullsDesc, gossipDroppedDesc, gossipEvictionsDesc, gossipMergeLagDesc, gossipUnsentDesc, gossipColdDesc} {
 		ch <- d
 	}
 }
@@ -173,6 +175,7 @@ func (c gossipCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(gossipMessagesDesc, st.MessagesSent, "sent")
 	counter(gossipMessagesDesc, st.MessagesReceived, "received")
 	counter(gossipPushPullsDesc, st.PushPulls)
+	counter(gossipEvictionsDesc, st.Evicted)
 	counter(gossipDroppedDesc, st.Dropped.Malformed, "decode")
 	counter(gossipDroppedDesc, st.Dropped.Unauthenticated, "key")
 	counter(gossipDroppedDesc, st.Dropped.Absurd, "absurd")
@@ -180,6 +183,8 @@ func (c gossipCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(gossipDroppedDesc, st.Dropped.Skew, "skew")
 	counter(gossipDroppedDesc, st.Dropped.Mismatch, "mismatch")
 	counter(gossipDroppedDesc, st.Dropped.Full, "full")
+	counter(gossipDroppedDesc, st.Dropped.Oversize, "oversize")
+	counter(gossipDroppedDesc, st.Dropped.Busy, "busy")
 	counter(gossipDroppedDesc, c.s.ValueStats().Dropped, "value")
 	gauge(gossipMergeLagDesc, st.MergeLag.Seconds())
 	gauge(gossipUnsentDesc, st.OldestUnsent.Seconds())

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/internal/logthrottle"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/gossip"
@@ -77,39 +79,81 @@ func (v gossipView) countCold() {
 // errors (they name nodes and addresses, never keys).
 func gossipConfig(g *config.GossipStore, log *slog.Logger) gossip.Config {
 	gc := gossip.Config{
-		Name:             g.Name,
-		BindAddr:         g.BindAddr,
-		AdvertiseAddr:    g.AdvertiseAddr,
-		AdvertisePort:    g.AdvertisePort,
-		Seeds:            g.Seeds,
-		SecretKey:        g.Key,
-		Interval:         g.Interval,
-		Fanout:           g.Fanout,
-		MessageBytes:     g.MessageBytes,
-		RoundBytes:       g.RoundBytes,
-		PushPullInterval: g.PushPullInterval,
-		MaxKeys:          g.MaxKeys,
+		Name:               g.Name,
+		BindAddr:           g.BindAddr,
+		AdvertiseAddr:      g.AdvertiseAddr,
+		AdvertisePort:      g.AdvertisePort,
+		Seeds:              g.Seeds,
+		SecretKey:          g.Key,
+		Interval:           g.Interval,
+		Fanout:             g.Fanout,
+		MessageBytes:       g.MessageBytes,
+		RoundBytes:         g.RoundBytes,
+		PushPullInterval:   g.PushPullInterval,
+		MaxKeys:            g.MaxKeys,
+		MaxStateBytes:      g.MaxStateBytes,
+		StateBytesInFlight: g.StateBytesInFlight,
 	}
 	if g.BindPort != nil {
 		gc.BindPort = *g.BindPort
 	}
 	if log != nil {
-		gc.Log = memberlistLog{log}
+		gc.Log = newMemberlistLog(log, gossipLogEvery, nil)
 	}
 	return gc
 }
 
-// memberlistLog passes memberlist's [WARN] and [ERR] lines to a logger
-// and drops the rest ([DEBUG], [INFO]: one per probe).
-type memberlistLog struct{ log *slog.Logger }
+// gossipLogEvery is the window of memberlistLog's throttling.
+const gossipLogEvery = 10 * time.Second
+
+// memberlistLog passes memberlist's (and the gossip node's own) [WARN]
+// and [ERR] lines to a logger and drops the rest ([DEBUG], [INFO]: one
+// per probe). Lines that come once per packet or stream a peer sends (a
+// packet not sealed with the key, a stream refused) are throttled by
+// internal/logthrottle: the first line of a kind in a window is written,
+// the rest counted in one summary line when the window ends. A line's
+// kind is its level and its first words (memberlistKind), what says what
+// went wrong, not who sent it.
+type memberlistLog struct{ l *logthrottle.Logger }
+
+// newMemberlistLog writes to log at most one line of a kind per every;
+// now nil means the real clock.
+func newMemberlistLog(log *slog.Logger, every time.Duration, now func() time.Time) memberlistLog {
+	return memberlistLog{logthrottle.New(log, logthrottle.Config{Every: every, Now: now})}
+}
 
 func (l memberlistLog) Write(p []byte) (int, error) {
 	line := strings.TrimSpace(string(bytes.TrimRight(p, "\n")))
+	var level slog.Level
 	switch {
 	case strings.Contains(line, "[ERR]"):
-		l.log.Error("gossip", slog.String("memberlist", line))
+		level = slog.LevelError
 	case strings.Contains(line, "[WARN]"):
-		l.log.Warn("gossip", slog.String("memberlist", line))
+		level = slog.LevelWarn
+	default:
+		return len(p), nil
 	}
+	l.l.LogKind(context.Background(), level, memberlistKind(line), "gossip", slog.String("memberlist", line))
 	return len(p), nil
+}
+
+// memberlistKind is the kind of a memberlist line: its level and the
+// first three words of its message, digits dropped ("[ERR] failed to
+// receive:", "[WARN] stream refused (oversize):"). What follows them
+// (errors, addresses, node names a peer chose) does not make a new kind,
+// so a peer cannot write a line per packet by varying them.
+func memberlistKind(line string) string {
+	level, msg, _ := strings.Cut(line, "] ")
+	for _, prefix := range []string{"memberlist: ", "gossip: "} {
+		msg = strings.TrimPrefix(msg, prefix)
+	}
+	words := strings.Fields(msg)
+	words = words[:min(len(words), 3)]
+	kind := level + "] " + strings.Join(words, " ")
+	return strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return -1
+		}
+		return r
+	}, kind)
 }

@@ -1,11 +1,15 @@
 package stores
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,5 +214,34 @@ func TestSameGossipSection(t *testing.T) {
 		if set.Same(o) {
 			t.Errorf("%+v is the same store", o.Gossip)
 		}
+	}
+}
+
+// memberlist writes one line per bad packet or stream (one not sealed
+// with the key, one refused by the gossip node's stream gate): a stranger
+// sending thousands writes thousands of ERROR lines. They are throttled:
+// one line of a kind per window, whatever the addresses and errors in
+// it, and one summary with the count when the window ends; a line of
+// another kind is written at once.
+func TestMemberlistLinesAreThrottled(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(1_700_000_000, 0)
+	l := newMemberlistLog(slog.New(slog.NewTextHandler(&buf, nil)), 10*time.Second, func() time.Time { return now })
+	for i := range 1000 {
+		fmt.Fprintf(l, "[ERR] memberlist: failed to receive: encryption is configured but remote state is not encrypted from=127.0.0.1:%d\n", 30000+i)
+		fmt.Fprintf(l, "[WARN] gossip: stream refused (oversize): announces %d bytes, max_state_bytes is 8388608 from=127.0.0.1:%d\n", 20<<20+i, 30000+i)
+	}
+	fmt.Fprintf(l, "[DEBUG] memberlist: Stream connection from=127.0.0.1:1\n")
+	if n := strings.Count(buf.String(), "\n"); n != 2 {
+		t.Fatalf("%d lines for 2000 of two kinds, want 2:\n%s", n, buf.String())
+	}
+	now = now.Add(10 * time.Second)
+	fmt.Fprintf(l, "[ERR] memberlist: failed to receive: EOF from=127.0.0.1:1\n")
+	out := buf.String()
+	if n := strings.Count(out, "\n"); n != 4 {
+		t.Fatalf("%d lines after the window, want 4 (a summary and the new line):\n%s", n, out)
+	}
+	if !strings.Contains(out, "similar=999") || !strings.Contains(out, "level=ERROR") || !strings.Contains(out, "level=WARN") {
+		t.Fatalf("no summary of the 999 lines counted:\n%s", out)
 	}
 }

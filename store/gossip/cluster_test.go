@@ -399,3 +399,31 @@ func TestAQuietKeyCostsNothing(t *testing.T) {
 	}
 	t.Logf("the thousand keys once: %d bytes; %d rounds of the hot key alone: %d bytes", oneRound, rounds, hot)
 }
+
+// A node restarted under its name at another address (a new port: a
+// rescheduled container) is taken back once its old incarnation is dead,
+// and counted once, by its current state: alive, not dead (issue 23: the
+// others went on counting the old incarnation dead, and memberlist
+// refused the new one for ever as a conflicting address).
+func TestARestartedNodeIsCountedOnceByItsCurrentState(t *testing.T) {
+	clock := newFakeClock()
+	often := func(c *Config) { c.PushPullInterval = 200 * time.Millisecond }
+	a := newNode(t, "a", clock, nil, often)
+	b := newNode(t, "b", clock, []string{a.Addr()}, often)
+	c := newNode(t, "c", clock, []string{a.Addr()}, often)
+	eventually(t, "three members", func() bool { return a.Stats().Alive == 3 && b.Stats().Alive == 3 })
+	c.shutdown(false)
+	eventually(t, "a and b to find c dead", func() bool { return a.Stats().Dead == 1 && b.Stats().Dead == 1 })
+	c2 := newNode(t, "c", clock, []string{a.Addr()}, often) // BindPort 0: another port
+	if c2.Addr() == c.Addr() {
+		t.Fatalf("c restarted at its old address %s", c.Addr())
+	}
+	eventually(t, "every node to count c alive, once", func() bool {
+		for _, n := range []*Store{a, b, c2} {
+			if st := n.Stats(); st.Alive != 3 || st.Dead != 0 || st.Suspect != 0 {
+				return false
+			}
+		}
+		return true
+	})
+}

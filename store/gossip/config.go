@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -70,10 +71,28 @@ type Config struct {
 	// random member, which repairs whatever gossip lost. Zero means 10s.
 	PushPullInterval time.Duration
 	// MaxKeys bounds the keys held, local and learned. Zero means
-	// 65,536. When full of keys still counting, Apply refuses a new key
-	// with ErrFull and gossip about new keys is dropped (counted in
-	// Stats.Dropped.Full).
+	// 65,536. A new key finding its part of the table (one of 32 shards)
+	// full takes the place of an idle key or, failing that, of the least
+	// recently used key that is not being limited (counted in
+	// Stats.Evicted), as the memory store does: a flood of new keys never
+	// locks out new clients, and never frees a limited one. Only when
+	// every key looked at is being limited does Apply refuse the new key
+	// with ErrFull, and gossip about it is dropped (Stats.Dropped.Full).
 	MaxKeys int
+	// MaxStateBytes caps what one stream (TCP: a peer's full state, in a
+	// push/pull) may announce before it is authenticated, in bytes: a
+	// stream announcing more is closed at once, unread, and counted in
+	// Stats.Dropped.Oversize. Zero means 8 MiB (about 100 bytes for each
+	// of DefaultMaxKeys keys, counted by three nodes); at most 20 MiB,
+	// memberlist's own bound. A node whose own full state is larger logs
+	// it at each push/pull: raise it with MaxKeys.
+	MaxStateBytes int
+	// StateBytesInFlight caps what all the streams being read at once may
+	// announce, in bytes: a stream that would take them over it is
+	// closed at once and counted in Stats.Dropped.Busy (its peer tries
+	// again at its next push/pull). Zero means twice MaxStateBytes; at
+	// least MaxStateBytes.
+	StateBytesInFlight int
 	// Clock returns the time in Unix ns. Nil means the real clock. A
 	// node decides on the fleet's time, its clock plus an offset that
 	// the others' stamps raise (see the package doc, "Clock skew"): the
@@ -105,7 +124,11 @@ const (
 	DefaultRoundBytes       = 1 << 20
 	DefaultPushPullInterval = 10 * time.Second
 	DefaultMaxKeys          = 1 << 16
-	maxMessageBytes         = 65000
+	DefaultMaxStateBytes    = 8 << 20
+	// MaxStateBytesLimit is the largest MaxStateBytes: memberlist's own
+	// bound on a stream.
+	MaxStateBytesLimit = 20 << 20
+	maxMessageBytes    = 65000
 )
 
 // Validate reports every problem with c, or nil.
@@ -157,6 +180,14 @@ func (c Config) Validate() error {
 	if c.MaxKeys < 0 {
 		errs = append(errs, fmt.Errorf("gossip: max keys %d must not be negative", c.MaxKeys))
 	}
+	if c.MaxStateBytes < 0 || c.MaxStateBytes > MaxStateBytesLimit {
+		errs = append(errs, fmt.Errorf("gossip: max state bytes %d outside 0..%d (memberlist's bound)", c.MaxStateBytes, MaxStateBytesLimit))
+	}
+	if c.StateBytesInFlight < 0 {
+		errs = append(errs, fmt.Errorf("gossip: state bytes in flight %d must not be negative", c.StateBytesInFlight))
+	} else if per := cmp.Or(c.MaxStateBytes, DefaultMaxStateBytes); c.StateBytesInFlight != 0 && c.StateBytesInFlight < per {
+		errs = append(errs, fmt.Errorf("gossip: state bytes in flight %d below max state bytes %d", c.StateBytesInFlight, per))
+	}
 	if c.Transport != nil && c.Fanout != 0 {
 		errs = append(errs, fmt.Errorf("gossip: fanout %d with a Transport: a Transport broadcasts to every member", c.Fanout))
 	}
@@ -182,6 +213,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxKeys == 0 {
 		c.MaxKeys = DefaultMaxKeys
+	}
+	if c.MaxStateBytes == 0 {
+		c.MaxStateBytes = DefaultMaxStateBytes
+	}
+	if c.StateBytesInFlight == 0 {
+		c.StateBytesInFlight = 2 * c.MaxStateBytes
 	}
 	return c
 }

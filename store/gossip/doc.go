@@ -134,11 +134,28 @@
 // node of an earlier release refuses version 2 as malformed, so while a
 // fleet is upgraded its old and new nodes decide apart.
 //
+// # Key table
+//
+// MaxKeys bounds the keys a node holds, its own and those learned from
+// its peers, in 32 shards. A new key finding its shard full takes the
+// place of an idle key (no counter in the current or previous window) or,
+// failing that, of the least recently used one, among up to 64 looked
+// at, that is not being limited (its view at the limit: a fixed window's
+// count, a sliding window's two counts, a token bucket's burst), one
+// waiting to be sent last: the memory store's rule. A flood of new keys
+// thus never locks out new clients, nor frees a client held at its limit;
+// what it evicts forgets what was counted of a key that had some left
+// (Stats.Evicted). Only when every key looked at is being limited is a
+// new key refused (ErrFull; a learned one is dropped, Dropped.Full).
+//
 // # Departures and partitions
 //
 // A node that leaves or dies stops sending, but its counters stay in the
 // others' views until their windows end (no sudden free quota), then age
-// out with the key. During a partition each side decides on what it
+// out with the key. A node restarted under its name, at its old address
+// or another (a new port, a rescheduled container), is a member again
+// once its old incarnation has been dead a second, and Stats counts each
+// name once, by its current state. During a partition each side decides on what it
 // knows (so a key can admit up to one limit per side); when it heals,
 // push/pull and the next rounds merge the views without double counting.
 //
@@ -163,6 +180,22 @@
 // still add counts, which makes keys stricter, or hide another node's
 // counts from the receiver for up to MaxSkew with a later window in that
 // node's name: set SecretKey wherever the network is not trusted.)
+//
+// A stream (TCP: a push/pull's full state, a fallback ping) is read
+// before it is authenticated: memberlist reads a sealed one whole, up to
+// the 20 MiB it may announce, before decrypting it. So the transport
+// reads each stream's head itself (streamgate.go) and closes at once,
+// unread, one that announces more than MaxStateBytes (default 8 MiB;
+// Dropped.Oversize), one that would take what the streams being read
+// announced over StateBytesInFlight (default twice MaxStateBytes) or the
+// streams open over 128 (Dropped.Busy), and one of a kind no node sends
+// (a plaintext stream when there is a key: Unauthenticated; a label, a
+// compressed stream or a user message: Malformed). A stream admitted
+// reads no more than it announced, and a second after the last large one
+// closes, its memory is returned to the system. A stranger flooding the
+// gossip port thus costs a node at most about three times
+// StateBytesInFlight; the log lines such traffic causes are throttled by
+// the gateway (one per kind per 10 s, with a count).
 //
 // # Simulation
 //

@@ -213,6 +213,7 @@ func (s *Store) mergeEntry(m *message, we wireEntry, node func(int) (uint32, boo
 		s.st.mismatch.Add(1)
 		return
 	}
+	e.used = now
 	for _, wc := range m.counters[we.lo:we.hi] {
 		id, ok := node(wc.node)
 		if !ok {
@@ -300,10 +301,14 @@ func (d delegate) NotifyMsg(b []byte) {
 // GetBroadcasts returns nothing: rounds are sent by the Store's own loop.
 func (delegate) GetBroadcasts(int, int) [][]byte { return nil }
 
-// LocalState returns the full state for a push/pull.
+// LocalState returns the full state for a push/pull; one over
+// MaxStateBytes is logged, for the peers (configured alike) refuse it.
 func (d delegate) LocalState(bool) []byte {
 	b := d.s.state()
 	d.s.st.stateSent.Add(uint64(len(b)))
+	if len(b) > d.s.cfg.MaxStateBytes && d.s.logger != nil {
+		d.s.logger.Printf("[WARN] gossip: full state over max_state_bytes: %d bytes, at most %d: peers refuse it; raise max_state_bytes", len(b), d.s.cfg.MaxStateBytes)
+	}
 	return b
 }
 

@@ -35,6 +35,10 @@ type Stats struct {
 	MessagesSent, MessagesReceived uint64
 	// PushPulls counts full state exchanges merged.
 	PushPulls uint64
+	// Evicted counts keys dropped before they were idle to make room for
+	// new ones in a full key table (never a key being limited): raise
+	// MaxKeys if it grows.
+	Evicted uint64
 	// Dropped counts the messages dropped, by reason.
 	Dropped Dropped
 	// MergeLag is, in the last round that sent anything, the age of the
@@ -71,6 +75,12 @@ type Dropped struct {
 	// Full counts keys (not messages) not learned because the key table
 	// or the node table was full.
 	Full uint64
+	// Oversize counts streams (TCP) closed unread for announcing more
+	// than Config.MaxStateBytes.
+	Oversize uint64
+	// Busy counts streams closed unread because the streams being read
+	// held Config.StateBytesInFlight, or maxStreams (128) were open.
+	Busy uint64
 }
 
 type counters struct {
@@ -82,6 +92,8 @@ type counters struct {
 	skew                      atomic.Uint64
 	unauthenticated           atomic.Uint64
 	mismatch, full            atomic.Uint64
+	oversize, busy            atomic.Uint64
+	evicted                   atomic.Uint64
 	mergeLag                  atomic.Int64
 }
 
@@ -96,6 +108,7 @@ func (s *Store) Stats() Stats {
 		MessagesSent:       s.st.msgsSent.Load(),
 		MessagesReceived:   s.st.msgsRecv.Load(),
 		PushPulls:          s.st.pushPulls.Load(),
+		Evicted:            s.st.evicted.Load(),
 		MergeLag:           time.Duration(s.st.mergeLag.Load()),
 		Dropped: Dropped{
 			Malformed:       s.st.malformed.Load(),
@@ -105,6 +118,8 @@ func (s *Store) Stats() Stats {
 			Unauthenticated: s.st.unauthenticated.Load(),
 			Mismatch:        s.st.mismatch.Load(),
 			Full:            s.st.full.Load(),
+			Oversize:        s.st.oversize.Load(),
+			Busy:            s.st.busy.Load(),
 		},
 	}
 	if s.ml != nil {
@@ -219,16 +234,20 @@ func (t *memberTable) peers(self string) []*memberlist.Node {
 	return ps
 }
 
-// dead counts the nodes gone in the hour before now, forgetting older.
+// dead counts the nodes gone in the hour before now, forgetting older:
+// each name once, and none that is a member again.
 func (t *memberTable) dead(now time.Time) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	n := 0
 	for name, at := range t.gone {
 		if now.UnixNano()-at > int64(time.Hour) {
 			delete(t.gone, name)
+		} else if _, back := t.live[name]; !back {
+			n++
 		}
 	}
-	return len(t.gone)
+	return n
 }
 
 // pinger is the Store's memberlist.PingDelegate: an ack from a member

@@ -24,14 +24,19 @@ import (
 // sliding log, the leaky bucket); the error names the algorithm.
 var ErrUnsupported = fmt.Errorf("%w: gossip: algorithm not supported (want fixed_window, sliding_window or token_bucket)", limit.ErrInvalidPolicy)
 
+// deadNodeReclaim is how long a dead node's name stays bound to its old
+// address (memberlist's DeadNodeReclaimTime).
+const deadNodeReclaim = time.Second
+
 // ErrNotWarm is returned by Apply and ApplyAll before the node's first
 // full state exchange with a member (see Store.Warm): a node that has not
 // heard the fleet's counters refuses to decide rather than admit a whole
 // limit of its own.
 var ErrNotWarm = errors.New("gossip: node not warm: no state exchange with the fleet yet")
 
-// ErrFull is returned by Apply for a new key when MaxKeys keys are all
-// still counting.
+// ErrFull is returned by Apply for a new key when its shard of the key
+// table is full and every key that could make room is being limited (see
+// Config.MaxKeys).
 var ErrFull = errors.New("gossip: key table full")
 
 // ErrKeyTooLong reports a key longer than MaxKeyLen bytes.
@@ -79,6 +84,8 @@ type Store struct {
 	once      sync.Once
 	resyncs   sync.WaitGroup // push/pulls with returning nodes
 	vals      valueTable     // shared values (values.go)
+	logger    *log.Logger    // memberlist's and the stream gate's lines (logSink)
+	gate      *streamGate    // the transport's (nil with memberlist's own)
 }
 
 type shard struct {
@@ -95,6 +102,7 @@ type entry struct {
 	slots []slot
 	dirty bool  // listed in its shard's dirty list
 	heat  int64 // cost changed since last sent: the hottest go first
+	used  int64 // when last decided or merged (clock ns): eviction's recency
 }
 
 // slot is one node's counter for a key, and what is left to send of it.
@@ -183,17 +191,25 @@ func New(cfg Config) (*Store, error) {
 	}
 	mc.SecretKey = cfg.SecretKey
 	mc.PushPullInterval = cfg.PushPullInterval
+	// A node restarted under its name at another address (a new port, a
+	// rescheduled container) takes its name back once its old incarnation
+	// has been dead a second: memberlist's default refuses it for ever,
+	// as a conflict, leaving the old address counted dead and the node
+	// itself out of the others' rounds.
+	mc.DeadNodeReclaimTime = deadNodeReclaim
 	// Messages are compact varints already; memberlist's LZW would cost
 	// more CPU per packet than it saves bytes.
 	mc.EnableCompression = false
 	mc.Delegate = delegate{s}
 	mc.Events = &s.members
 	mc.Ping = pinger{&s.members}
-	mc.Logger = log.New(logSink{s}, "", 0)
+	s.logger = log.New(logSink{s}, "", 0)
+	mc.Logger = s.logger
 	self, _ := s.nodes.id([]byte(mc.Name))
 	s.self, s.name = self, mc.Name
 	if !cfg.netTransport {
-		tr, err := newTransport(cfg.BindAddr, cfg.BindPort)
+		s.gate = newStreamGate(len(cfg.SecretKey) > 0, int64(cfg.MaxStateBytes), int64(cfg.StateBytesInFlight), &s.st, s.logger.Printf)
+		tr, err := newTransport(cfg.BindAddr, cfg.BindPort, s.gate)
 		if err != nil {
 			return nil, err
 		}
@@ -363,6 +379,9 @@ func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int6
 	st, m := sh.state(v, w, now)
 	_, d := sp.Decide(st, now, cost)
 	d.Policy = p
+	if e != nil {
+		e.used = now
+	}
 	if !d.Allowed || cost == 0 {
 		return d, nil
 	}
@@ -573,15 +592,85 @@ func (shd *shard) markDirty(e *entry) {
 	}
 }
 
-// newEntry adds key to shd, evicting idle keys if the shard is full; nil
-// when still full. The caller holds shd's lock.
+// newEntry adds key to shd, making room if the shard is full (makeRoom);
+// nil when every key that could make room is being limited. The caller
+// holds shd's lock.
 func (s *Store) newEntry(shd *shard, key string, sh shape, now int64) *entry {
-	if len(shd.m) >= s.max && !s.evict(shd, now) {
+	if len(shd.m) >= s.max && !s.makeRoom(shd, now) {
 		return nil
 	}
-	e := &entry{key: key, sh: sh}
+	e := &entry{key: key, sh: sh, used: now}
 	shd.m[key] = e
 	return e
+}
+
+// evictScan is how many keys makeRoom looks at, at most (the memory
+// store's figure).
+const evictScan = 64
+
+// makeRoom makes a place in the full shard shd for a new key, as the
+// memory store does: it drops the idle keys among up to evictScan it
+// looks at (from a random place: map order), and failing that evicts the
+// least recently used of those that are not being limited, one waiting
+// to be sent last. A key being limited is never evicted before it is
+// idle (that would give its client a fresh allowance, and make a flood of
+// new keys a way to earn one); when every key looked at is, it reports
+// false. Evicting a key that is not limited forgives what was counted of
+// it, here and in this node's view of its peers. The caller holds shd's
+// lock.
+func (s *Store) makeRoom(shd *shard, now int64) bool {
+	var (
+		victim *entry
+		seen   int
+	)
+	for k, e := range shd.m {
+		if e.idle(now) {
+			delete(shd.m, k)
+		} else if !s.limited(e, now) && (victim == nil || evictFirst(e, victim)) {
+			victim = e
+		}
+		if seen++; seen == evictScan {
+			break
+		}
+	}
+	if len(shd.m) < s.max {
+		return true
+	}
+	if victim == nil {
+		return false
+	}
+	delete(shd.m, victim.key)
+	s.st.evicted.Add(1)
+	return true
+}
+
+// evictFirst reports whether a is to be evicted rather than b: one
+// waiting to be sent last, then the least recently used.
+func evictFirst(a, b *entry) bool {
+	if a.dirty != b.dirty {
+		return !a.dirty
+	}
+	return a.used < b.used
+}
+
+// limited reports whether e's key has nothing left at now, on this
+// node's view: a fixed window's count at the limit, a sliding window's
+// two windows' counts (the estimate weighs the previous one less), a
+// token bucket's TAT less than one emission interval from a full burst
+// ahead.
+func (s *Store) limited(e *entry, now int64) bool {
+	sh := e.sh
+	w := max(now, 0) / sh.period
+	v := e.viewWith(w, s.self, e.own(s.self), sh)
+	switch sh.alg {
+	case limit.AlgFixedWindow:
+		return v.cur >= sh.limit
+	case limit.AlgSlidingWindow:
+		return addSat(v.cur, v.prev) >= sh.limit
+	default:
+		tat, _ := sh.tokenTAT(v, w)
+		return tat-now > sh.period-sh.period/sh.limit
+	}
 }
 
 // idle reports whether no counter of e counts any more at now (so none
@@ -596,14 +685,13 @@ func (e *entry) idle(now int64) bool {
 	return true
 }
 
-// evict drops shd's idle keys; it reports whether there is room now.
-func (s *Store) evict(shd *shard, now int64) bool {
+// evict drops shd's idle keys.
+func (s *Store) evict(shd *shard, now int64) {
 	for k, e := range shd.m {
 		if e.idle(now) {
 			delete(shd.m, k)
 		}
 	}
-	return len(shd.m) < s.max
 }
 
 // sweep drops every idle key: a departed node's counters age out with

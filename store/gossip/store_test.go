@@ -178,7 +178,7 @@ func TestAColdNodeRefusesToDecide(t *testing.T) {
 }
 
 // Keys whose windows have ended are dropped: the table stays bounded,
-// and a full table of live keys refuses new ones.
+// and a full table of keys being limited refuses new ones.
 func TestKeysAgeOutAndTheTableIsBounded(t *testing.T) {
 	clock := newFakeClock()
 	s := newNode(t, "a", clock, nil, func(c *Config) { c.Interval = time.Hour; c.MaxKeys = 32 })
@@ -186,7 +186,7 @@ func TestKeysAgeOutAndTheTableIsBounded(t *testing.T) {
 	p := limit.FixedWindow{Limit: 5, Window: time.Second}
 	full := 0
 	for i := range 200 {
-		_, err := s.Apply(ctx, string(rune('a'+i%26))+strings.Repeat("x", i/26), p, 1)
+		_, err := s.Apply(ctx, string(rune('a'+i%26))+strings.Repeat("x", i/26), p, 5) // the whole limit
 		if errors.Is(err, ErrFull) {
 			full++
 		} else if err != nil {
@@ -203,6 +203,48 @@ func TestKeysAgeOutAndTheTableIsBounded(t *testing.T) {
 	s.sweep(clock.now())
 	if n := s.Stats().Keys; n != 1 {
 		t.Errorf("%d keys after the sweep, want 1", n)
+	}
+}
+
+// A flood of new keys past MaxKeys does not lock out new clients (issue
+// 23: every newcomer got ErrFull, the rule's on_error, for two windows):
+// a new key takes the place of the least recently used key that is not
+// being limited, as in the memory store, and a key being limited is kept,
+// so the flood earns nobody a fresh allowance. Learned keys (a peer's
+// flood) make room the same way.
+func TestAKeyFloodDoesNotLockOutNewcomers(t *testing.T) {
+	clock := newFakeClock()
+	s := newNode(t, "n", clock, nil, func(c *Config) { c.Interval = time.Hour; c.MaxKeys = 64 }) // not "a", encodeOne's peer
+	ctx := context.Background()
+	p := limit.FixedWindow{Limit: 5, Window: time.Minute}
+	for range 5 {
+		if d, err := s.Apply(ctx, "held", p, 1); err != nil || !d.Allowed {
+			t.Fatalf("held: %+v, %v", d, err)
+		}
+	}
+	sh := shape{alg: limit.AlgFixedWindow, period: int64(time.Minute), limit: 5}
+	w := clock.now() / int64(time.Minute)
+	refused := 0
+	for i := range 5000 {
+		key := fmt.Sprintf("client-%d", i)
+		if i%2 == 1 { // a peer's flood, learned
+			if !s.receive(encodeOne("peer-"+key, sh, counter{Win: w, Cur: 1}), false) {
+				t.Fatal("a peer's delta refused")
+			}
+		}
+		d, err := s.Apply(ctx, key, p, 1)
+		if errors.Is(err, ErrFull) {
+			refused++
+		} else if err != nil || !d.Allowed {
+			t.Fatalf("%s: %+v, %v", key, d, err)
+		}
+	}
+	st := s.Stats()
+	if refused != 0 || st.Keys > 64 || st.Evicted == 0 {
+		t.Fatalf("%d newcomers refused, %d keys held, %d evicted; want none refused, at most 64 held", refused, st.Keys, st.Evicted)
+	}
+	if d, err := s.Apply(ctx, "held", p, 1); err != nil || d.Allowed {
+		t.Fatalf("the key at its limit after the flood: %+v, %v; want refused (never evicted)", d, err)
 	}
 }
 

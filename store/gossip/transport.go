@@ -26,6 +26,7 @@ type transport struct {
 	done    chan struct{}
 	shut    atomic.Bool
 	wg      sync.WaitGroup
+	gate    *streamGate // what a stream may announce (streamgate.go)
 }
 
 // udpReadBuffer is the socket receive buffer asked for (as memberlist's
@@ -33,8 +34,8 @@ type transport struct {
 const udpReadBuffer = 2 << 20
 
 // newTransport binds TCP and UDP on addr:port; port 0 picks one free for
-// both.
-func newTransport(addr string, port int) (*transport, error) {
+// both. Streams are admitted by gate.
+func newTransport(addr string, port int, gate *streamGate) (*transport, error) {
 	ip := net.ParseIP(addr)
 	var lastErr error
 	for range 10 {
@@ -58,7 +59,7 @@ func newTransport(addr string, port int) (*transport, error) {
 			}
 		}
 		t := &transport{udp: ul, tcp: tl, packets: make(chan *memberlist.Packet), streams: make(chan net.Conn),
-			done: make(chan struct{})}
+			done: make(chan struct{}), gate: gate}
 		t.wg.Add(2)
 		go t.readPackets()
 		go t.acceptStreams()
@@ -128,6 +129,7 @@ func (t *transport) Shutdown() error {
 	}
 	close(t.done)
 	err := errors.Join(t.udp.Close(), t.tcp.Close())
+	t.gate.shutdown()
 	t.wg.Wait()
 	return err
 }
@@ -158,7 +160,8 @@ func (t *transport) readPackets() {
 	}
 }
 
-// acceptStreams accepts TCP connections and hands them on.
+// acceptStreams accepts TCP connections and hands on those the gate
+// admits, each read by a goroutine of its own until then.
 func (t *transport) acceptStreams() {
 	defer t.wg.Done()
 	pause := 5 * time.Millisecond
@@ -173,11 +176,20 @@ func (t *transport) acceptStreams() {
 			continue
 		}
 		pause = 5 * time.Millisecond
-		select {
-		case t.streams <- c:
-		case <-t.done:
+		if !t.gate.enter(c) {
 			c.Close()
-			return
+			continue
 		}
+		t.wg.Go(func() {
+			s := t.gate.admit(c)
+			if s == nil {
+				return
+			}
+			select {
+			case t.streams <- s:
+			case <-t.done:
+				s.Close()
+			}
+		})
 	}
 }

@@ -10,7 +10,7 @@ import (
 // buffer of its own size, advertises what it bound, and shuts down
 // without leaving its readers blocked.
 func TestTransport(t *testing.T) {
-	tr, err := newTransport("127.0.0.1", 0)
+	tr, err := newTransport("127.0.0.1", 0, newStreamGate(false, DefaultMaxStateBytes, 2*DefaultMaxStateBytes, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +47,7 @@ func TestTransport(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
+	sc.Write([]byte{mlPing}) // a stream is handed on once its head is read
 	select {
 	case conn := <-tr.StreamCh():
 		conn.Close()
