@@ -357,7 +357,7 @@ func (d *dashState) status() []dashboard.Status {
 			state = "cold: no state exchange with the fleet yet"
 		}
 		cold := d.g.stores.ColdDecisions()
-		dropped := st.Dropped.Malformed + st.Dropped.Unauthenticated + st.Dropped.Absurd + st.Dropped.Future
+		dropped := st.Dropped.Total()
 		out = append(out, dashboard.Status{Name: "gossip node " + gs.Name() + " on " + gs.Addr(), Kind: "store", Fields: []dashboard.Field{
 			{Name: "state", Value: state, Alert: !st.Warm},
 			{Name: "members alive", Value: strconv.Itoa(st.Alive)},
@@ -366,7 +366,7 @@ func (d *dashState) status() []dashboard.Status {
 			{Name: "keys", Value: strconv.Itoa(st.Keys)},
 			{Name: "merge lag", Value: st.MergeLag.Round(time.Millisecond).String()},
 			{Name: "bytes sent / received", Value: strconv.FormatUint(st.BytesSent, 10) + " / " + strconv.FormatUint(st.BytesReceived, 10)},
-			{Name: "dropped (decode, key, absurd, future)", Value: strconv.FormatUint(dropped, 10), Alert: dropped > 0},
+			{Name: "dropped (tollgate_gossip_dropped_total)", Value: strconv.FormatUint(dropped, 10), Alert: dropped > 0},
 			{Name: "answered cold by failure mode", Value: strconv.FormatUint(cold.Open+cold.Closed+cold.Local, 10)},
 		}})
 	}

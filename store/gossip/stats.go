@@ -83,6 +83,12 @@ type Dropped struct {
 	Busy uint64
 }
 
+// Total is the sum of every reason's count.
+func (d Dropped) Total() uint64 {
+	return d.Malformed + d.Absurd + d.Future + d.Skew + d.Unauthenticated +
+		d.Mismatch + d.Full + d.Oversize + d.Busy
+}
+
 type counters struct {
 	bytesSent, bytesRecv      atomic.Uint64
 	stateSent, stateRecv      atomic.Uint64
