@@ -104,8 +104,10 @@ func (w *Watcher) Start() {
 		defer close(w.done)
 		t := time.NewTicker(min(w.cfg.Interval, w.cfg.Settle))
 		defer t.Stop()
-		last := time.Now()
-		lastStat, _ := statDir(w.cfg.Dir)
+		// No stat yet: the first tick reads the contents, so that a
+		// change made before the goroutine ran is not missed.
+		var last time.Time
+		var lastStat digest
 		for {
 			select {
 			case <-w.stop:
