@@ -276,7 +276,7 @@ func envoyRLSAnswerEnv(getenv func(string) string, s *envoyRLSSettings) []error 
 	for _, prefix := range []string{"CONFIG_GRPC_XDS_", "XDS_CLIENT_", "MEMCACHE_", "TRACING_", "REDIS_PERSECOND_"} {
 		for _, kv := range envoyRLSEnviron() {
 			name, v, _ := strings.Cut(kv, "=")
-			if strings.HasPrefix(name, prefix) && v != "" && name != "REDIS_PERSECOND_TIMEOUT" && !envoyRLSListed(name) {
+			if strings.HasPrefix(name, prefix) && v != "" && v != "false" && name != "REDIS_PERSECOND_TIMEOUT" && !envoyRLSListed(name) {
 				s.unsupported = append(s.unsupported, fmt.Sprintf("%s is not honoured: tollgate has no %s settings", name, strings.TrimSuffix(prefix, "_")))
 			}
 		}

@@ -244,3 +244,41 @@ func TestEnvoyRLSReadsTheAnswersEnvironment(t *testing.T) {
 		}
 	}
 }
+
+// LOG_LEVEL sets the command's log level, warn by default as
+// envoyproxy/ratelimit's: the info line of the listener shows only
+// with LOG_LEVEL=info; a setting not honoured is named at start.
+func TestEnvoyRLSLogLevelFromEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "edge.yaml"), []byte("domain: edge\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, lv := range []string{"", "info"} {
+		t.Run("LOG_LEVEL="+lv, func(t *testing.T) {
+			t.Setenv("LOG_LEVEL", lv)
+			t.Setenv("USE_STATSD", "true")
+			grpcAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+			logs := startEnvoyRLS(t, "-config-dir", dir, "-grpc", grpcAddr, "-http", "off", "-debug", "off")
+			eventually(t, "the warning at start", func() bool { return strings.Contains(logs.String(), "USE_STATSD") })
+			if lv == "info" {
+				eventually(t, "the listening line", func() bool { return strings.Contains(logs.String(), "envoy-rls listening") })
+			} else {
+				conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				// Serving, so past the listening line.
+				if _, err := rlsv3.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "edge",
+					Descriptors: []*rlv3.RateLimitDescriptor{{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "k", Value: "v"}}}}}, grpc.WaitForReady(true)); err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(logs.String(), "level=INFO") {
+					t.Errorf("info lines at the default level:\n%s", logs)
+				}
+			}
+		})
+	}
+}
