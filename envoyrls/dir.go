@@ -2,6 +2,7 @@ package envoyrls
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -57,12 +58,48 @@ func ReadDir(dir string) ([]Source, error) {
 }
 
 // LoadDir reads and builds the configuration in dir.
-func LoadDir(dir string) (*Limits, error) {
+func LoadDir(dir string) (*Limits, error) { return LoadDirWith(dir, Options{}) }
+
+// LoadDirWith is LoadDir with the options o.
+func LoadDirWith(dir string, o Options) (*Limits, error) {
 	srcs, err := ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	return Build(srcs)
+	return BuildWith(srcs, o)
+}
+
+// statDir is a digest of the names, sizes, modes and modification times
+// of the files ReadDir reads in dir (symbolic links followed), without
+// reading them: what a watcher compares between two looks.
+func statDir(dir string) (digest, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		var b [24]byte
+		binary.LittleEndian.PutUint64(b[0:], uint64(fi.Size()))
+		binary.LittleEndian.PutUint64(b[8:], uint64(fi.ModTime().UnixNano()))
+		binary.LittleEndian.PutUint64(b[16:], uint64(fi.Mode()))
+		h.Write([]byte(path))
+		h.Write([]byte{0})
+		h.Write(b[:])
+		return nil
+	})
+	var d digest
+	h.Sum(d[:0])
+	return d, err
 }
 
 // digest identifies a version of a directory's files.

@@ -15,13 +15,20 @@
 //
 // The files are envoyproxy/ratelimit's, read as it reads them: every
 // regular file under the directory (RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config
-// there), one domain per file, two files with one domain an error; the
-// keys domain, descriptors, key, value (a '*' anywhere in it is a
-// wildcard), rate_limit with unit (second, minute, hour, day, week,
-// month = 30 days, year = 365 days, any case) and requests_per_unit,
-// unlimited, name, replaces, shadow_mode, quota_mode, detailed_metric,
-// value_to_metric, share_threshold and metadata; any other key is
-// refused. Messages are envoyproxy/ratelimit's, prefixed with file:line:col.
+// there), one domain per file, two files with one domain an error unless
+// Options.MergeDomains (MERGE_DOMAIN_CONFIG=true: their descriptors
+// merged, a composite key in both an error); the keys domain,
+// descriptors, key, value (a trailing '*' makes it a prefix, a '*'
+// elsewhere is a plain character), rate_limit with unit (second, minute,
+// hour, day, week, month = 30 days, year = 365 days, any case) and
+// requests_per_unit, unlimited, name, replaces, shadow_mode, quota_mode,
+// detailed_metric, value_to_metric and share_threshold; any other key
+// (metadata included, as the pinned version refuses it) and any leaf that
+// is not a string, an integer, a boolean or null (requests_per_unit: 1.5)
+// is refused. Messages are envoyproxy/ratelimit's, prefixed with
+// file:line:col. The version followed is the one bench/go.mod pins; the
+// parity suite (cmd/tollgate/envoy_parity_test.go) replays its recorded
+// answers.
 //
 // By default a limit is a fixed window of its unit aligned to the epoch
 // (limit.FixedWindow), as envoyproxy/ratelimit counts, so a migration
@@ -34,9 +41,10 @@
 // # Semantics matched
 //
 //   - Matching (Limits.Match) is GetLimit's: per level the child
-//     "key_value", else the first wildcard child matching, else the child
-//     "key"; the limit at the level of the last entry; none when the
-//     descriptor is longer than the tree or a level misses.
+//     "key_value", else the first wildcard child (in file order) whose
+//     prefix begins "key_value", else the child "key"; the limit at the
+//     level of the last entry; none when the descriptor is longer than
+//     the tree or a level misses.
 //   - Counters are per descriptor value: two values matching the same
 //     "key" (or wildcard) count apart, unless share_threshold shares the
 //     wildcard's counter. A limit of envoyproxy/ratelimit's algorithm is
@@ -70,15 +78,29 @@
 //     request's, where zero means one.
 //   - A descriptor matching nothing, an unknown domain, an empty
 //     descriptor: OK without current_limit. unlimited: OK with
-//     limit_remaining 4294967295. A rate_limit whose name another matched
-//     descriptor replaces is skipped. requests_per_unit 0 refuses all.
-//   - overall_code is OVER_LIMIT when a descriptor not in quota_mode is
-//     over, or every quota_mode one is; shadow_mode descriptors answer OK
-//     and count shadow_mode; Config.GlobalShadowMode answers OK always.
-//   - An OVER_LIMIT status has limit_remaining 0. duration_until_reset of a
-//     fixed window is the time to the end of the unit's current window.
+//     limit_remaining 4294967295, never replaced. A rate_limit whose name
+//     another matched descriptor replaces is skipped (a bare OK).
+//     requests_per_unit 0 refuses all.
+//   - overall_code is OVER_LIMIT when a descriptor is over its limit and
+//     in neither shadow_mode (its status OK, counted shadow_mode) nor
+//     quota_mode or Config.QuotaMode (QUOTA_MODE: its status OK with
+//     current_limit, limit_remaining 0 and no duration_until_reset);
+//     Config.ShadowMode (SHADOW_MODE) then answers OK, the statuses
+//     unchanged.
+//   - An OVER_LIMIT status has limit_remaining 0. duration_until_reset is
+//     envoyproxy/ratelimit's CalculateReset: whole seconds from now to
+//     the end of the unit's window aligned to the epoch (1 to the unit's
+//     length); for tollgate_algorithm's policies the decision's, rounded
+//     up to a second.
 //   - A descriptor's own limit (the route's limit override) is applied
-//     as a fixed window of its unit, never in shadow mode.
+//     as a fixed window of its unit, never in shadow mode, and only in a
+//     configured domain: elsewhere the descriptor is unmatched.
+//   - Response headers: none by default (LIMIT_RESPONSE_HEADERS_ENABLED
+//     unset); HeadersLegacy (LIMIT_RESPONSE_HEADERS_ENABLED=true) is
+//     envoyproxy/ratelimit's RateLimit-Limit, -Remaining and -Reset
+//     (renamed by LIMIT_*_HEADER) of the last descriptor over its limit,
+//     else the first with the least remaining, Reset as
+//     duration_until_reset.
 //   - Counters total_hits, over_limit, near_limit (NEAR_LIMIT_RATIO, 0.8),
 //     within_limit and shadow_mode are counted in hits and split between
 //     near and over limit with envoyproxy/ratelimit's arithmetic.
@@ -113,12 +135,17 @@
 //     more than Config.MaxDescriptors descriptors (256) or MaxEntries
 //     entries (64), a domain, key or value over MaxBytes (8 KiB) or not
 //     UTF-8, a hits_addend over MaxHitsAddend (2^32-1), a limit override
-//     without a unit. Malformed protobuf on the wire is gRPC's Internal.
-//   - Response headers are on by default, in the draft-10 style
-//     (RateLimit-Policy and RateLimit, one item per limited descriptor,
-//     named by the rate_limit's name or its configured path, never by a
-//     request value); HeadersLegacy is envoyproxy/ratelimit's trio
-//     (LIMIT_RESPONSE_HEADERS_ENABLED=true), whose Reset is the decision's.
+//     without a unit in a configured domain (envoyproxy/ratelimit panics
+//     there). Malformed protobuf on the wire is gRPC's Internal. Envoy
+//     treats every error alike (failure_mode_deny decides), so the status
+//     code is no answer a client sees; over /json both answer 400, with
+//     the reason in tollgate's body where upstream sends "Bad Request".
+//     The parity suite compares a failed call as failed and a /json error
+//     by its status.
+//   - tollgate's draft-10 headers (RateLimit-Policy and RateLimit, one
+//     item per limited descriptor, named by the rate_limit's name or its
+//     configured path, never by a request value) are opt-in:
+//     HeadersDraft10, TOLLGATE_RESPONSE_HEADERS=draft10.
 //   - Metric labels are the configured descriptor paths; with
 //     detailed_metric or value_to_metric the request's path, for at most
 //     MaxDetailed distinct ones. The dynamic metadata of
@@ -128,15 +155,24 @@
 //   - A known key in the wrong place (shadow_mode inside rate_limit, unit
 //     in a descriptor) is refused; envoyproxy/ratelimit ignores it, so the
 //     setting silently does nothing there.
-//   - Files whose name starts with '.' are skipped; MERGE_DOMAIN_CONFIG
-//     (several files for one domain) and xDS configuration are not
-//     supported. A change is loaded after it settles (WatchConfig.Settle),
-//     not on each inotify event; a bad version is reported once and the
-//     running configuration kept, and so is a file that changed while it
-//     was read (internal/stableread). Replace files by rename (as
+//   - `tollgate check -envoy-rls DIR` reads the directory as the service
+//     does (subdirectories included, dot files skipped); upstream's
+//     config_check_cmd reads its top level only. Both refuse the same
+//     files (TestEnvoyRLSCheckAgreesWithUpstream).
+//   - Files whose name starts with '.' are skipped (upstream loads them
+//     unless RUNTIME_IGNOREDOTFILES=true); xDS configuration is not
+//     supported. A change is seen by polling every 100 ms and loaded once
+//     it has stayed the same 100 ms (WatchConfig), 0.1 to 0.3 s after it is
+//     made, not on each inotify event; a bad version is reported once and
+//     the running configuration kept, and so is a file that changed while
+//     it was read (internal/stableread). Replace files by rename (as
 //     Kubernetes updates a mounted ConfigMap): a writer in place that
-//     pauses for longer than Settle is loaded half written.
+//     pauses for longer than the settling time is loaded half written.
 //
 // The environment variables of envoyproxy/ratelimit that `tollgate
-// envoy-rls` reads are listed in its help.
+// envoy-rls` reads are listed in its help; every other one of its
+// settings.go, when set, is named at start: an error when ignoring it
+// would serve something else than asked (GRPC_UDS, gRPC server TLS,
+// CONFIG_TYPE other than FILE, BACKEND_TYPE memcache), a warning
+// otherwise (statsd, tracing, pool sizes, RESPONSE_DYNAMIC_METADATA...).
 package envoyrls

@@ -85,7 +85,7 @@ func desc(kv ...string) *rlv3.RateLimitDescriptor {
 // runE2E sends what Envoy's ratelimit filter sends to a service deciding
 // with st, whose clock reads now.
 func runE2E(t *testing.T, st limit.Store, now *atomic.Int64) {
-	svc, err := New(Config{Store: st, Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	svc, err := New(Config{Store: st, Headers: HeadersDraft10, Now: func() time.Time { return time.Unix(0, now.Load()) }})
 	if err != nil {
 		t.Fatal(err)
 	}

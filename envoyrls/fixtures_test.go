@@ -21,7 +21,7 @@ func readFixture(t *testing.T, name string) Source {
 func TestEnvoyproxyValidFixturesLoad(t *testing.T) {
 	for _, name := range []string{
 		"basic_config.yaml", "shadowmode_config.yaml", "wildcard.yaml", "share_threshold.yaml",
-		"metadata.yaml", "merge_domain_key1.yaml", "merge_domain_key2.yaml", "duplicate_domain.yaml",
+		"merge_domain_key1.yaml", "merge_domain_key2.yaml", "duplicate_domain.yaml",
 	} {
 		t.Run(name, func(t *testing.T) {
 			l, err := Build([]Source{readFixture(t, name)})
@@ -57,6 +57,10 @@ func TestEnvoyproxyInvalidFixturesAreRefusedWithItsMessage(t *testing.T) {
 		{[]string{"non_string_key.yaml"}, "config error, key is not of type string: 0.25", 1},
 		{[]string{"non_map_list.yaml"}, "config error, yaml file contains list of type other than map: a", 3},
 		{[]string{"unlimited_with_unit.yaml"}, "should not specify rate limit unit when unlimited", 6},
+		// tollgate's: the pinned version knows no metadata key, and
+		// refuses a float where yaml.v2 decodes no int.
+		{[]string{"tollgate_metadata_invalid.yaml"}, "config error, unknown key 'metadata'", 12},
+		{[]string{"tollgate_float_invalid.yaml"}, "error checking config", 6},
 	} {
 		t.Run(strings.Join(tc.files, "+"), func(t *testing.T) {
 			var srcs []Source

@@ -1,6 +1,7 @@
 package envoyrls
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -15,9 +16,13 @@ import (
 type headerBuilder struct {
 	stack [4]headerItem
 	items []headerItem
-	// pick is the index in items of the legacy trio's descriptor: the
-	// first over the limit, else the one with the least remaining.
-	pick int
+	// picked is the legacy trio's descriptor, chosen as
+	// envoyproxy/ratelimit chooses it: the last one over its limit (not
+	// in shadow or quota mode), else the first with the least remaining.
+	// least is the remaining to beat.
+	picked  headerItem
+	least   uint32
+	hasPick bool
 }
 
 type headerItem struct {
@@ -28,8 +33,9 @@ type headerItem struct {
 	over             bool
 }
 
-// add records a limited descriptor's status.
-func (h *headerBuilder) add(l *Limit, st *rlsv3.RateLimitResponse_DescriptorStatus, reset time.Duration, _ int64) {
+// add records a limited descriptor's status; over is true when it makes
+// the answer OVER_LIMIT.
+func (h *headerBuilder) add(l *Limit, st *rlsv3.RateLimitResponse_DescriptorStatus, reset time.Duration, over bool) {
 	f := l.figures()
 	it := headerItem{
 		name:       f.name,
@@ -37,13 +43,22 @@ func (h *headerBuilder) add(l *Limit, st *rlsv3.RateLimitResponse_DescriptorStat
 		limit:      l.RequestsPerUnit,
 		remaining:  st.GetLimitRemaining(),
 		reset:      reset,
-		over:       st.GetCode() == rlsv3.RateLimitResponse_OVER_LIMIT,
+		over:       over,
+	}
+	least := h.least
+	if !h.hasPick {
+		least = math.MaxUint32
+	}
+	if it.remaining < least || over {
+		h.picked, h.least, h.hasPick = it, it.remaining, true
+		if over {
+			h.least = 0
+		}
 	}
 	for i := range h.items {
 		if h.items[i].name == it.name { // one item per name: the tighter
 			if it.over && !h.items[i].over || it.remaining < h.items[i].remaining {
 				h.items[i] = it
-				h.repick()
 			}
 			return
 		}
@@ -52,17 +67,6 @@ func (h *headerBuilder) add(l *Limit, st *rlsv3.RateLimitResponse_DescriptorStat
 		h.items = h.stack[:0]
 	}
 	h.items = append(h.items, it)
-	h.repick()
-}
-
-func (h *headerBuilder) repick() {
-	h.pick = 0
-	for i, it := range h.items {
-		p := h.items[h.pick]
-		if it.over && !p.over || it.over == p.over && it.remaining < p.remaining {
-			h.pick = i
-		}
-	}
 }
 
 // headerValues are a response's headers and the slice of pointers to
@@ -79,7 +83,10 @@ func (h *headerBuilder) headers(c *Config) []*corev3.HeaderValue {
 	}
 	switch c.Headers {
 	case HeadersLegacy:
-		it := h.items[h.pick]
+		if !h.hasPick {
+			return nil
+		}
+		it := h.picked
 		hv := new(headerValues[[3]corev3.HeaderValue])
 		hv.v[0].Key, hv.v[0].Value = c.LimitHeader, strconv.FormatUint(uint64(it.limit), 10)
 		hv.v[1].Key, hv.v[1].Value = c.RemainingHeader, strconv.FormatUint(uint64(it.remaining), 10)

@@ -28,7 +28,7 @@ func (l *Limits) Domains() int { return len(l.domains) }
 // it by "key" or "key_value", and the rate limit at it, if any.
 type node struct {
 	children  map[string]*node
-	wildcards []wildcard // children whose "key_value" contains '*', in file order
+	wildcards []wildcard // children whose "key_value" ends in '*', in file order
 	limit     *Limit
 	// valueToMetric, shareThreshold and pattern are the level's metric and
 	// counter options; pattern is its "key_value" when shareThreshold.
@@ -37,10 +37,11 @@ type node struct {
 	pattern        string
 }
 
-// wildcard is a child whose "key_value" has a '*', split on it.
+// wildcard is a child whose "key_value" ends in '*', and the prefix
+// before it.
 type wildcard struct {
-	key   string
-	parts []string
+	key    string
+	prefix string
 }
 
 // Limit is the rate_limit of one configured descriptor.

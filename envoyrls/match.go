@@ -21,8 +21,8 @@ type Match struct {
 
 // Match finds the limit of a descriptor's entries in domain as
 // envoyproxy/ratelimit's GetLimit does: level by level, an entry matches
-// the child "key_value", else the first wildcard child whose pattern
-// matches "key_value", else the child "key" (any value); the limit is the
+// the child "key_value", else the first wildcard child (a value ending in
+// '*') whose prefix begins "key_value", else the child "key" (any value); the limit is the
 // one at the level of the last entry, and none when the descriptor has
 // more entries than the tree has levels or a level does not match.
 // It does not allocate unless a share_threshold level matches or an
@@ -74,7 +74,7 @@ func (n *node) child(key, value string) (*node, string) {
 		return c, ""
 	}
 	for _, w := range n.wildcards {
-		if wildcardMatch(w.parts, key, value) {
+		if (composite{key, value}).hasPrefix(w.prefix) {
 			return n.children[w.key], w.key
 		}
 	}
@@ -83,31 +83,6 @@ func (n *node) child(key, value string) (*node, string) {
 
 // compositeBuf is the longest "key_value" matched without allocating.
 const compositeBuf = 256
-
-// wildcardMatch reports whether key+"_"+value matches a pattern split on
-// '*': each '*' matches any run of bytes, possibly empty.
-func wildcardMatch(parts []string, key, value string) bool {
-	s := composite{key, value}
-	if len(parts) == 1 {
-		return s.len() == len(parts[0]) && s.hasPrefix(parts[0])
-	}
-	total := 0
-	for _, p := range parts {
-		total += len(p)
-	}
-	if s.len() < total || !s.hasPrefix(parts[0]) || !s.hasSuffix(parts[len(parts)-1]) {
-		return false
-	}
-	from, to := len(parts[0]), s.len()-len(parts[len(parts)-1])
-	for _, p := range parts[1 : len(parts)-1] {
-		i := s.index(p, from, to)
-		if i < 0 {
-			return false
-		}
-		from = i + len(p)
-	}
-	return true
-}
 
 // composite is key+"_"+value, read without concatenating.
 type composite struct{ key, value string }
@@ -134,35 +109,4 @@ func (c composite) hasPrefix(p string) bool {
 		}
 	}
 	return true
-}
-
-func (c composite) hasSuffix(p string) bool {
-	n := c.len()
-	if len(p) > n {
-		return false
-	}
-	for i := 0; i < len(p); i++ {
-		if c.at(n-len(p)+i) != p[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// index is the first position at or after from where p occurs wholly
-// before to, or -1.
-func (c composite) index(p string, from, to int) int {
-	for i := from; i+len(p) <= to; i++ {
-		ok := true
-		for j := 0; j < len(p); j++ {
-			if c.at(i+j) != p[j] {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return i
-		}
-	}
-	return -1
 }

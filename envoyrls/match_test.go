@@ -54,10 +54,9 @@ func TestMatchFindsTheLimitEnvoyproxyFinds(t *testing.T) {
 		{"wildcard miss", wild, "test-domain", entries("wild", "bar"), "", 0},
 		{"exact beside wildcard", wild, "test-domain", entries("noWild", "foo"), "noWild_foo", 20},
 		{"no prefix match for exact", wild, "test-domain", entries("noWild", "foo1"), "", 0},
-		{"middle wildcard", wild, "test-domain", entries("midWild", "barab"), "midWild_bar*b", 20},
-		{"middle wildcard miss", wild, "test-domain", entries("midWild", "barba"), "", 0},
-		{"several wildcards", wild, "test-domain", entries("multiWild", "foo1bar2baz"), "multiWild_foo*bar*baz", 10},
-		{"several wildcards out of order", wild, "test-domain", entries("multiWild", "foobazbar"), "", 0},
+		// Only a trailing '*' is a wildcard: elsewhere it is a character.
+		{"middle star is no wildcard", wild, "test-domain", entries("midWild", "barab"), "", 0},
+		{"middle star matched literally", wild, "test-domain", entries("midWild", "bar*b"), "midWild_bar*b", 20},
 		{"nested wildcard", wild, "test-domain", entries("nestedWild", "val1", "wild", "goo2"), "nestedWild_val1.wild_goo*", 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,7 +104,6 @@ func TestMatchDoesNotAllocate(t *testing.T) {
 	l := mustBuild(t, readFixture(t, "wildcard.yaml"))
 	for _, e := range [][]*rlv3.RateLimitDescriptor_Entry{
 		entries("wild", "foo123"),
-		entries("multiWild", "foo1bar2baz"),
 		entries("nestedWild", "val1", "wild", "goo2"),
 		entries("noVal", strings.Repeat("v", compositeBuf-len("noVal_"))),
 	} {

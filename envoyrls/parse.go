@@ -71,13 +71,25 @@ var validKeys = map[string]bool{
 	"rate_limit": true, "unit": true, "requests_per_unit": true,
 	"unlimited": true, "shadow_mode": true, "quota_mode": true,
 	"name": true, "replaces": true, "detailed_metric": true,
-	"value_to_metric": true, "share_threshold": true, "metadata": true,
+	"value_to_metric": true, "share_threshold": true,
+}
+
+// Options are the choices a configuration is loaded with.
+type Options struct {
+	// MergeDomains lets several files hold one domain, their descriptors
+	// merged (a composite key twice is still an error), as
+	// envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG=true. False refuses a
+	// domain's second file.
+	MergeDomains bool
 }
 
 // Build builds the Limits of the files given, in order: each holds one
 // domain, and two files with the same domain are an error. It returns
 // every problem found, joined; a file with problems adds no domain.
-func Build(files []Source) (*Limits, error) {
+func Build(files []Source) (*Limits, error) { return BuildWith(files, Options{}) }
+
+// BuildWith is Build with the options o.
+func BuildWith(files []Source, o Options) (*Limits, error) {
 	l := &Limits{domains: make(map[string]*node)}
 	from := make(map[string]string)
 	var errs []error
@@ -90,8 +102,14 @@ func Build(files []Source) (*Limits, error) {
 			continue
 		}
 		if prev, dup := from[domain]; dup {
-			errs = append(errs, &Problem{File: f.Name, Line: line, Column: 1,
-				Msg: fmt.Sprintf("duplicate domain '%s' in config file (first in %s)", domain, prev)})
+			if !o.MergeDomains {
+				errs = append(errs, &Problem{File: f.Name, Line: line, Column: 1,
+					Msg: fmt.Sprintf("duplicate domain '%s' in config file (first in %s)", domain, prev)})
+				continue
+			}
+			if err := merge(l.domains[domain], root, domain, f.Name, line); err != nil {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		from[domain] = f.Name
@@ -101,6 +119,23 @@ func Build(files []Source) (*Limits, error) {
 		return nil, errors.Join(errs...)
 	}
 	return l, nil
+}
+
+// merge adds the descriptors of a domain's further file, root, to the
+// domain's tree into, as envoyproxy/ratelimit patches a domain: a
+// composite key both have is an error, wildcards keep their file order.
+func merge(into, root *node, domain, file string, line int) error {
+	for k := range root.children {
+		if _, dup := into.children[k]; dup {
+			return &Problem{File: file, Line: line, Column: 1,
+				Msg: fmt.Sprintf("duplicate descriptor composite key '%s.%s'", domain, k)}
+		}
+	}
+	for k, c := range root.children {
+		into.children[k] = c
+	}
+	into.wildcards = append(into.wildcards, root.wildcards...)
+	return nil
 }
 
 // parser reads one file.
@@ -196,8 +231,8 @@ func (p *parser) parse(data []byte) (string, *node, int) {
 }
 
 // checkKeys is envoyproxy/ratelimit's validateYamlKeys: every mapping key
-// is a known string, every list holds mappings; metadata is not looked
-// into. A rate_limit mapping may also hold ExtAlgorithm.
+// is a known string, every list holds mappings, every leaf a string, an
+// integer, a boolean or null. A rate_limit mapping may also hold ExtAlgorithm.
 func (p *parser) checkKeys(m *yaml.Node, rateLimit bool, depth int) {
 	if !p.enter(m, depth) {
 		return
@@ -218,10 +253,14 @@ func (p *parser) checkKeys(m *yaml.Node, rateLimit bool, depth int) {
 			continue
 		}
 		seen[k.Value] = true
-		if k.Value == "metadata" {
-			continue
-		}
 		switch v.Kind {
+		case yaml.ScalarNode:
+			// envoyproxy/ratelimit's leaves are strings, integers,
+			// booleans and null: anything else (a float, 1.5 as a
+			// requests_per_unit) is its "error checking config".
+			if v.Tag == "!!float" {
+				p.errorf(v, "error checking config (%s: %s is not a string, an integer or a boolean)", k.Value, v.Value)
+			}
 		case yaml.SequenceNode:
 			for _, e := range v.Content {
 				e = resolve(e)
@@ -277,8 +316,6 @@ func (p *parser) descriptor(parent *node, domain, prefix string, d *yaml.Node, d
 			toMetric = p.bool(v)
 		case "share_threshold":
 			share = p.bool(v)
-		case "metadata":
-			// Accepted, not used: tollgate sends no dynamic metadata.
 		default:
 			p.errorf(k, "config error, unknown key '%s' in a descriptor", k.Value)
 		}
@@ -307,14 +344,17 @@ func (p *parser) descriptor(parent *node, domain, prefix string, d *yaml.Node, d
 			n.limit.Line = d.Line
 		}
 	}
+	// Only a trailing '*' is a wildcard, as in envoyproxy/ratelimit: the
+	// value is a prefix. A '*' elsewhere is a plain character.
+	wild := strings.HasSuffix(final, "*")
 	if share {
-		if !strings.Contains(final, "*") {
-			p.errorf(d, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", final)
+		if !wild {
+			p.errorf(d, "share_threshold can only be used with wildcard values (ending with '*'), but found key '%s'", final)
 		}
 		n.pattern = final
 	}
-	if strings.Contains(final, "*") {
-		parent.wildcards = append(parent.wildcards, wildcard{key: final, parts: strings.Split(final, "*")})
+	if wild {
+		parent.wildcards = append(parent.wildcards, wildcard{key: final, prefix: strings.TrimSuffix(final, "*")})
 	}
 	p.descriptors(n, domain, path+".", children, depth+1)
 	parent.children[final] = n

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // Config configures a Service. Every field has a documented zero-value
@@ -27,8 +28,9 @@ type Config struct {
 	// Store decides. Any tollgate store: memory, Redis (strict) or
 	// eventual. Required.
 	Store limit.Store
-	// Headers is the response_headers_to_add style. Zero is
-	// HeadersDraft10.
+	// Headers is the response_headers_to_add style. Zero is HeadersNone,
+	// envoyproxy/ratelimit's default (LIMIT_RESPONSE_HEADERS_ENABLED
+	// unset).
 	Headers HeaderStyle
 	// LimitHeader, RemainingHeader and ResetHeader name the HeadersLegacy
 	// trio. Empty means RateLimit-Limit, RateLimit-Remaining and
@@ -36,9 +38,15 @@ type Config struct {
 	LimitHeader, RemainingHeader, ResetHeader string
 	// Charging is how descriptors are counted (charge.go).
 	Charging
-	// GlobalShadowMode answers OK whatever the limits say, counting what
-	// would have been refused (GLOBAL_SHADOW_MODE).
-	GlobalShadowMode bool
+	// ShadowMode answers an overall OK whatever the limits say, each
+	// descriptor's status still telling, and counts what would have been
+	// refused (envoyproxy/ratelimit's SHADOW_MODE).
+	ShadowMode bool
+	// QuotaMode treats every limit as a quota_mode one: a descriptor over
+	// its limit answers OK, with its current_limit and limit_remaining 0
+	// and no duration_until_reset, and never makes the overall code
+	// OVER_LIMIT (envoyproxy/ratelimit's QUOTA_MODE).
+	QuotaMode bool
 	// NearLimitRatio is the share of a limit from which hits count as
 	// near_limit. Zero means 0.8 (NEAR_LIMIT_RATIO).
 	NearLimitRatio float64
@@ -64,29 +72,32 @@ type HeaderStyle uint8
 
 // The header styles.
 const (
+	// HeadersNone adds none (envoyproxy/ratelimit's default).
+	HeadersNone HeaderStyle = iota
+	// HeadersLegacy adds envoyproxy/ratelimit's RateLimit-Limit,
+	// RateLimit-Remaining and RateLimit-Reset
+	// (LIMIT_RESPONSE_HEADERS_ENABLED=true), of the descriptor it picks:
+	// the last one over its limit, else the first with the least
+	// remaining.
+	HeadersLegacy
 	// HeadersDraft10 adds RateLimit-Policy and RateLimit
 	// (draft-ietf-httpapi-ratelimit-headers-10), one item per limited
-	// descriptor.
-	HeadersDraft10 HeaderStyle = iota
-	// HeadersLegacy adds envoyproxy/ratelimit's RateLimit-Limit,
-	// RateLimit-Remaining and RateLimit-Reset of the descriptor nearest
-	// its limit (LIMIT_RESPONSE_HEADERS_ENABLED=true).
-	HeadersLegacy
-	// HeadersNone adds none (envoyproxy/ratelimit's default).
-	HeadersNone
+	// descriptor: tollgate's, opt-in.
+	HeadersDraft10
 )
 
-// ParseHeaderStyle returns the style named draft10, legacy or none.
+// ParseHeaderStyle returns the style named none, legacy or draft10 (""
+// is none).
 func ParseHeaderStyle(s string) (HeaderStyle, error) {
 	switch s {
-	case "draft10", "":
+	case "none", "":
+		return HeadersNone, nil
+	case "draft10":
 		return HeadersDraft10, nil
 	case "legacy":
 		return HeadersLegacy, nil
-	case "none":
-		return HeadersNone, nil
 	}
-	return 0, fmt.Errorf("unknown header style %q (want draft10, legacy or none)", s)
+	return 0, fmt.Errorf("unknown header style %q (want none, legacy or draft10)", s)
 }
 
 // ErrNoStore reports a Config without a Store.
@@ -104,7 +115,7 @@ func (c Config) Validate() error {
 	if c.MaxDescriptors < 0 || c.MaxEntries < 0 || c.MaxBytes < 0 {
 		errs = append(errs, errors.New("envoyrls: negative bound"))
 	}
-	if c.Headers > HeadersNone {
+	if c.Headers > HeadersDraft10 {
 		errs = append(errs, fmt.Errorf("envoyrls: unknown header style %d", c.Headers))
 	}
 	if err := c.Charging.validate(); err != nil {
@@ -172,8 +183,10 @@ func (s *Service) Limits() *Limits { return s.limits.Load() }
 // ErrInvalidRequest reports a request refused before any counter moved.
 var ErrInvalidRequest = errors.New("invalid rate limit request")
 
-// check reports what is wrong with req, before anything is counted.
-func (s *Service) check(req *rlsv3.RateLimitRequest) error {
+// check reports what is wrong with req, before anything is counted. A
+// limit override's unit is checked only in a known domain: elsewhere the
+// request is answered a bare OK, as envoyproxy/ratelimit answers it.
+func (s *Service) check(req *rlsv3.RateLimitRequest, known bool) error {
 	c := &s.cfg
 	if req.GetDomain() == "" {
 		return fmt.Errorf("%w: rate limit domain must not be empty", ErrInvalidRequest)
@@ -205,7 +218,7 @@ func (s *Service) check(req *rlsv3.RateLimitRequest) error {
 		if h := d.GetHitsAddend(); h != nil && h.GetValue() > c.MaxHitsAddend {
 			return fmt.Errorf("%w: descriptor %d: hits_addend %d exceeds %d", ErrInvalidRequest, i, h.GetValue(), c.MaxHitsAddend)
 		}
-		if o := d.GetLimit(); o != nil && unitLength(rlsv3.RateLimitResponse_RateLimit_Unit(o.GetUnit())) == 0 {
+		if o := d.GetLimit(); o != nil && known && unitLength(rlsv3.RateLimitResponse_RateLimit_Unit(o.GetUnit())) == 0 {
 			return fmt.Errorf("%w: descriptor %d: limit override has no valid unit", ErrInvalidRequest, i)
 		}
 	}
@@ -235,10 +248,11 @@ type item struct {
 // matched limits charged, and the answer OVER_LIMIT when any limit not in
 // shadow or quota mode is over (or every quota-mode one is).
 func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitRequest) (*rlsv3.RateLimitResponse, error) {
-	if err := s.check(req); err != nil {
+	ls := s.limits.Load()
+	known := ls.domains[req.GetDomain()] != nil
+	if err := s.check(req, known); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	ls := s.limits.Load()
 	descs := req.GetDescriptors()
 	var stack [4]item
 	items := stack[:0]
@@ -252,7 +266,11 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		it := &items[i]
 		it.cost = hits(req, d)
 		if o := d.GetLimit(); o != nil {
-			it.limit = overrideLimit(req.GetDomain(), ls.domains[req.GetDomain()] != nil, o)
+			// envoyproxy/ratelimit applies an override only in a domain
+			// it knows: elsewhere the descriptor is unmatched.
+			if known {
+				it.limit = overrideLimit(req.GetDomain(), o)
+			}
 		} else {
 			m := ls.Match(req.GetDomain(), d.GetEntries())
 			it.limit = m.Limit
@@ -276,7 +294,9 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 		}
 	}
 	for i := range items {
-		if l := items[i].limit; l != nil && l.Name != "" && replaced[l.Name] {
+		// An unlimited limit stays unlimited even when named by a
+		// replaces: envoyproxy/ratelimit sets it aside before replacing.
+		if l := items[i].limit; l != nil && !l.Unlimited && l.Name != "" && replaced[l.Name] {
 			items[i].limit = nil
 		}
 	}
@@ -360,10 +380,16 @@ func (s *Service) applyEach(ctx context.Context, reqs []limit.Request, out []lim
 	return nil
 }
 
-// respond builds the response and counts the metrics.
+// respond builds the response and counts the metrics, as
+// envoyproxy/ratelimit's shouldRateLimitWorker does: a descriptor over
+// its limit makes the overall code OVER_LIMIT unless it is in shadow
+// mode (its status OK) or quota mode (its status OK, without
+// duration_until_reset, the overall code untouched); ShadowMode turns an
+// overall OVER_LIMIT into OK, leaving the statuses.
 func (s *Service) respond(req *rlsv3.RateLimitRequest, items []item) *rlsv3.RateLimitResponse {
 	resp, sts, durs := newResponse(len(items))
-	over, quota, quotaOver := 0, 0, 0
+	over := false
+	now := s.cfg.Now()
 	var hdr headerBuilder
 	for i := range items {
 		it := &items[i]
@@ -384,48 +410,44 @@ func (s *Service) respond(req *rlsv3.RateLimitRequest, items []item) *rlsv3.Rate
 		var reset time.Duration
 		if it.decided {
 			allowed, remaining, reset = it.d.Allowed, it.d.Remaining, it.d.ResetAfter
-			if _, fixed := l.Policy.(limit.FixedWindow); fixed && reset == 0 {
-				// An idle window: envoyproxy/ratelimit still names the
-				// end of the current one.
-				reset = untilUnitEnd(s.cfg.Now(), l.Unit)
-			}
 		} else { // requests_per_unit: 0 refuses everything
-			allowed, reset = it.cost == 0, untilUnitEnd(s.cfg.Now(), l.Unit)
+			allowed = it.cost == 0
+		}
+		if _, fixed := l.Policy.(limit.FixedWindow); fixed || l.Policy == nil {
+			// envoyproxy/ratelimit's CalculateReset: whole seconds to
+			// the end of the unit's window, aligned to the epoch.
+			reset = untilUnitEnd(now, l.Unit)
+		} else {
+			reset = time.Duration(rules.CeilSeconds(reset)) * time.Second
 		}
 		s.cfg.Metrics.count(l, it.detailed, it.cost, allowed, remaining, s.cfg.NearLimitRatio)
 		if !allowed {
 			remaining = 0
 		}
 		st.LimitRemaining = uint32(min(max(remaining, 0), math.MaxUint32))
-		durs[i].Seconds, durs[i].Nanos = int64(reset/time.Second), int32(reset%time.Second)
+		durs[i].Seconds = int64(reset / time.Second)
 		st.DurationUntilReset = &durs[i]
-		if !allowed {
-			st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
-			if l.ShadowMode {
-				st.Code = rlsv3.RateLimitResponse_OK
-			}
+		overHere := !allowed && !l.ShadowMode
+		hdr.add(l, st, reset, overHere && !(s.cfg.QuotaMode || l.QuotaMode))
+		if !overHere {
+			continue
 		}
-		quotaMode := l.QuotaMode
-		if quotaMode {
-			quota++
+		if s.cfg.QuotaMode || l.QuotaMode {
+			// Quota mode: reported, never refused.
+			st.DurationUntilReset = nil
+			continue
 		}
-		if st.Code == rlsv3.RateLimitResponse_OVER_LIMIT {
-			if quotaMode {
-				quotaOver++
-			} else {
-				over++
-			}
-		}
-		hdr.add(l, st, reset, it.cost)
+		st.Code = rlsv3.RateLimitResponse_OVER_LIMIT
+		over = true
 	}
 	resp.OverallCode = rlsv3.RateLimitResponse_OK
-	if over > 0 || (quota > 0 && quota == quotaOver) {
-		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
-	}
 	resp.ResponseHeadersToAdd = hdr.headers(&s.cfg)
-	if resp.OverallCode == rlsv3.RateLimitResponse_OVER_LIMIT && s.cfg.GlobalShadowMode {
-		resp.OverallCode = rlsv3.RateLimitResponse_OK
-		s.cfg.Metrics.globalShadow()
+	if over {
+		resp.OverallCode = rlsv3.RateLimitResponse_OVER_LIMIT
+		if s.cfg.ShadowMode {
+			resp.OverallCode = rlsv3.RateLimitResponse_OK
+			s.cfg.Metrics.globalShadow()
+		}
 	}
 	return resp
 }
@@ -453,29 +475,24 @@ func newResponse(n int) (*rlsv3.RateLimitResponse, []rlsv3.RateLimitResponse_Des
 	return resp, make([]rlsv3.RateLimitResponse_DescriptorStatus, n), make([]durationpb.Duration, n)
 }
 
-// untilUnitEnd is the time from now to the end of the unit's current
-// window, aligned to the epoch.
+// untilUnitEnd is envoyproxy/ratelimit's CalculateReset: the whole
+// seconds from now (in seconds) to the end of the unit's current
+// window, aligned to the epoch: from 1 to the unit's length.
 func untilUnitEnd(now time.Time, u rlsv3.RateLimitResponse_RateLimit_Unit) time.Duration {
-	w := int64(unitLength(u))
+	w := int64(unitLength(u) / time.Second)
 	if w == 0 {
 		return 0
 	}
-	ns := now.UnixNano()
-	return time.Duration(w - ns%w)
+	return time.Duration(w-now.Unix()%w) * time.Second
 }
 
 // overrideLimit is the limit a descriptor carries itself (the route's
-// limit override): a fixed window, never shadowed, as
-// envoyproxy/ratelimit applies it. Its metric labels are the domain when
-// configured (else "_unconfigured", so that requests cannot mint label
-// values) and the path "_override".
-func overrideLimit(domain string, configured bool, o *rlv3.RateLimitDescriptor_RateLimitOverride) *Limit {
+// limit override) in a configured domain: a fixed window, never
+// shadowed, as envoyproxy/ratelimit applies it. Its metric labels are
+// the domain and the path "_override".
+func overrideLimit(domain string, o *rlv3.RateLimitDescriptor_RateLimitOverride) *Limit {
 	unit := rlsv3.RateLimitResponse_RateLimit_Unit(o.GetUnit())
-	label := domain
-	if !configured {
-		label = "_unconfigured"
-	}
-	l := &Limit{Domain: label, Path: "_override", RequestsPerUnit: o.GetRequestsPerUnit(), Unit: unit}
+	l := &Limit{Domain: domain, Path: "_override", RequestsPerUnit: o.GetRequestsPerUnit(), Unit: unit}
 	if l.RequestsPerUnit > 0 {
 		l.Policy = limit.FixedWindow{Limit: int64(l.RequestsPerUnit), Window: unitLength(unit)}
 	}

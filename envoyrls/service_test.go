@@ -2,6 +2,7 @@ package envoyrls
 
 import (
 	"context"
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -109,8 +110,10 @@ descriptors:
 	}
 }
 
-// replaces drops the replaced limit; quota_mode is over only when every
-// quota descriptor is; requests_per_unit 0 refuses everything.
+// replaces drops the replaced limit; a quota_mode descriptor over its
+// limit answers OK (limit_remaining 0, no duration_until_reset) and
+// never makes the answer OVER_LIMIT, as envoyproxy/ratelimit's;
+// requests_per_unit 0 refuses everything.
 func TestReplacesQuotaModeAndZeroLimit(t *testing.T) {
 	var now atomic.Int64
 	svc := newTestService(t, Config{}, `
@@ -135,11 +138,14 @@ descriptors:
 		}
 	}
 	ask(t, svc, "d", desc("q1", "u"), desc("q2", "u"))
-	if c := codesOf(ask(t, svc, "d", desc("q1", "u"), desc("q2", "u"))); c[0] != rlsv3.RateLimitResponse_OK || c[1] != rlsv3.RateLimitResponse_OVER_LIMIT {
-		t.Fatalf("one quota over: %v, want overall OK", c)
-	}
-	if c := codesOf(ask(t, svc, "d", desc("q1", "u"), desc("q2", "u"))); c[0] != rlsv3.RateLimitResponse_OVER_LIMIT {
-		t.Fatalf("every quota over: %v, want OVER_LIMIT", c)
+	for range 2 {
+		r := ask(t, svc, "d", desc("q1", "u"), desc("q2", "u"))
+		if c := codesOf(r); c[0] != rlsv3.RateLimitResponse_OK || c[1] != rlsv3.RateLimitResponse_OK || c[2] != rlsv3.RateLimitResponse_OK {
+			t.Fatalf("quota over: %v, want all OK", c)
+		}
+		if st := r.GetStatuses()[0]; st.GetCurrentLimit() == nil || st.GetLimitRemaining() != 0 || st.GetDurationUntilReset() != nil {
+			t.Fatalf("quota over: status %v, want current_limit, remaining 0, no duration", st)
+		}
 	}
 	if c := codesOf(ask(t, svc, "d", desc("blocked", "x"))); c[0] != rlsv3.RateLimitResponse_OVER_LIMIT {
 		t.Fatalf("requests_per_unit 0: %v", c)
@@ -165,13 +171,77 @@ func TestLegacyAndNoHeaders(t *testing.T) {
 	}
 }
 
-// GlobalShadowMode answers OK when a limit is over.
+// ShadowMode (SHADOW_MODE) answers OK when a limit is over.
 func TestGlobalShadowModeAnswersOK(t *testing.T) {
 	var now atomic.Int64
-	svc := newTestService(t, Config{GlobalShadowMode: true}, twoLimits, &now)
+	svc := newTestService(t, Config{ShadowMode: true}, twoLimits, &now)
 	ask(t, svc, "d", desc("narrow", "n"))
 	r := ask(t, svc, "d", desc("narrow", "n"))
 	if r.GetOverallCode() != rlsv3.RateLimitResponse_OK || r.GetStatuses()[0].GetCode() != rlsv3.RateLimitResponse_OVER_LIMIT {
 		t.Fatalf("codes %v: want overall OK, status OVER_LIMIT", codesOf(r))
+	}
+}
+
+// Answers as envoyproxy/ratelimit gives them: duration_until_reset in
+// whole seconds to the end of the unit's window (here 0.25 s into a
+// second: 50 s, not 49.75 s); the legacy headers from the last
+// descriptor over its limit; a named unlimited limit never replaced;
+// QUOTA_MODE making every limit a quota.
+func TestAnswersAsEnvoyproxy(t *testing.T) {
+	var now atomic.Int64
+	now.Store(e2eStart.Add(250 * time.Millisecond).UnixNano())
+	yaml := `
+domain: d
+descriptors:
+  - key: a
+    rate_limit: {unit: minute, requests_per_unit: 1}
+  - key: b
+    rate_limit: {unit: hour, requests_per_unit: 2}
+  - key: c
+    rate_limit: {unit: second, requests_per_unit: 5}
+  - key: free
+    rate_limit: {name: free, unlimited: true}
+  - key: repl
+    rate_limit: {unit: minute, requests_per_unit: 9, replaces: [{name: free}]}
+`
+	svc := newTestService(t, Config{Headers: HeadersLegacy}, yaml, &now)
+	r := ask(t, svc, "d", desc("a", "x"), desc("b", "x"), desc("c", "x"))
+	if d := r.GetStatuses()[0].GetDurationUntilReset(); d.GetSeconds() != 50 || d.GetNanos() != 0 {
+		t.Fatalf("duration_until_reset %v, want 50s", d)
+	}
+	if d := r.GetStatuses()[1].GetDurationUntilReset(); d.GetSeconds() != 3600-10 || d.GetNanos() != 0 {
+		t.Fatalf("hour duration_until_reset %v, want 3590s", d)
+	}
+	hdr := func(r *rlsv3.RateLimitResponse) map[string]string {
+		got := map[string]string{}
+		for _, v := range r.GetResponseHeadersToAdd() {
+			got[v.GetKey()] = v.GetValue()
+		}
+		return got
+	}
+	// Nothing over: the least remaining (a, 0 left), the first of equals.
+	if h := hdr(r); h["RateLimit-Limit"] != "1" || h["RateLimit-Remaining"] != "0" || h["RateLimit-Reset"] != "50" {
+		t.Fatalf("headers %v, want a's", h)
+	}
+	// a and b over (b's second hit leaves 0, its third is over): the last
+	// over, b, names the headers.
+	ask(t, svc, "d", desc("b", "x"))
+	r = ask(t, svc, "d", desc("a", "x"), desc("b", "x"), desc("c", "x"))
+	if c := codesOf(r); c[1] != rlsv3.RateLimitResponse_OVER_LIMIT || c[2] != rlsv3.RateLimitResponse_OVER_LIMIT {
+		t.Fatalf("codes %v", c)
+	}
+	if h := hdr(r); h["RateLimit-Limit"] != "2" || h["RateLimit-Remaining"] != "0" || h["RateLimit-Reset"] != "3590" {
+		t.Fatalf("headers %v, want b's (the last over)", h)
+	}
+	r = ask(t, svc, "d", desc("free", "x"), desc("repl", "x"))
+	if st := r.GetStatuses()[0]; st.GetLimitRemaining() != math.MaxUint32 {
+		t.Fatalf("replaced unlimited: %v, want limit_remaining 4294967295", st)
+	}
+
+	svc = newTestService(t, Config{QuotaMode: true}, yaml, &now)
+	ask(t, svc, "d", desc("a", "q"))
+	r = ask(t, svc, "d", desc("a", "q"))
+	if st := r.GetStatuses()[0]; r.GetOverallCode() != rlsv3.RateLimitResponse_OK || st.GetCode() != rlsv3.RateLimitResponse_OK || st.GetDurationUntilReset() != nil {
+		t.Fatalf("QUOTA_MODE: %v", r)
 	}
 }

@@ -119,3 +119,35 @@ func TestWatcherStartAndClose(t *testing.T) {
 		t.Fatal("no reload within 30s")
 	}
 }
+
+// With the defaults a change is loaded within 0.5 s of being written
+// (envoyproxy/ratelimit's inotify takes about 0.1 s); a broken version
+// is reported and the running one kept, as before.
+func TestWatcherReloadsWithinHalfASecond(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.yaml"), "domain: a\n")
+	srcs, _ := ReadDir(dir)
+	type load struct {
+		at  time.Time
+		err error
+	}
+	loaded := make(chan load, 10)
+	w := NewWatcher(WatchConfig{Dir: dir, OnLoad: func(_ *Limits, err error) { loaded <- load{time.Now(), err} }}, srcs)
+	w.Start()
+	defer w.Close()
+	for i, body := range []string{"domain: b\n", "domain: b\ndescriptors: [{key: k, rate_limit: {unit: fortnight}}]\n"} {
+		start := time.Now()
+		writeFile(t, filepath.Join(dir, "b.yaml"), body)
+		select {
+		case l := <-loaded:
+			if took := l.at.Sub(start); took > 500*time.Millisecond {
+				t.Errorf("change %d loaded %v after the write, want within 0.5s", i, took)
+			}
+			if (l.err != nil) != (i == 1) {
+				t.Errorf("change %d: %v", i, l.err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no reload within 30s")
+		}
+	}
+}

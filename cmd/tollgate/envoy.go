@@ -43,10 +43,11 @@ var envoyRLSCommand = &command{
 		fs.StringVar(&env.redis, "redis", env.redis, "Redis `addresses` (host:port, comma-separated); empty decides in memory (default REDIS_URL, with REDIS_SOCKET_TYPE=tcp; REDIS_AUTH is [user:]password; REDIS_TYPE=sentinel, REDIS_TLS and REDIS_TLS_* as envoyproxy/ratelimit reads them)")
 		tier := fs.String("redis-tier", "strict", "with -redis: strict (every decision in Redis) or eventual (local, synced)")
 		fs.DurationVar(&env.redisTimeout, "redis-timeout", env.counting.redisTimeout, "with -redis: the bound of a Redis round trip, past which the call fails (default REDIS_TIMEOUT, else 10s)")
-		headers := fs.String("headers", env.headers, "response headers: draft10, legacy (RateLimit-Limit/-Remaining/-Reset, named by LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER) or none (default legacy when LIMIT_RESPONSE_HEADERS_ENABLED=true)")
-		fs.BoolVar(&env.allOrNothing, "all-or-nothing", env.allOrNothing, "when a descriptor of a request would go over its limit, increment only those going over, as envoyproxy/ratelimit does (default STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; NEAR_LIMIT_RATIO and GLOBAL_SHADOW_MODE are read too)")
-		reload := fs.Duration("reload", time.Second, "how often the configuration directory is read for changes")
+		headers := fs.String("headers", env.headers, "response headers: none, legacy (RateLimit-Limit/-Remaining/-Reset, named by LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER) or draft10 (tollgate's RateLimit-Policy and RateLimit) (default legacy when LIMIT_RESPONSE_HEADERS_ENABLED=true, else none; TOLLGATE_RESPONSE_HEADERS names a style)")
+		fs.BoolVar(&env.allOrNothing, "all-or-nothing", env.allOrNothing, "when a descriptor of a request would go over its limit, increment only those going over, as envoyproxy/ratelimit does (default STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; NEAR_LIMIT_RATIO, SHADOW_MODE, QUOTA_MODE, MERGE_DOMAIN_CONFIG, LOG_LEVEL and LOG_FORMAT are read too)")
+		reload := fs.Duration("reload", 100*time.Millisecond, "how often the configuration directory is looked at for changes (file names, sizes, times; contents every second)")
 		logger := logFlags(fs)
+		envoyRLSLogDefaults(fs, env)
 		return func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if envErr != nil {
 				fmt.Fprintf(stderr, "tollgate envoy-rls: %v\n", envErr)
@@ -88,11 +89,16 @@ type envoyRLSSettings struct {
 	redisTimeout                  time.Duration  // -redis-timeout
 	headers                       string
 	limitH, remainingH, resetH    string
-	allOrNothing, globalShadow    bool
+	allOrNothing                  bool
 	nearRatio                     float64
 	tier                          string
 	style                         envoyrls.HeaderStyle
 	reload                        time.Duration
+
+	// The answers' settings (envoyRLSAnswerEnv).
+	shadow, quota, merge bool     // SHADOW_MODE, QUOTA_MODE, MERGE_DOMAIN_CONFIG
+	logLevel, logFormat  string   // LOG_LEVEL, LOG_FORMAT, as -log-level and -log-format
+	unsupported          []string // variables set that tollgate does not honour: logged at start
 }
 
 // envoyRLSEnv reads envoyproxy/ratelimit's environment variables. A
@@ -105,7 +111,7 @@ type envoyRLSSettings struct {
 // meanings, except that REDIS_TLS_CACERT replaces the system's
 // authorities rather than adding to them.
 func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
-	s := envoyRLSSettings{dir: ".", grpc: ":8081", http: ":8080", debug: ":6070", headers: "draft10"}
+	s := envoyRLSSettings{dir: ".", grpc: ":8081", http: ":8080", debug: ":6070"}
 	var errs []error
 	if root := getenv("RUNTIME_ROOT"); root != "" {
 		app := getenv("RUNTIME_APPDIRECTORY")
@@ -177,11 +183,7 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 	if !s.redisTLS && s.redisTLSFiles != (redis.TLSFiles{}) {
 		errs = append(errs, errors.New("REDIS_TLS_* is set but REDIS_TLS is not true"))
 	}
-	if boolVar("LIMIT_RESPONSE_HEADERS_ENABLED") {
-		s.headers = "legacy"
-	}
 	s.limitH, s.remainingH, s.resetH = getenv("LIMIT_LIMIT_HEADER"), getenv("LIMIT_REMAINING_HEADER"), getenv("LIMIT_RESET_HEADER")
-	s.globalShadow = boolVar("GLOBAL_SHADOW_MODE")
 	s.allOrNothing = boolVar("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT")
 	if v := getenv("NEAR_LIMIT_RATIO"); v != "" {
 		r, err := strconv.ParseFloat(v, 64)
@@ -190,8 +192,169 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 		}
 		s.nearRatio = r
 	}
+	errs = append(errs, envoyRLSAnswerEnv(getenv, &s)...)
 	return s, errors.Join(errs...)
 }
+
+// ---- The answers' environment: the response headers, the global
+// shadow and quota modes, merged domains, logging, and the variables
+// tollgate does not honour. (The counting's variables are read above.)
+
+// envoyRLSAnswerEnv reads into s envoyproxy/ratelimit's variables that
+// change what the answers say, with its defaults: SHADOW_MODE,
+// QUOTA_MODE, MERGE_DOMAIN_CONFIG, LIMIT_RESPONSE_HEADERS_ENABLED (false:
+// no rate-limit headers at all; true: its RateLimit-Limit trio), LOG_LEVEL
+// (default warn) and LOG_FORMAT; tollgate's own TOLLGATE_RESPONSE_HEADERS
+// (none, legacy or draft10) chooses a style whatever
+// LIMIT_RESPONSE_HEADERS_ENABLED says. A variable tollgate does not
+// honour is an error when ignoring it would serve something else than
+// asked (another listener, TLS, a configuration source or backend), and
+// otherwise listed in s.unsupported to be logged at start; none is
+// ignored silently. GLOBAL_SHADOW_MODE, a name only earlier tollgates
+// read, is an error naming SHADOW_MODE.
+func envoyRLSAnswerEnv(getenv func(string) string, s *envoyRLSSettings) []error {
+	var errs []error
+	boolVar := func(name string) bool {
+		v := getenv(name)
+		if v == "" {
+			return false
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: not a boolean", name, v))
+		}
+		return b
+	}
+	s.shadow = boolVar("SHADOW_MODE")
+	s.quota = boolVar("QUOTA_MODE")
+	s.merge = boolVar("MERGE_DOMAIN_CONFIG")
+	if getenv("GLOBAL_SHADOW_MODE") != "" {
+		errs = append(errs, errors.New("GLOBAL_SHADOW_MODE is not read: envoyproxy/ratelimit's global shadow switch is SHADOW_MODE"))
+	}
+	s.headers = "none"
+	if boolVar("LIMIT_RESPONSE_HEADERS_ENABLED") {
+		s.headers = "legacy"
+	}
+	if v := getenv("TOLLGATE_RESPONSE_HEADERS"); v != "" {
+		if _, err := envoyrls.ParseHeaderStyle(v); err != nil {
+			errs = append(errs, fmt.Errorf("TOLLGATE_RESPONSE_HEADERS: %v", err))
+		}
+		s.headers = v
+	}
+	// logrus's levels, as envoyproxy/ratelimit parses LOG_LEVEL, onto
+	// slog's.
+	s.logLevel = "warn"
+	if v := getenv("LOG_LEVEL"); v != "" {
+		switch strings.ToLower(v) {
+		case "trace", "debug":
+			s.logLevel = "debug"
+		case "info":
+			s.logLevel = "info"
+		case "warn", "warning":
+			s.logLevel = "warn"
+		case "error", "fatal", "panic":
+			s.logLevel = "error"
+		default:
+			errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want trace, debug, info, warn, error, fatal or panic", v))
+		}
+	}
+	s.logFormat = "text"
+	if v := getenv("LOG_FORMAT"); v != "" {
+		if v != "text" && v != "json" {
+			errs = append(errs, fmt.Errorf("LOG_FORMAT=%q: want text or json", v))
+		}
+		s.logFormat = v
+	}
+	for _, u := range envoyRLSUnsupported {
+		v := getenv(u.name)
+		if v == "" || v == u.fine {
+			continue
+		}
+		if u.refuse {
+			errs = append(errs, fmt.Errorf("%s=%q is not supported by tollgate envoy-rls: %s", u.name, v, u.why))
+			continue
+		}
+		s.unsupported = append(s.unsupported, fmt.Sprintf("%s=%q is not honoured: %s", u.name, v, u.why))
+	}
+	for _, prefix := range []string{"CONFIG_GRPC_XDS_", "XDS_CLIENT_", "MEMCACHE_", "TRACING_", "REDIS_PERSECOND_"} {
+		for _, kv := range envoyRLSEnviron() {
+			name, v, _ := strings.Cut(kv, "=")
+			if strings.HasPrefix(name, prefix) && v != "" && v != "false" && name != "REDIS_PERSECOND_TIMEOUT" && !envoyRLSListed(name) {
+				s.unsupported = append(s.unsupported, fmt.Sprintf("%s is not honoured: tollgate has no %s settings", name, strings.TrimSuffix(prefix, "_")))
+			}
+		}
+	}
+	return errs
+}
+
+// envoyRLSEnviron is the process's environment, for the families of
+// variables read by prefix; a variable for tests.
+var envoyRLSEnviron = os.Environ
+
+// envoyRLSUnsupported are envoyproxy/ratelimit's settings (settings.go)
+// tollgate does not honour, with the value that asks for nothing (fine),
+// and whether ignoring the rest would serve something else than asked
+// (refuse) or only lack a feature.
+var envoyRLSUnsupported = []struct {
+	name, fine, why string
+	refuse          bool
+}{
+	{"GRPC_UDS", "", "listen with -grpc on a TCP address", true},
+	{"GRPC_SERVER_USE_TLS", "false", "the gRPC listener is plaintext: terminate TLS in front of it", true},
+	{"GRPC_SERVER_TLS_CERT", "", "the gRPC listener is plaintext", true},
+	{"GRPC_SERVER_TLS_KEY", "", "the gRPC listener is plaintext", true},
+	{"GRPC_CLIENT_TLS_CACERT", "", "the gRPC listener is plaintext", true},
+	{"GRPC_CLIENT_TLS_SAN", "", "the gRPC listener is plaintext", true},
+	{"CONFIG_TYPE", "FILE", "only FILE (the configuration directory) is read; no xDS", true},
+	{"BACKEND_TYPE", "redis", "the backend is Redis (REDIS_URL) or memory; no memcache", true},
+	{"GRPC_MAX_CONNECTION_AGE", "", "gRPC connections are not aged", false},
+	{"GRPC_MAX_CONNECTION_AGE_GRACE", "", "gRPC connections are not aged", false},
+	{"FORCE_START_WITHOUT_INITIAL_CONFIG", "false", "the directory's configuration must load at start", false},
+	{"USE_STATSD", "false", "no statsd: metrics are Prometheus's, on -debug's /metrics", false},
+	{"USE_DOG_STATSD", "false", "no statsd: metrics are Prometheus's, on -debug's /metrics", false},
+	{"USE_DOG_STATSD_MOGRIFIERS", "", "no statsd", false},
+	{"STATSD_HOST", "", "no statsd", false},
+	{"STATSD_PORT", "", "no statsd", false},
+	{"EXTRA_TAGS", "", "no statsd tags", false},
+	{"STATS_FLUSH_INTERVAL", "", "Prometheus metrics are read when scraped", false},
+	{"DISABLE_STATS", "false", "metrics are always counted", false},
+	{"USE_PROMETHEUS", "", "metrics are Prometheus's, on -debug's /metrics, always", false},
+	{"PROMETHEUS_ADDR", "", "metrics are on -debug's /metrics (DEBUG_HOST, DEBUG_PORT)", false},
+	{"PROMETHEUS_PATH", "/metrics", "metrics are on -debug's /metrics", false},
+	{"PROMETHEUS_MAPPER_YAML", "", "metric names are tollgate_rls_*", false},
+	{"RUNTIME_IGNOREDOTFILES", "true", "files whose name starts with '.' are always skipped", false},
+	{"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "false", "healthy once the configuration loaded at start", false},
+	{"RESPONSE_DYNAMIC_METADATA", "false", "answers carry no dynamic_metadata", false},
+	{"REDIS_POOL_SIZE", "", "the Redis client sizes its own pool", false},
+	{"REDIS_PIPELINE_WINDOW", "", "the Redis client pipelines on its own", false},
+	{"REDIS_PIPELINE_LIMIT", "", "the Redis client pipelines on its own", false},
+	{"REDIS_PERSECOND", "false", "per-second limits count on REDIS_URL's Redis too", false},
+	{"REDIS_SENTINEL_AUTH", "", "Sentinels are reached without a password", false},
+	{"REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", "false", "health does not follow the Redis connection", false},
+	{"REDIS_POOL_ON_EMPTY_BEHAVIOR", "WAIT", "the Redis client waits for a connection", false},
+}
+
+func envoyRLSListed(name string) bool {
+	for _, u := range envoyRLSUnsupported {
+		if u.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// envoyRLSLogDefaults makes LOG_LEVEL and LOG_FORMAT the defaults of
+// -log-level and -log-format.
+func envoyRLSLogDefaults(fs *flag.FlagSet, s envoyRLSSettings) {
+	for name, v := range map[string]string{"log-level": s.logLevel, "log-format": s.logFormat} {
+		if f := fs.Lookup(name); f != nil && v != "" {
+			f.Value.Set(v)
+			f.DefValue = v
+		}
+	}
+}
+
+// ---- end of the answers' environment.
 
 // openEnvoyRLSStore opens the store s names through package stores, as
 // serve and forward-auth open theirs: memory by default, else Redis at
@@ -232,10 +395,14 @@ func openEnvoyRLSStore(s envoyRLSSettings, log *slog.Logger) (limit.Store, *stor
 }
 
 func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stderr io.Writer) int {
+	for _, u := range s.unsupported {
+		log.Warn(u)
+	}
+	opts := envoyrls.Options{MergeDomains: s.merge}
 	srcs, err := envoyrls.ReadDir(s.dir)
 	var limits *envoyrls.Limits
 	if err == nil {
-		limits, err = envoyrls.Build(srcs)
+		limits, err = envoyrls.BuildWith(srcs, opts)
 	}
 	if err != nil {
 		if ps := envoyrls.Problems(err); len(ps) > 0 {
@@ -267,7 +434,8 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 	defer closeCharging()
 	svc, err := envoyrls.New(envoyrls.Config{
 		Store: st, Headers: s.style, LimitHeader: s.limitH, RemainingHeader: s.remainingH, ResetHeader: s.resetH,
-		Charging: charging, GlobalShadowMode: s.globalShadow, NearLimitRatio: s.nearRatio, Metrics: metrics,
+		Charging: charging, NearLimitRatio: s.nearRatio, Metrics: metrics,
+		ShadowMode: s.shadow, QuotaMode: s.quota,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate envoy-rls: %v\n", err)
@@ -276,7 +444,7 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 	svc.SetLimits(limits)
 	metrics.Loaded(nil)
 
-	w := envoyrls.NewWatcher(envoyrls.WatchConfig{Dir: s.dir, Interval: s.reload, OnLoad: func(l *envoyrls.Limits, err error) {
+	w := envoyrls.NewWatcher(envoyrls.WatchConfig{Dir: s.dir, Interval: s.reload, Options: opts, OnLoad: func(l *envoyrls.Limits, err error) {
 		metrics.Loaded(err)
 		if err != nil {
 			log.Error("configuration refused; the previous one still runs", "dir", s.dir, "error", err)

@@ -208,3 +208,77 @@ func TestEnvoyRLSOpensItsStoreThroughStores(t *testing.T) {
 		t.Error("a password Redis refuses: opened")
 	}
 }
+
+// envoyproxy/ratelimit's answer settings are read with its names and
+// defaults: no headers unless LIMIT_RESPONSE_HEADERS_ENABLED (tollgate's
+// draft-10 ones only through TOLLGATE_RESPONSE_HEADERS), SHADOW_MODE,
+// QUOTA_MODE, MERGE_DOMAIN_CONFIG, LOG_LEVEL (default warn); a setting
+// tollgate does not honour is named, an error when ignoring it would
+// serve something else; GLOBAL_SHADOW_MODE is refused naming SHADOW_MODE.
+func TestEnvoyRLSReadsTheAnswersEnvironment(t *testing.T) {
+	read := func(env map[string]string) (envoyRLSSettings, error) {
+		return envoyRLSEnv(func(k string) string { return env[k] })
+	}
+	s, err := read(nil)
+	if err != nil || s.headers != "none" || s.shadow || s.quota || s.merge || s.logLevel != "warn" || len(s.unsupported) != 0 {
+		t.Fatalf("defaults: %+v, %v", s, err)
+	}
+	s, err = read(map[string]string{"SHADOW_MODE": "true", "QUOTA_MODE": "true", "MERGE_DOMAIN_CONFIG": "true",
+		"LIMIT_RESPONSE_HEADERS_ENABLED": "true", "LOG_LEVEL": "DEBUG", "LOG_FORMAT": "json",
+		"USE_STATSD": "true", "RESPONSE_DYNAMIC_METADATA": "true", "GRPC_SERVER_USE_TLS": "false"})
+	if err != nil || s.headers != "legacy" || !s.shadow || !s.quota || !s.merge || s.logLevel != "debug" || s.logFormat != "json" {
+		t.Fatalf("set: %+v, %v", s, err)
+	}
+	if got := strings.Join(s.unsupported, "\n"); !strings.Contains(got, "USE_STATSD") || !strings.Contains(got, "RESPONSE_DYNAMIC_METADATA") || len(s.unsupported) != 2 {
+		t.Errorf("unsupported %q, want USE_STATSD and RESPONSE_DYNAMIC_METADATA", got)
+	}
+	if s, err = read(map[string]string{"LIMIT_RESPONSE_HEADERS_ENABLED": "true", "TOLLGATE_RESPONSE_HEADERS": "draft10"}); err != nil || s.headers != "draft10" {
+		t.Fatalf("TOLLGATE_RESPONSE_HEADERS: %+v, %v", s, err)
+	}
+	for k, v := range map[string]string{"GLOBAL_SHADOW_MODE": "true", "SHADOW_MODE": "maybe", "LOG_LEVEL": "loud",
+		"GRPC_SERVER_USE_TLS": "true", "CONFIG_TYPE": "GRPC_XDS_SOTW", "BACKEND_TYPE": "memcache", "GRPC_UDS": "/tmp/rl.sock",
+		"TOLLGATE_RESPONSE_HEADERS": "fancy"} {
+		_, err := read(map[string]string{k: v})
+		if err == nil || !strings.Contains(err.Error(), strings.Split(k, "_MODE")[0]) {
+			t.Errorf("%s=%q: %v, want an error naming it", k, v, err)
+		}
+	}
+}
+
+// LOG_LEVEL sets the command's log level, warn by default as
+// envoyproxy/ratelimit's: the info line of the listener shows only
+// with LOG_LEVEL=info; a setting not honoured is named at start.
+func TestEnvoyRLSLogLevelFromEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "edge.yaml"), []byte("domain: edge\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, lv := range []string{"", "info"} {
+		t.Run("LOG_LEVEL="+lv, func(t *testing.T) {
+			t.Setenv("LOG_LEVEL", lv)
+			t.Setenv("USE_STATSD", "true")
+			grpcAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+			logs := startEnvoyRLS(t, "-config-dir", dir, "-grpc", grpcAddr, "-http", "off", "-debug", "off")
+			eventually(t, "the warning at start", func() bool { return strings.Contains(logs.String(), "USE_STATSD") })
+			if lv == "info" {
+				eventually(t, "the listening line", func() bool { return strings.Contains(logs.String(), "envoy-rls listening") })
+			} else {
+				conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				// Serving, so past the listening line.
+				if _, err := rlsv3.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, &rlsv3.RateLimitRequest{Domain: "edge",
+					Descriptors: []*rlv3.RateLimitDescriptor{{Entries: []*rlv3.RateLimitDescriptor_Entry{{Key: "k", Value: "v"}}}}}, grpc.WaitForReady(true)); err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(logs.String(), "level=INFO") {
+					t.Errorf("info lines at the default level:\n%s", logs)
+				}
+			}
+		})
+	}
+}
