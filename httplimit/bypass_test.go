@@ -134,3 +134,32 @@ func TestNewNilEnginePanics(t *testing.T) {
 	}()
 	New(nil, Config{})
 }
+
+// A path spelled with dot segments or repeated slashes is the path it
+// names: a handler or router that serves "//api/x" as "/api/x" (no
+// ServeMux redirect in front) must not see it go uncounted by a rule on
+// "/api/", as the gateway and forward-auth count it (rules.CleanPath).
+func TestUncleanPathsCountAgainstARuleOnTheirPrefix(t *testing.T) {
+	st, err := memory.New(memory.Config{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e, err := rules.New(rules.Config{Rules: []rules.Rule{{
+		Name: "api", Match: rules.Match{PathPrefixes: []string{"/api/"}},
+		Policies: []rules.Policy{{Algorithm: "token_bucket", Rate: "1/h", Burst: 2}},
+	}}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := 0
+	h := New(e, Config{}).Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+	for _, p := range []string{"/api/x", "//api/x", "/./api/x", "/x/../api/x", "/api/x/..", "/api//x"} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.URL.Path = p
+		h.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	if served != 2 {
+		t.Errorf("a rule on /api/ of 2 per hour served %d of 6 spellings of /api/ paths", served)
+	}
+}

@@ -23,8 +23,12 @@ func (v Request) Method() string { return v.Req.Method }
 // Host returns the Host field (or the absolute URI's host).
 func (v Request) Host() string { return v.Req.Host }
 
-// Path returns the decoded path.
-func (v Request) Path() string { return v.Req.URL.Path }
+// Path returns the decoded path, cleaned by rules.CleanPath (dot
+// segments resolved, repeated slashes collapsed) as the gateway and
+// forward-auth clean it, so that no spelling of a path slips past a rule
+// on its prefix whatever router serves it. It allocates only for a path
+// that needs cleaning.
+func (v Request) Path() string { return rules.CleanPath(v.Req.URL.Path) }
 
 // Query returns the first value of a query parameter, decoded.
 func (v Request) Query(name string) (string, bool) {

@@ -16,8 +16,8 @@ import (
 //
 // Every reader of a request-target that the engine decides on calls it:
 // the gateway's HTTP/2 listener (the HTTP/1.1 one gets the same path
-// from fasthttp) and forward-auth (package forwardauth), for the path a
-// proxy forwards. It allocates only when p changes.
+// from fasthttp), the net/http middleware (package httplimit), and
+// forward-auth (package forwardauth), for the path a proxy forwards. It allocates only when p changes.
 func CleanPath(p string) string {
 	if p == "" || p[0] != '/' {
 		return p
