@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -34,6 +35,46 @@ type exchange struct {
 	// longer than upstream.response_timeout; timedOut says it did.
 	timer    *time.Timer
 	timedOut atomic.Bool
+	// metering: the exchange is counted in rt's meters until it ends
+	// (exchange.endMeters), and body records why the client's
+	// request body failed, if it did: then the failure is the client's.
+	metering bool
+	body     h2Body
+}
+
+// h2Body is a request body on the net/http path that remembers the
+// error reading it from the client ended with, EOF aside.
+type h2Body struct {
+	io.ReadCloser
+	err atomic.Pointer[error]
+}
+
+// Read reads from the client, noting a failure.
+func (b *h2Body) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.err.Load() == nil {
+		b.err.Store(&err)
+	}
+	return n, err
+}
+
+// failed is the error the client's body failed with, or nil.
+func (b *h2Body) failed() error {
+	if e := b.err.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// endMeters ends the exchange in rt's meters with the upstream's
+// response resp, or, with resp nil, a failure: measured when it was the
+// upstream's, cancelled when it was the client's (clients).
+func (ex *exchange) endMeters(resp *http.Response, clients bool) {
+	if !ex.metering {
+		return
+	}
+	ex.metering = false
+	endMetersH2(ex.rt, time.Since(ex.start), resp, clients)
 }
 
 type exchangeKey struct{}
@@ -56,6 +97,16 @@ func (g *Gateway) proxyH2(w http.ResponseWriter, r *http.Request, ex *exchange) 
 		defer ex.timer.Stop()
 	}
 	ex.start = monoNow()
+	if len(ex.rt.meters) > 0 {
+		beginMeters(ex.rt)
+		ex.metering = true
+		// Neither hook ran (a panic): not the upstream's doing.
+		defer ex.endMeters(nil, true)
+		if r.Body != nil && r.Body != http.NoBody {
+			ex.body.ReadCloser = r.Body
+			r.Body = &ex.body
+		}
+	}
 	ex.rt.h2proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
@@ -176,6 +227,7 @@ func modifyH2(resp *http.Response) error {
 	if ex.timer != nil {
 		ex.timer.Stop()
 	}
+	ex.endMeters(resp, false)
 	rt := ex.rt
 	rt.upTime.Observe(time.Since(ex.start).Seconds())
 	rt.upStatus[statusIndex(resp.StatusCode)].Inc()
@@ -193,11 +245,14 @@ func (g *Gateway) upstreamErrorH2(w http.ResponseWriter, r *http.Request, err er
 	ex := exchangeOf(r)
 	rt := ex.rt
 	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
+	timedOut := ex.timedOut.Load()
+	// The origin signals measure only what was the upstream's doing.
+	ex.endMeters(nil, errors.As(err, &tooLarge) || ex.body.failed() != nil ||
+		!timedOut && r.Context().Err() != nil)
+	if tooLarge != nil {
 		problemH2(w, r, http.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
 		return
 	}
-	timedOut := ex.timedOut.Load()
 	if !timedOut && r.Context().Err() != nil {
 		return // the client reset the stream or closed the connection
 	}

@@ -217,10 +217,11 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 	body := wrapClientBody(req, s.cfg.Listen.MaxRequestBody)
 	beginMeters(rt)
 	err := do(rt, req, resp)
+	bodyErr := body.release()
 	if len(rt.meters) > 0 {
-		endMeters(rt, time.Since(start), resp, err)
+		endMeters(rt, time.Since(start), resp, err, bodyErr)
 	}
-	if bodyErr := body.release(); bodyErr != nil && err != nil {
+	if bodyErr != nil && err != nil {
 		// The client's fault, not the upstream's.
 		bodyError(ctx, bodyErr)
 		return
