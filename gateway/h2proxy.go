@@ -40,6 +40,9 @@ type exchange struct {
 	// request body failed, if it did: then the failure is the client's.
 	metering bool
 	body     h2Body
+	// send bounds the writes of an HTTP/2 stream's response
+	// (listen.send_timeout).
+	send streamSend
 }
 
 // h2Body is a request body on the net/http path that remembers the
@@ -87,6 +90,17 @@ func exchangeOf(r *http.Request) *exchange {
 // proxyH2 forwards r to ex.rt's upstream through its ReverseProxy:
 // bodies stream both ways, trailers pass, nothing is buffered whole.
 func (g *Gateway) proxyH2(w http.ResponseWriter, r *http.Request, ex *exchange) {
+	hold, ok := holdUpstreamH2(w, r, ex.s, ex.rt)
+	if !ok {
+		return
+	}
+	defer hold.release()
+	if r.ProtoMajor == 2 {
+		// A stream's writes are bounded by send_timeout here, one by
+		// one; HTTP/1.1's are by its connection (yieldConn.Write).
+		ex.send.start(w, ex.s.cfg.Listen.SendTimeout)
+		w = &ex.send
+	}
 	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), exchangeKey{}, ex))
 	defer cancel()
 	if t := ex.s.cfg.Upstream.ResponseTimeout; t > 0 {

@@ -210,6 +210,9 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 	if start.IsZero() {
 		start = monoNow()
 	}
+	if !holdUpstream(ctx, s, rt) {
+		return
+	}
 	if rt.conc != nil && !rt.conc.acquire() {
 		problem(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable", "the upstream's adaptive concurrency limit is reached")
 		return
