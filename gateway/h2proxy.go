@@ -31,53 +31,56 @@ type exchange struct {
 	rawPath string // the target's path as the client sent it
 	res     rules.Result
 	start   time.Time
+	// metering: the exchange is counted in rt's meters until it ends
+	// (exchange.endMeters); send bounds the writes of an HTTP/2
+	// stream's response (listen.send_timeout).
+	metering bool
+	send     streamSend
 	// timer cancels the upstream exchange when its response headers take
 	// longer than upstream.response_timeout; timedOut says it did.
 	timer    *time.Timer
 	timedOut atomic.Bool
-	// metering: the exchange is counted in rt's meters until it ends
-	// (exchange.endMeters), and body records why the client's
-	// request body failed, if it did: then the failure is the client's.
-	metering bool
-	body     h2Body
-	// send bounds the writes of an HTTP/2 stream's response
-	// (listen.send_timeout).
-	send streamSend
+	// body is the client's request body on its way upstream, when it
+	// has one.
+	body h2Body
 }
 
-// h2Body is a request body on the net/http path that remembers the
-// error reading it from the client ended with, EOF aside.
+// h2Body is a request body on the net/http path on its way from the
+// client to the upstream. It remembers why reading it from the client
+// failed (broken chunked framing, a body cut short, a stall past
+// listen.read_timeout, the size limit), so that the gateway answers for
+// the client's fault (clientBodyFault) instead of reporting an upstream
+// error; the upstream, whose request body stopped short, sees its
+// exchange fail. The transport reads it on its own goroutine while the
+// handler's may ask why it failed: the error is kept atomically.
 type h2Body struct {
-	io.ReadCloser
-	err atomic.Pointer[error]
+	rc     io.ReadCloser
+	err    atomic.Pointer[error]
+	closed atomic.Bool
 }
 
-// Read reads from the client, noting a failure.
+// Read passes the client's body on and notes why it failed, if it does.
 func (b *h2Body) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && err != io.EOF && b.err.Load() == nil {
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF && !b.closed.Load() && b.err.Load() == nil {
 		b.err.Store(&err)
 	}
 	return n, err
 }
 
-// failed is the error the client's body failed with, or nil.
+// Close closes the client's body; reads after it fail without being the
+// client's fault.
+func (b *h2Body) Close() error {
+	b.closed.Store(true)
+	return b.rc.Close()
+}
+
+// failed is why reading the client's body failed, or nil.
 func (b *h2Body) failed() error {
 	if e := b.err.Load(); e != nil {
 		return *e
 	}
 	return nil
-}
-
-// endMeters ends the exchange in rt's meters with the upstream's
-// response resp, or, with resp nil, a failure: measured when it was the
-// upstream's, cancelled when it was the client's (clients).
-func (ex *exchange) endMeters(resp *http.Response, clients bool) {
-	if !ex.metering {
-		return
-	}
-	ex.metering = false
-	endMetersH2(ex.rt, time.Since(ex.start), resp, clients)
 }
 
 type exchangeKey struct{}
@@ -101,6 +104,12 @@ func (g *Gateway) proxyH2(w http.ResponseWriter, r *http.Request, ex *exchange) 
 		ex.send.start(w, ex.s.cfg.Listen.SendTimeout)
 		w = &ex.send
 	}
+	if len(ex.rt.meters) > 0 {
+		beginMeters(ex.rt)
+		ex.metering = true
+		// Neither hook ran (a panic): not the upstream's doing.
+		defer ex.endMeters(nil, true)
+	}
 	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), exchangeKey{}, ex))
 	defer cancel()
 	if t := ex.s.cfg.Upstream.ResponseTimeout; t > 0 {
@@ -110,17 +119,11 @@ func (g *Gateway) proxyH2(w http.ResponseWriter, r *http.Request, ex *exchange) 
 		})
 		defer ex.timer.Stop()
 	}
-	ex.start = monoNow()
-	if len(ex.rt.meters) > 0 {
-		beginMeters(ex.rt)
-		ex.metering = true
-		// Neither hook ran (a panic): not the upstream's doing.
-		defer ex.endMeters(nil, true)
-		if r.Body != nil && r.Body != http.NoBody {
-			ex.body.ReadCloser = r.Body
-			r.Body = &ex.body
-		}
+	if r.Body != nil && r.Body != http.NoBody {
+		ex.body.rc = r.Body
+		r.Body = &ex.body
 	}
+	ex.start = monoNow()
 	ex.rt.h2proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
@@ -130,7 +133,7 @@ func (g *Gateway) newH2Proxy(rt *route, transport http.RoundTripper) *httputil.R
 		Rewrite:        rewriteH2,
 		Transport:      transport,
 		ModifyResponse: modifyH2,
-		ErrorHandler:   g.upstreamErrorH2,
+		ErrorHandler:   g.proxyErrorH2,
 		BufferPool:     proxyBuffers,
 		ErrorLog:       g.netHTTPLogger(),
 	}
@@ -241,10 +244,10 @@ func modifyH2(resp *http.Response) error {
 	if ex.timer != nil {
 		ex.timer.Stop()
 	}
-	ex.endMeters(resp, false)
 	rt := ex.rt
 	rt.upTime.Observe(time.Since(ex.start).Seconds())
 	rt.upStatus[statusIndex(resp.StatusCode)].Inc()
+	ex.endMeters(resp, false)
 	if ex.res.Matched() {
 		httplimit.SetHeaders(resp.Header, &ex.res)
 	}
@@ -259,14 +262,11 @@ func (g *Gateway) upstreamErrorH2(w http.ResponseWriter, r *http.Request, err er
 	ex := exchangeOf(r)
 	rt := ex.rt
 	var tooLarge *http.MaxBytesError
-	timedOut := ex.timedOut.Load()
-	// The origin signals measure only what was the upstream's doing.
-	ex.endMeters(nil, errors.As(err, &tooLarge) || ex.body.failed() != nil ||
-		!timedOut && r.Context().Err() != nil)
-	if tooLarge != nil {
+	if errors.As(err, &tooLarge) {
 		problemH2(w, r, http.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
 		return
 	}
+	timedOut := ex.timedOut.Load()
 	if !timedOut && r.Context().Err() != nil {
 		return // the client reset the stream or closed the connection
 	}
