@@ -68,9 +68,10 @@
 // answers 503 at once, as nginx's limit_conn does.
 //
 // The adaptive controllers' origin signals (latency, error_rate,
-// in_flight, a response header) measure only what the upstream answered,
-// or a failure to reach it or to get its answer in time, on both data
-// paths: an answer the gateway makes itself (400 for a broken request
+// in_flight, a response header) and a route's adaptive_concurrency
+// latency samples measure only what the upstream answered, or a failure
+// to reach it or to get its answer in time, on both data paths: an
+// answer the gateway makes itself (400 for a broken request
 // body, 408, 413, 431, 429, its own 503) and a client gone before the
 // answer are never counted, so one client's bad requests cannot lower
 // every client's limit.
