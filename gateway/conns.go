@@ -249,6 +249,7 @@ func holdUpstream(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) bool {
 		return true
 	}
 	if !rt.holds.acquire(p, rt.share) {
+		rt.shareRefused.Inc()
 		clientHoldsShare(ctx)
 		return false
 	}
@@ -275,6 +276,7 @@ func holdUpstreamH2(w http.ResponseWriter, r *http.Request, s *snapshot, rt *rou
 		return clientHold{}, true
 	}
 	if !rt.holds.acquire(p, rt.share) {
+		rt.shareRefused.Inc()
 		problemH2(w, r, http.StatusServiceUnavailable, "Service Unavailable", clientShareDetail)
 		return clientHold{}, false
 	}

@@ -65,7 +65,8 @@
 // holds at most upstream.max_conns_per_client of an upstream's pool at
 // once (an eighth of upstream.max_conns by default), from the request
 // sent to the last byte of its response written: beyond, the gateway
-// answers 503 at once, as nginx's limit_conn does.
+// answers 503 at once, as nginx's limit_conn does, and counts it in
+// tollgate_upstream_client_share_refused_total.
 //
 // The adaptive controllers' origin signals (latency, error_rate,
 // in_flight, a response header) and a route's adaptive_concurrency

@@ -83,8 +83,9 @@ type route struct {
 	conc *concLimit
 	// holds bounds what one client holds of the upstream's pool to
 	// share (upstream.max_conns_per_client); nil for the demo origin.
-	holds *clientHolds
-	share int32
+	holds        *clientHolds
+	share        int32
+	shareRefused prometheus.Counter
 }
 
 // build compiles cfg into a snapshot over the gateway's store. It is
@@ -173,6 +174,7 @@ func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*route, error
 		dialTimeout: cfg.Upstream.DialTimeout,
 	}
 	r.upTime = g.m.upstreamTime.WithLabelValues(r.name)
+	r.shareRefused = g.m.shareRefused.WithLabelValues(r.name)
 	for i, class := range statusLabels {
 		r.upStatus[i] = g.m.upstreamStatus.WithLabelValues(r.name, class)
 	}
