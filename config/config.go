@@ -91,7 +91,11 @@ type Listen struct {
 	// response for that long (a full socket on HTTP/1.1, a flow-control
 	// window of 0 on an HTTP/2 stream) is cut, its connection closed or
 	// its stream reset, and the upstream connection it held is freed; a
-	// large download read slowly but steadily is not. It applies to every
+	// large download read slowly but steadily is not (the kernel wakes a
+	// write waiting on a full socket once about half its send buffer is
+	// free, as epoll tells nginx: a client must take that much per
+	// send_timeout, 2 MiB a minute with Linux's largest autotuned buffer
+	// of 4 MiB). It applies to every
 	// connection of the traffic listener (WebSocket tunnels included) and
 	// to the admin listener. A write may take up to an eighth more (at
 	// most a second more) before it fails: the deadline is moved only

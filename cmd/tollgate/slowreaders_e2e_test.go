@@ -268,10 +268,21 @@ reload: {watch: false}
 routes:
   - {path: /, upstream: "`+o.URL+`"}
 `)
-			// Steady: 2 MiB read 64 KiB every 100ms, about 3s in all.
+			// Steady: 2 MiB read 64 KiB every 100ms, about 3s in all,
+			// through a receive buffer of 64 KiB. (The kernel wakes a
+			// writer blocked on a full socket once about half its send
+			// buffer is free, as epoll tells nginx: a client reading
+			// less than that per send_timeout is cut. A small receive
+			// window keeps the gateway's send buffer small.)
+			sc := honestClient(tc.h2c)
+			sc.Transport.(*http.Transport).DialContext = (&net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+				return rc.Control(func(fd uintptr) {
+					syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10)
+				})
+			}}).DialContext
 			steady := make(chan error, 1)
 			go func() {
-				resp, err := honestClient(tc.h2c).Get(p.url("/big?size=" + strconv.Itoa(2<<20)))
+				resp, err := sc.Get(p.url("/big?size=" + strconv.Itoa(2<<20)))
 				if err != nil {
 					steady <- err
 					return
