@@ -31,14 +31,14 @@ func sendPair(t *testing.T, send time.Duration) (*yieldConn, net.Conn) {
 	return c.(*yieldConn), client
 }
 
-// fill writes to c until a write fails, and returns the error and how
-// long the failing write had been waiting.
-func fill(c io.Writer) (error, time.Duration) {
+// fill writes to c until a write fails, and returns how long the
+// failing write had been waiting, and its error.
+func fill(c io.Writer) (time.Duration, error) {
 	buf := make([]byte, 64<<10)
 	for {
 		start := time.Now()
 		if _, err := c.Write(buf); err != nil {
-			return err, time.Since(start)
+			return time.Since(start), err
 		}
 	}
 }
@@ -50,14 +50,14 @@ func fill(c io.Writer) (error, time.Duration) {
 func TestSendTimeoutBoundsEachWrite(t *testing.T) {
 	const send = 300 * time.Millisecond
 	c, _ := sendPair(t, send)
-	err, waited := fill(c)
+	waited, err := fill(c)
 	if !errors.Is(err, os.ErrDeadlineExceeded) || waited < send-10*time.Millisecond || waited > send+deadlineSlack(send)+2*time.Second {
 		t.Fatalf("stalled write: %v after %v, want a deadline after %v", err, waited, send)
 	}
 
 	c, _ = sendPair(t, time.Hour)
 	c.SetWriteDeadline(time.Now().Add(send))
-	if err, waited := fill(c); !errors.Is(err, os.ErrDeadlineExceeded) || waited > send+2*time.Second {
+	if waited, err := fill(c); !errors.Is(err, os.ErrDeadlineExceeded) || waited > send+2*time.Second {
 		t.Fatalf("with the server's deadline: %v after %v, want a deadline within %v", err, waited, send)
 	}
 
