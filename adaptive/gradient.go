@@ -187,6 +187,16 @@ func (g *Gradient) Acquire() bool {
 	return true
 }
 
+// Cancel gives back a place Acquire took without a sample: the request
+// did not end by the upstream's doing (its client's body failed, the
+// gateway's own limit refused it), so its time says nothing of the
+// upstream's latency.
+func (g *Gradient) Cancel() {
+	g.mu.Lock()
+	g.inFlight--
+	g.mu.Unlock()
+}
+
 // Release gives back a place Acquire took: the request ended at now,
 // after took with the upstream. It reports whether the limit or minRTT
 // changed (for metrics).

@@ -21,9 +21,11 @@ const (
 
 // Meter measures the exchanges of a gateway with one upstream, interval
 // by interval, for a controller's latency, error_rate, in_flight and
-// header signals. Begin and End are called around every exchange, from
-// any goroutine; Roll, from the controller's one goroutine, closes the
-// interval. Begin and End do not allocate (the sketch's bins grow only
+// header signals. Begin and End (or Cancel) are called around every
+// exchange, from any goroutine; Roll, from the controller's one
+// goroutine, closes the interval. Only what the upstream answered, or a
+// failure to reach it, may be measured: an answer the gateway made
+// itself is Cancelled. Begin and End do not allocate (the sketch's bins grow only
 // while the latency range widens, up to a bound).
 type Meter struct {
 	header   string // the response header field read, "" for none
@@ -91,6 +93,12 @@ func (m *Meter) End(took time.Duration, failed bool, header []byte) {
 	}
 	m.mu.Unlock()
 }
+
+// Cancel ends an exchange Begin counted without measuring it: what ended
+// it was not the upstream's doing (a request body the client broke or
+// sent over the limit, a client gone before the answer, a limit of the
+// gateway's own), so it says nothing about the origin's health.
+func (m *Meter) Cancel() { m.inFlight.Add(-1) }
 
 // Interval is what a Meter measured over one interval.
 type Interval struct {

@@ -47,6 +47,21 @@ func TestMeterInterval(t *testing.T) {
 	}
 }
 
+// A cancelled exchange leaves flight and is measured in nothing.
+func TestMeterCancel(t *testing.T) {
+	m := NewMeter("")
+	m.Begin()
+	m.Begin()
+	if iv := m.Roll(); iv.InFlight != 2 {
+		t.Fatalf("in flight %d, want 2", iv.InFlight)
+	}
+	m.Cancel()
+	m.End(time.Millisecond, true, nil)
+	if iv := m.Roll(); iv.InFlight != 0 || iv.Exchanges != 1 || iv.Errors != 1 {
+		t.Fatalf("interval %+v, want one exchange, failed, none in flight", iv)
+	}
+}
+
 func TestMeterConcurrent(t *testing.T) {
 	m := NewMeter("")
 	var wg sync.WaitGroup

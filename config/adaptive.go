@@ -21,8 +21,13 @@ import (
 type Adaptive struct {
 	// Upstream is the upstream URL, written as in a route, whose
 	// exchanges the gateway measures for the latency, error_rate,
-	// in_flight and header signals (every route to it counts). Required
-	// when one of those signals is used.
+	// in_flight and header signals (every route to it counts, on both
+	// data paths). Only what the upstream answered, or a failure to reach
+	// it or to get its answer within upstream.response_timeout, is
+	// measured: an answer the gateway makes itself (400 for a broken
+	// request body, 408, 413, 431, 429, its own 503) and a client gone
+	// before the answer never are. Required when one of those signals is
+	// used.
 	Upstream string `yaml:"upstream"`
 	// Interval is the time between two steps of the controller. Default
 	// 1s; at least 10ms.
@@ -64,8 +69,8 @@ type Adaptive struct {
 // AdaptiveSignal is one health signal of an adaptive controller.
 type AdaptiveSignal struct {
 	// Measure is latency (a quantile of the upstream's response time),
-	// error_rate (the percentage of exchanges answered 5xx or not at
-	// all), in_flight (requests being proxied to the upstream), header
+	// error_rate (the percentage of the upstream's exchanges it answered
+	// 5xx or not at all), in_flight (requests being proxied to the upstream), header
 	// (a number the upstream sends in a response header) or prometheus
 	// (a metric of the origin's Prometheus endpoint). Required.
 	Measure string `yaml:"measure"`

@@ -84,10 +84,29 @@ type Listen struct {
 	// ReadTimeout bounds reading a request's headers and body.
 	// Default 30s; at least 1ms (no request can be read in less).
 	ReadTimeout time.Duration `yaml:"read_timeout"`
-	// WriteTimeout bounds writing a response. Zero (the default) means no
-	// limit, so that long downloads and streams are not cut; otherwise at
-	// least 1ms (no response can be written in less).
+	// WriteTimeout bounds writing a whole response: on HTTP/1.1 from
+	// the end of the request's head (net/http) or from the first byte
+	// of the response (fasthttp), on HTTP/2 from the start of the stream,
+	// to its last byte, however steadily the client reads. Zero (the
+	// default) means no such bound, so that long downloads and streams
+	// are not cut (send_timeout still cuts a client that stops reading);
+	// otherwise at least 1ms (no response can be written in less).
 	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// SendTimeout bounds each write to a client, as nginx's send_timeout
+	// does, not the whole response: a client that accepts no byte of its
+	// response for that long (a full socket on HTTP/1.1, a flow-control
+	// window of 0 on an HTTP/2 stream) is cut, its connection closed or
+	// its stream reset, and the upstream connection it held is freed; a
+	// large download read slowly but steadily is not (the kernel wakes a
+	// write waiting on a full socket once about half its send buffer is
+	// free, as epoll tells nginx: a client must take that much per
+	// send_timeout, 2 MiB a minute with Linux's largest autotuned buffer
+	// of 4 MiB). It applies to every
+	// connection of the traffic listener (WebSocket tunnels included) and
+	// to the admin listener. A write may take up to an eighth more (at
+	// most a second more) before it fails: the deadline is moved only
+	// that often. Default 60s (nginx's); at least 1ms.
+	SendTimeout time.Duration `yaml:"send_timeout"`
 	// IdleTimeout closes keep-alive connections idle that long.
 	// Default 90s.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
@@ -183,6 +202,20 @@ type Upstream struct {
 	// tunnels, which hold their connection while they last, are capped
 	// at the same number apart: an upgrade beyond gets 503.
 	MaxConns int `yaml:"max_conns"`
+	// MaxConnsPerClient caps what one client holds of each upstream's
+	// pool: the requests to that upstream it has in flight at once, each
+	// from the request sent to the last byte of its response written
+	// (an upstream connection each on HTTP/1.1; a stream or a connection
+	// on the net/http path). A request beyond is answered 503 by the
+	// gateway at once, as nginx's limit_conn answers, and never reaches
+	// the upstream. The client is its address as the rules find it
+	// (client_ip: the peer, or the address a trusted proxy forwards),
+	// counted by client_ip.ipv4_prefix and ipv6_prefix. So a client whose
+	// connections or streams never read their responses holds no more
+	// than this many of the pool until send_timeout cuts them, and the
+	// others keep being served. Default an eighth of max_conns (128 with
+	// its default); a value of max_conns or more leaves only max_conns.
+	MaxConnsPerClient int `yaml:"max_conns_per_client"`
 }
 
 // Route sends requests matching Host and Path to Upstream.

@@ -109,6 +109,9 @@ func (c *Config) Defaults() {
 	if c.Listen.IdleTimeout == 0 {
 		c.Listen.IdleTimeout = 90 * time.Second
 	}
+	if c.Listen.SendTimeout == 0 {
+		c.Listen.SendTimeout = 60 * time.Second
+	}
 	if c.Admin.Addr == "" {
 		c.Admin.Addr = "127.0.0.1:9090"
 	}
@@ -124,6 +127,9 @@ func (c *Config) Defaults() {
 	}
 	if u.MaxConns == 0 {
 		u.MaxConns = 1024
+	}
+	if u.MaxConnsPerClient == 0 {
+		u.MaxConnsPerClient = max(u.MaxConns/8, 1)
 	}
 	if len(c.Routes) == 0 {
 		c.Routes = []Route{{Path: "/", Upstream: "demo"}}

@@ -54,6 +54,7 @@ func (c *Config) validate(ps *problems) {
 	}
 	checkMin(ps, c.at("listen.read_timeout"), "listen.read_timeout", c.Listen.ReadTimeout, minTimeout)
 	checkMin(ps, c.at("listen.write_timeout"), "listen.write_timeout", c.Listen.WriteTimeout, minTimeout)
+	checkMin(ps, c.at("listen.send_timeout"), "listen.send_timeout", c.Listen.SendTimeout, minTimeout)
 	checkMin(ps, c.at("upstream.dial_timeout"), "upstream.dial_timeout", c.Upstream.DialTimeout, minTimeout)
 	checkMin(ps, c.at("upstream.response_timeout"), "upstream.response_timeout", c.Upstream.ResponseTimeout, minTimeout)
 	// The watcher polls every interval whether or not watch is on (a
@@ -62,6 +63,9 @@ func (c *Config) validate(ps *problems) {
 	checkMin(ps, c.at("reload.settle"), "reload.settle", c.Reload.Settle, minReloadInterval)
 	if c.Upstream.MaxConns < 0 {
 		ps.add(c.at("upstream.max_conns"), "upstream.max_conns %d must not be negative", c.Upstream.MaxConns)
+	}
+	if c.Upstream.MaxConnsPerClient < 0 {
+		ps.add(c.at("upstream.max_conns_per_client"), "upstream.max_conns_per_client %d must not be negative", c.Upstream.MaxConnsPerClient)
 	}
 	c.validateRoutes(ps)
 	c.validateHTTP2(ps)

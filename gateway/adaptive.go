@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"errors"
 	"log/slog"
 	"math"
+	"net/http"
 	"os"
 	"reflect"
 	"strconv"
@@ -110,12 +112,59 @@ func beginMeters(rt *route) {
 
 // endMeters ends it: how long the upstream took to answer, whether it
 // failed (no response, or a 5xx) and the header fields the meters read.
-func endMeters(rt *route, took time.Duration, resp *fasthttp.Response, err error) {
+// An exchange that did not end by the upstream's doing (originsOutcome)
+// is cancelled instead: the origin signals measure the origin, and an
+// answer the gateway made itself (400 for a broken request body, 413,
+// 503 for its own connection limit) says nothing about it.
+func endMeters(rt *route, took time.Duration, resp *fasthttp.Response, err, bodyErr error) {
+	if !originsOutcome(err, bodyErr) {
+		cancelMeters(rt)
+		return
+	}
 	failed := err != nil || resp.StatusCode() >= 500
 	for _, m := range rt.meters {
 		var h []byte
 		if err == nil && m.Header() != "" {
 			h = resp.Header.Peek(m.Header())
+		}
+		m.End(took, failed, h)
+	}
+}
+
+// originsOutcome reports whether an exchange with the upstream that
+// ended with err (nil: a response) was the upstream's doing: its
+// response, or a failure to connect to it or to get its answer in
+// time. It was not when the client's request body failed (bodyErr:
+// malformed, cut short, stalled, over listen.max_request_body; the
+// client gets 400, 408 or 413), or when the gateway's own limit on
+// upstream connections refused it (503).
+func originsOutcome(err, bodyErr error) bool {
+	return err == nil || bodyErr == nil && !errors.Is(err, fasthttp.ErrNoFreeConns)
+}
+
+// cancelMeters ends an exchange beginMeters counted without measuring it.
+func cancelMeters(rt *route) {
+	for _, m := range rt.meters {
+		m.Cancel()
+	}
+}
+
+// endMetersH2 is endMeters for the net/http path: the upstream's
+// response resp, or, with resp nil, a failure to get one, measured
+// unless it was the client's (clients: its request body failed, or it
+// went away before the answer).
+func endMetersH2(rt *route, took time.Duration, resp *http.Response, clients bool) {
+	if resp == nil && clients {
+		cancelMeters(rt)
+		return
+	}
+	failed := resp == nil || resp.StatusCode >= 500
+	for _, m := range rt.meters {
+		var h []byte
+		if name := m.Header(); resp != nil && name != "" {
+			if v := resp.Header.Get(name); v != "" {
+				h = []byte(v)
+			}
 		}
 		m.End(took, failed, h)
 	}
@@ -217,4 +266,31 @@ func (g *Gateway) initAdaptive() {
 func nodeName() string {
 	h, _ := os.Hostname()
 	return h + ":" + strconv.Itoa(os.Getpid())
+}
+
+// endMeters ends the net/http path's exchange in rt's meters with the
+// upstream's response resp, or, with resp nil, a failure: measured when
+// it was the upstream's, cancelled when it was the client's (clients).
+// Only the handler's goroutine calls it; the first call counts.
+func (ex *exchange) endMeters(resp *http.Response, clients bool) {
+	if !ex.metering {
+		return
+	}
+	ex.metering = false
+	endMetersH2(ex.rt, time.Since(ex.start), resp, clients)
+}
+
+// proxyErrorH2 is the net/http path's ReverseProxy.ErrorHandler: it ends
+// the failed exchange in the meters, as the client's when its request
+// body failed (h2Body), was over listen.max_request_body, or the client
+// went away before the answer (a stream reset, a connection closed), as
+// the upstream's otherwise (unreachable, or no answer within
+// upstream.response_timeout), then answers it (upstreamErrorH2).
+func (g *Gateway) proxyErrorH2(w http.ResponseWriter, r *http.Request, err error) {
+	if ex := exchangeOf(r); ex != nil && ex.metering {
+		var tooLarge *http.MaxBytesError
+		ex.endMeters(nil, errors.As(err, &tooLarge) || ex.body.failed() != nil ||
+			!ex.timedOut.Load() && r.Context().Err() != nil)
+	}
+	g.upstreamErrorH2(w, r, err)
 }

@@ -72,6 +72,15 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// failed is why the client's body failed so far, or nil. A nil b has not
+// failed.
+func (b *clientBody) failed() error {
+	if b == nil {
+		return nil
+	}
+	return b.err
+}
+
 // release returns why the client's body failed, or nil, and gives b back
 // to the pool. A nil b has not failed.
 func (b *clientBody) release() error {

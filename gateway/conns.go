@@ -2,9 +2,15 @@ package gateway
 
 import (
 	"net"
+	"net/http"
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/fastlimit"
+	"github.com/tollgate-dev/tollgate/httplimit"
 )
 
 // connKey names an upstream connection by its two ends.
@@ -137,4 +143,150 @@ func (c *trackedConn) Close() error {
 		c.once.Do(func() { c.u.m.Delete(c.k) })
 	}
 	return c.Conn.Close()
+}
+
+// clientHolds bounds what one client holds of an upstream's connection
+// pool (upstream.max_conns_per_client): the exchanges with the upstream
+// each client network (rules.ClientNets) has in flight, from the request
+// sent to the last byte of the response written to the client. HTTP/1.1
+// holds an upstream connection for each; on the net/http path each is a
+// stream or a connection. Without it, clients that never read their
+// responses (a window of 0 on HTTP/2, a full socket on HTTP/1.1) hold
+// every connection of the pool and nobody else is served.
+//
+// A network has an entry only while it holds something, so the table is
+// bounded by the exchanges in flight. Sharded by address: the proxy
+// path takes one lock for the hold and one for its release.
+type clientHolds struct {
+	shards [16]holdShard
+}
+
+type holdShard struct {
+	mu sync.Mutex
+	n  map[netip.Prefix]int32
+}
+
+func (h *clientHolds) shard(p netip.Prefix) *holdShard {
+	a := p.Addr().As16()
+	return &h.shards[(a[15]^a[13]^a[11]^a[7])&15]
+}
+
+// acquire takes a place for p, or reports that p holds its share, max.
+func (h *clientHolds) acquire(p netip.Prefix, max int32) bool {
+	sh := h.shard(p)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	n := sh.n[p]
+	if n >= max {
+		return false
+	}
+	if sh.n == nil {
+		sh.n = map[netip.Prefix]int32{}
+	}
+	sh.n[p] = n + 1
+	return true
+}
+
+// release gives back a place acquire took for p.
+func (h *clientHolds) release(p netip.Prefix) {
+	sh := h.shard(p)
+	sh.mu.Lock()
+	if n := sh.n[p]; n > 1 {
+		sh.n[p] = n - 1
+	} else {
+		delete(sh.n, p)
+	}
+	sh.mu.Unlock()
+}
+
+// held is how many places p holds.
+func (h *clientHolds) held(p netip.Prefix) int {
+	sh := h.shard(p)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return int(sh.n[p])
+}
+
+// clientHold is a place taken in a clientHolds, or none (h nil).
+type clientHold struct {
+	h *clientHolds
+	p netip.Prefix
+}
+
+// release gives the place back, once.
+func (c *clientHold) release() {
+	if c.h != nil {
+		c.h.release(c.p)
+		c.h = nil
+	}
+}
+
+// holdsFor returns the clientHolds of the upstream at addr, shared by the
+// routes to it and kept across reloads (the share is each snapshot's
+// route's). Called with g.mu held.
+func (g *Gateway) holdsFor(addr string) *clientHolds {
+	h := g.holds[addr]
+	if h == nil {
+		h = &clientHolds{}
+		if g.holds == nil {
+			g.holds = map[string]*clientHolds{}
+		}
+		g.holds[addr] = h
+	}
+	return h
+}
+
+// holdUpstream takes a place in rt's upstream pool share for ctx's
+// client, held until the exchange ends (connState releases it once the
+// response's last byte is written), or answers 503 and reports false
+// when the client holds its whole share (upstream.max_conns_per_client).
+func holdUpstream(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) bool {
+	if rt.holds == nil {
+		return true
+	}
+	p, ok := s.nets.Of(fastlimit.Request{Ctx: ctx})
+	if !ok {
+		return true
+	}
+	if !rt.holds.acquire(p, rt.share) {
+		rt.shareRefused.Inc()
+		clientHoldsShare(ctx)
+		return false
+	}
+	y := asYieldConn(ctx.Conn())
+	if y == nil {
+		// No connection of the gateway's own (a test serving a
+		// RequestCtx): nothing tells when the exchange ends.
+		rt.holds.release(p)
+		return true
+	}
+	y.upstream.release() // never two exchanges at once, but be sure
+	y.upstream = clientHold{rt.holds, p}
+	return true
+}
+
+// holdUpstreamH2 is holdUpstream on the net/http path: the place is held
+// until release is called, when the handler returns.
+func holdUpstreamH2(w http.ResponseWriter, r *http.Request, s *snapshot, rt *route) (clientHold, bool) {
+	if rt.holds == nil {
+		return clientHold{}, true
+	}
+	p, ok := s.nets.Of(httplimit.Request{Req: r})
+	if !ok {
+		return clientHold{}, true
+	}
+	if !rt.holds.acquire(p, rt.share) {
+		rt.shareRefused.Inc()
+		problemH2(w, r, http.StatusServiceUnavailable, "Service Unavailable", clientShareDetail)
+		return clientHold{}, false
+	}
+	return clientHold{rt.holds, p}, true
+}
+
+const clientShareDetail = "this client already has upstream.max_conns_per_client requests in flight to the upstream"
+
+// clientHoldsShare answers a request whose client holds its share of the
+// upstream pool.
+func clientHoldsShare(ctx *fasthttp.RequestCtx) {
+	problem(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable", clientShareDetail)
 }

@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
@@ -98,4 +99,41 @@ func TestTrackedConnForgottenOnClose(t *testing.T) {
 		t.Fatal("a closed connection is still tracked")
 	}
 	var _ net.Conn = c
+}
+
+// A client network holds up to its share, each release gives a place
+// back, and a network that holds nothing has no entry left.
+func TestClientHolds(t *testing.T) {
+	var h clientHolds
+	a, b := netip.MustParsePrefix("192.0.2.1/32"), netip.MustParsePrefix("2001:db8::/64")
+	for i := range 3 {
+		if !h.acquire(a, 3) {
+			t.Fatalf("place %d refused", i+1)
+		}
+	}
+	if h.acquire(a, 3) {
+		t.Fatal("a fourth place taken with a share of 3")
+	}
+	if !h.acquire(b, 3) {
+		t.Fatal("another network refused")
+	}
+	h.release(a)
+	if h.held(a) != 2 || !h.acquire(a, 3) {
+		t.Fatalf("after a release: %d held", h.held(a))
+	}
+	for range 3 {
+		h.release(a)
+	}
+	h.release(b)
+	for i := range h.shards {
+		if n := len(h.shards[i].n); n != 0 {
+			t.Fatalf("shard %d keeps %d entries of networks holding nothing", i, n)
+		}
+	}
+	if allocs := testing.AllocsPerRun(100, func() {
+		h.acquire(a, 3)
+		h.release(a)
+	}); allocs != 0 {
+		t.Errorf("a hold and its release allocate %v times", allocs)
+	}
 }

@@ -46,9 +46,36 @@
 // removes hop-by-hop header fields, streams request and response bodies,
 // passes WebSocket upgrades through, and answers 502 (upstream
 // unreachable), 503 (upstream connection limit reached for longer than
-// the response timeout, or the route's adaptive_concurrency limit
-// reached for longer than its max_delay) or 504 (no response headers within the response
-// timeout) with an application/problem+json body.
+// the response timeout, the client's share of it reached, or the route's
+// adaptive_concurrency limit reached for longer than its max_delay) or
+// 504 (no response headers within the response timeout) with an
+// application/problem+json body.
+//
+// Clients that do not read their responses cannot take the upstream
+// pool from the others. Each write to a client, on every listener (the
+// admin one too), must complete within listen.send_timeout (60s by
+// default), as nginx's send_timeout bounds each write, not the whole
+// response: a connection whose client takes no byte for that long is
+// closed, an HTTP/2 stream whose client grants it no flow-control window
+// is reset, and the upstream connection the response held is freed,
+// while a large download read slowly but steadily goes on for as long as
+// it takes. (listen.write_timeout, off by default, is the other kind of
+// bound: fasthttp's and net/http's on a whole response, however steadily
+// it is read.) And one client, by its address as the rules find it,
+// holds at most upstream.max_conns_per_client of an upstream's pool at
+// once (an eighth of upstream.max_conns by default), from the request
+// sent to the last byte of its response written: beyond, the gateway
+// answers 503 at once, as nginx's limit_conn does, and counts it in
+// tollgate_upstream_client_share_refused_total.
+//
+// The adaptive controllers' origin signals (latency, error_rate,
+// in_flight, a response header) and a route's adaptive_concurrency
+// latency samples measure only what the upstream answered, or a failure
+// to reach it or to get its answer in time, on both data paths: an
+// answer the gateway makes itself (400 for a broken request
+// body, 408, 413, 431, 429, its own 503) and a client gone before the
+// answer are never counted, so one client's bad requests cannot lower
+// every client's limit.
 //
 // What is wrong with a request is the client's, answered before or
 // instead of the upstream's: 400 for a field name that is not a token or

@@ -28,10 +28,11 @@ type Gateway struct {
 	m      *metrics
 	snap   atomic.Pointer[snapshot]
 
-	// mu serializes reloads and guards clients.
+	// mu serializes reloads and guards clients and holds.
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient
 	conns   upstreamConns
+	holds   map[string]*clientHolds // by upstream host:port (conns.go)
 
 	stores *stores.Set // the store section's store and the tiers' over it
 	adapt  controllers // the adaptive controllers (adaptive.go)
@@ -137,7 +138,7 @@ func (g *Gateway) Start() error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	ln = yieldListener{ln}
+	ln = yieldListener{Listener: ln, send: cfg.Listen.SendTimeout}
 	if cfg.Listen.HTTP2 == config.HTTP2On {
 		g.h2.ln = g.newH2Listener(cfg)
 		ln = g.h2.ln.conns.listener(ln)
@@ -190,8 +191,12 @@ func (g *Gateway) Start() error {
 		}
 		g.admin = &http.Server{Handler: g.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
 		g.dash.start()
+		// The admin listener's writes are bounded as the traffic
+		// listener's are (listen.send_timeout): a dashboard that stops
+		// reading its event stream is cut.
+		adminLn := yieldListener{Listener: g.adminLn, send: cfg.Listen.SendTimeout}
 		g.serving.Go(func() {
-			if err := g.admin.Serve(g.adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := g.admin.Serve(adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				g.report(fmt.Errorf("admin: %w", err))
 			}
 		})
@@ -310,12 +315,13 @@ func listenShape(l config.Listen) any {
 		Addr                                   string
 		TLS                                    bool
 		ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+		SendTimeout                            time.Duration
 		MaxConns                               int
 		HTTP2                                  string
 		MaxConcurrentStreams                   int
 		MaxHeaderListSize                      int
 	}
-	return shape{l.Addr, l.TLS != nil, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.MaxConns,
+	return shape{l.Addr, l.TLS != nil, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.SendTimeout, l.MaxConns,
 		l.HTTP2, l.MaxConcurrentStreams, l.MaxHeaderListSize}
 }
 

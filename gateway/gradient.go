@@ -77,6 +77,15 @@ func (l *concLimit) release(began time.Time) {
 	}
 }
 
+// cancel gives the place back without a sample (adaptive.Gradient.Cancel).
+func (l *concLimit) cancel() {
+	l.ctl.Cancel()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
 // publish sets the route's gauges to the controller's state.
 func (l *concLimit) publish() {
 	st := l.ctl.State()

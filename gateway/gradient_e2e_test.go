@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -136,5 +138,49 @@ func TestAdaptiveConcurrencyBoundsTheOrigin(t *testing.T) {
 	}
 	if after != before {
 		t.Errorf("4 clients: %d refused in 500ms, want none", after-before)
+	}
+}
+
+// Requests whose bodies their client breaks end without a sample: the
+// minRTT the route measures is the upstream's latency, not how fast a
+// malformed body fails (which would hold every client's limit down).
+func TestAdaptiveConcurrencyIgnoresClientErrors(t *testing.T) {
+	osrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" {
+			io.Copy(io.Discard, r.Body)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}))
+	defer osrv.Close()
+	g, base := startTestGateway(t, `routes:
+  - path: /
+    upstream: "`+osrv.URL+`"
+    adaptive_concurrency: {min_concurrency: 2, min_rtt_requests: 5}
+`)
+	defer g.Close()
+	conc := g.snap.Load().routes[0].conc
+	for i := range 10 {
+		c, err := net.Dial("tcp", g.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(c, "POST /upload HTTP/1.1\r\nHost: api\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\n")
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if !strings.HasPrefix(line, "HTTP/1.1 400") {
+			t.Fatalf("malformed body %d answered %q, want 400", i, line)
+		}
+	}
+	if st := conc.ctl.State(); !st.Measuring {
+		t.Fatalf("10 malformed bodies measured minRTT: %v", st.MinRTT)
+	}
+	for range 5 {
+		if code, _, _ := get(t, base+"/work", ""); code != 200 {
+			t.Fatalf("status %d", code)
+		}
+	}
+	if st := conc.ctl.State(); st.Measuring || st.MinRTT < 15*time.Millisecond {
+		t.Fatalf("minRTT %v (measuring %v), want the upstream's 20ms", st.MinRTT, st.Measuring)
 	}
 }

@@ -31,6 +31,11 @@ type exchange struct {
 	rawPath string // the target's path as the client sent it
 	res     rules.Result
 	start   time.Time
+	// metering: the exchange is counted in rt's meters until it ends
+	// (exchange.endMeters); send bounds the writes of an HTTP/2
+	// stream's response (listen.send_timeout).
+	metering bool
+	send     streamSend
 	// timer cancels the upstream exchange when its response headers take
 	// longer than upstream.response_timeout; timedOut says it did.
 	timer    *time.Timer
@@ -88,6 +93,23 @@ func exchangeOf(r *http.Request) *exchange {
 // proxyH2 forwards r to ex.rt's upstream through its ReverseProxy:
 // bodies stream both ways, trailers pass, nothing is buffered whole.
 func (g *Gateway) proxyH2(w http.ResponseWriter, r *http.Request, ex *exchange) {
+	hold, ok := holdUpstreamH2(w, r, ex.s, ex.rt)
+	if !ok {
+		return
+	}
+	defer hold.release()
+	if r.ProtoMajor == 2 {
+		// A stream's writes are bounded by send_timeout here, one by
+		// one; HTTP/1.1's are by its connection (yieldConn.Write).
+		ex.send.start(w, ex.s.cfg.Listen.SendTimeout)
+		w = &ex.send
+	}
+	if len(ex.rt.meters) > 0 {
+		beginMeters(ex.rt)
+		ex.metering = true
+		// Neither hook ran (a panic): not the upstream's doing.
+		defer ex.endMeters(nil, true)
+	}
 	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), exchangeKey{}, ex))
 	defer cancel()
 	if t := ex.s.cfg.Upstream.ResponseTimeout; t > 0 {
@@ -111,7 +133,7 @@ func (g *Gateway) newH2Proxy(rt *route, transport http.RoundTripper) *httputil.R
 		Rewrite:        rewriteH2,
 		Transport:      transport,
 		ModifyResponse: modifyH2,
-		ErrorHandler:   g.upstreamErrorH2,
+		ErrorHandler:   g.proxyErrorH2,
 		BufferPool:     proxyBuffers,
 		ErrorLog:       g.netHTTPLogger(),
 	}
@@ -231,6 +253,7 @@ func modifyH2(resp *http.Response) error {
 	rt := ex.rt
 	rt.upTime.Observe(time.Since(ex.start).Seconds())
 	rt.upStatus[statusIndex(resp.StatusCode)].Inc()
+	ex.endMeters(resp, false)
 	if ex.res.Matched() {
 		httplimit.SetHeaders(resp.Header, &ex.res)
 	}

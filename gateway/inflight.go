@@ -32,6 +32,7 @@ func (g *Gateway) connState(c net.Conn, st fasthttp.ConnState) {
 			g.inFlight.Add(-1)
 		}
 		releaseExchangeSlots(y)
+		y.upstream.release()
 	}
 }
 

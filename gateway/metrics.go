@@ -18,6 +18,7 @@ type metrics struct {
 	storeErrors    *prometheus.CounterVec   // rule
 	upstreamTime   *prometheus.HistogramVec // route
 	upstreamStatus *prometheus.CounterVec   // route, class
+	shareRefused   *prometheus.CounterVec   // route
 	reloads        *prometheus.CounterVec   // result
 	reloadOK       prometheus.Gauge
 	h2             h2Metrics // the net/http data path's (h2metrics.go)
@@ -50,6 +51,10 @@ func newMetrics() *metrics {
 			Name: "tollgate_upstream_responses_total",
 			Help: "Responses by route and status class (2xx, 3xx, 4xx, 5xx; error when no response came).",
 		}, []string{"route", "class"}),
+		shareRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_upstream_client_share_refused_total",
+			Help: "Requests answered 503 by the gateway, by route, because their client already had upstream.max_conns_per_client requests in flight to the upstream.",
+		}, []string{"route"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_config_reloads_total",
 			Help: "Configuration reloads by result (success, failure).",
@@ -61,7 +66,7 @@ func newMetrics() *metrics {
 	}
 	m.reloadOK.Set(1)
 	m.reg.MustRegister(m.decisions, m.decisionTime, m.storeErrors, m.upstreamTime,
-		m.upstreamStatus, m.reloads, m.reloadOK,
+		m.upstreamStatus, m.shareRefused, m.reloads, m.reloadOK,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -210,17 +210,21 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 	if start.IsZero() {
 		start = monoNow()
 	}
+	if !holdUpstream(ctx, s, rt) {
+		return
+	}
 	if rt.conc != nil && !rt.conc.acquire() {
 		problem(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable", "the upstream's adaptive concurrency limit is reached")
 		return
 	}
 	body := wrapClientBody(req, s.cfg.Listen.MaxRequestBody)
 	beginMeters(rt)
-	err := do(rt, req, resp)
+	err := do(rt, req, resp, body)
+	bodyErr := body.release()
 	if len(rt.meters) > 0 {
-		endMeters(rt, time.Since(start), resp, err)
+		endMeters(rt, time.Since(start), resp, err, bodyErr)
 	}
-	if bodyErr := body.release(); bodyErr != nil && err != nil {
+	if bodyErr != nil && err != nil {
 		// The client's fault, not the upstream's.
 		bodyError(ctx, bodyErr)
 		return
@@ -370,12 +374,20 @@ func isTimeout(err error) bool {
 
 // do is the exchange with the upstream; with adaptive_concurrency it
 // holds the place acquire took and gives it back however Do ends, with
-// the time the upstream took to answer.
-func do(rt *route, req *fasthttp.Request, resp *fasthttp.Response) error {
+// the time the upstream took to answer, or without a sample when the
+// exchange did not end by the upstream's doing (originsOutcome: the
+// client's body, its own failure, ended it).
+func do(rt *route, req *fasthttp.Request, resp *fasthttp.Response, body *clientBody) (err error) {
 	if rt.conc == nil {
 		return rt.client.Do(req, resp)
 	}
 	began := time.Now()
-	defer rt.conc.release(began)
+	defer func() {
+		if err != nil && !originsOutcome(err, body.failed()) {
+			rt.conc.cancel()
+			return
+		}
+		rt.conc.release(began)
+	}()
 	return rt.client.Do(req, resp)
 }

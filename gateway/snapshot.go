@@ -37,6 +37,9 @@ type snapshot struct {
 	// trusted are client_ip.trusted_proxies: only from them is an
 	// incoming X-Forwarded-For kept (and appended to).
 	trusted rules.Proxies
+	// nets finds a request's client network as the rule engine does, for
+	// upstream.max_conns_per_client.
+	nets *rules.ClientNets
 	// refusesWithoutRedis names the enforced rules on Redis whose failure
 	// mode is closed: while Redis is down they refuse, and /readyz says
 	// so. Empty when the store is in memory.
@@ -81,6 +84,11 @@ type route struct {
 	// conc bounds the requests in flight to the upstream
 	// (adaptive_concurrency); nil without.
 	conc *concLimit
+	// holds bounds what one client holds of the upstream's pool to
+	// share (upstream.max_conns_per_client); nil for the demo origin.
+	holds        *clientHolds
+	share        int32
+	shareRefused prometheus.Counter
 }
 
 // build compiles cfg into a snapshot over the gateway's store. It is
@@ -155,6 +163,9 @@ func (g *Gateway) build(cfg *config.Config) (*snapshot, error) {
 		return nil, fmt.Errorf("client_ip: %w", err)
 	}
 	s.trusted = trusted
+	if s.nets, err = rules.NewClientNets(cfg.ClientIP); err != nil {
+		return nil, fmt.Errorf("client_ip: %w", err)
+	}
 	shown, err := cfg.Masked()
 	if err != nil {
 		return nil, err
@@ -171,6 +182,7 @@ func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*route, error
 		dialTimeout: cfg.Upstream.DialTimeout,
 	}
 	r.upTime = g.m.upstreamTime.WithLabelValues(r.name)
+	r.shareRefused = g.m.shareRefused.WithLabelValues(r.name)
 	for i, class := range statusLabels {
 		r.upStatus[i] = g.m.upstreamStatus.WithLabelValues(r.name, class)
 	}
@@ -195,6 +207,9 @@ func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*route, error
 	r.hostHdr = u.Host
 	r.basePath = strings.TrimSuffix(u.Path, "/")
 	r.client = g.client(cfg.Upstream, r.addr, r.tls)
+	if share := min(cfg.Upstream.MaxConnsPerClient, cfg.Upstream.MaxConns, 1<<30); share > 0 {
+		r.holds, r.share = g.holdsFor(r.addr), int32(share)
+	}
 	if cfg.Listen.HTTP2 == config.HTTP2On {
 		r.h2proxy = g.newH2Proxy(r, g.transport(cfg.Upstream, r.addr, r.protocol, r.tls))
 	}

@@ -1,11 +1,16 @@
 package gateway
 
 import (
-	"github.com/tollgate-dev/tollgate/rules"
+	"io"
 	"net"
 	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // yieldListener hands out connections that can be sent to the back of
@@ -28,7 +33,13 @@ import (
 // Allowed requests do not yield: the cost is latency, a refused client
 // waits for one turn of the run queue, and that is only paid by clients
 // over their limit. BENCHMARKS.md has the measurements.
-type yieldListener struct{ net.Listener }
+//
+// Its connections also bound each write by send (listen.send_timeout):
+// see yieldConn.Write.
+type yieldListener struct {
+	net.Listener
+	send time.Duration
+}
 
 // Accept wraps the next connection.
 func (l yieldListener) Accept() (net.Conn, error) {
@@ -37,7 +48,7 @@ func (l yieldListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	if tc, ok := c.(*net.TCPConn); ok {
-		return &yieldConn{TCPConn: tc}, nil
+		return &yieldConn{TCPConn: tc, send: l.send, slack: deadlineSlack(l.send)}, nil
 	}
 	return c, nil
 }
@@ -58,6 +69,105 @@ type yieldConn struct {
 	// released when the exchange ends (connState, slots.go).
 	slots   rules.Result
 	holding bool
+	// upstream is the exchange's place in its client's share of the
+	// upstream pool, released when the exchange ends (connState).
+	upstream clientHold
+
+	// send bounds each write (listen.send_timeout), 0 for no bound;
+	// slack is deadlineSlack(send). armed is the write deadline set on
+	// the connection, ext the one its server set itself
+	// (SetWriteDeadline: listen.write_timeout), in Unix nanoseconds, 0
+	// for none. Atomic: net/http's HTTP/2 writes frames from more than
+	// one goroutine, one at a time.
+	send, slack time.Duration
+	armed, ext  atomic.Int64
+}
+
+// Write writes b within send from now, as nginx's send_timeout bounds
+// each write to a client rather than the whole response: a client that
+// takes no byte for that long is cut, one that reads a large download
+// slowly but steadily is not. The deadline is set again only once less
+// than send is left of it (deadlineSlack, as upstream connections do),
+// and never past the server's own (ext).
+func (c *yieldConn) Write(b []byte) (int, error) {
+	if c.send > 0 {
+		if err := c.arm(); err != nil {
+			return 0, err
+		}
+	}
+	return c.TCPConn.Write(b)
+}
+
+func (c *yieldConn) arm() error {
+	now := time.Now().UnixNano()
+	a, ext := c.armed.Load(), c.ext.Load()
+	if a != 0 && (a >= now+int64(c.send) || a == ext) {
+		return nil
+	}
+	d := now + int64(c.send+c.slack)
+	if ext != 0 && ext < d {
+		d = ext
+	}
+	if err := c.TCPConn.SetWriteDeadline(time.Unix(0, d)); err != nil {
+		return err
+	}
+	c.armed.Store(d)
+	return nil
+}
+
+// ReadFrom copies r to the connection write by write, each bounded by
+// send. The TCP connection's own ReadFrom would write past Write (and
+// its bound); the gateway's bodies come from upstream connections and
+// buffers, never files, so it had no sendfile to offer them.
+func (c *yieldConn) ReadFrom(r io.Reader) (int64, error) {
+	if c.send == 0 {
+		return c.TCPConn.ReadFrom(r)
+	}
+	bp := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(bp)
+	buf := *bp
+	var n int64
+	for {
+		nr, er := r.Read(buf)
+		if nr > 0 {
+			nw, ew := c.Write(buf[:nr])
+			n += int64(nw)
+			if ew != nil {
+				return n, ew
+			}
+		}
+		if er == io.EOF {
+			return n, nil
+		}
+		if er != nil {
+			return n, er
+		}
+	}
+}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// SetWriteDeadline sets the server's own write deadline (zero for none);
+// send's applies within it.
+func (c *yieldConn) SetWriteDeadline(t time.Time) error {
+	c.noteDeadline(t)
+	return c.TCPConn.SetWriteDeadline(t)
+}
+
+// SetDeadline sets the read and write deadlines, as SetWriteDeadline
+// for writes.
+func (c *yieldConn) SetDeadline(t time.Time) error {
+	c.noteDeadline(t)
+	return c.TCPConn.SetDeadline(t)
+}
+
+func (c *yieldConn) noteDeadline(t time.Time) {
+	var ext int64
+	if !t.IsZero() {
+		ext = t.UnixNano()
+	}
+	c.ext.Store(ext)
+	c.armed.Store(0) // the next write sets send's again
 }
 
 // Read yields first when asked to, then reads.

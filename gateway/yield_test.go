@@ -85,7 +85,7 @@ func TestYieldListenerWraps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	yl := yieldListener{ln}
+	yl := yieldListener{Listener: ln}
 	defer yl.Close()
 	go func() {
 		c, err := net.Dial("tcp", ln.Addr().String())

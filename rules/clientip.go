@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"net/textproto"
@@ -174,4 +175,30 @@ func (r *ipResolver) aggregate(a netip.Addr) netip.Prefix {
 	}
 	p, _ := a.Prefix(bits)
 	return p
+}
+
+// ClientNets finds a request's client as the engine does (the peer, or,
+// from one of ClientIP.TrustedProxies, the address its forwarding header
+// names) and gives the network the client is counted in (ipv4_prefix,
+// ipv6_prefix): a gateway uses it to bound what one client holds.
+type ClientNets struct{ r ipResolver }
+
+// NewClientNets compiles c; its problems are the engine's.
+func NewClientNets(c ClientIP) (*ClientNets, error) {
+	var ps problems
+	r := compileClientIP(c, &ps)
+	if len(ps) > 0 {
+		return nil, errors.Join(ps...)
+	}
+	return &ClientNets{r}, nil
+}
+
+// Of returns the network of req's client, or false when its address is
+// unknown. It does not allocate.
+func (n *ClientNets) Of(req Request) (netip.Prefix, bool) {
+	a := n.r.clientAddr(req)
+	if !a.IsValid() {
+		return netip.Prefix{}, false
+	}
+	return n.r.aggregate(a), true
 }
