@@ -15,8 +15,12 @@
 //
 // The files are envoyproxy/ratelimit's, read as it reads them: every
 // regular file under the directory (RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config
-// there), one domain per file, two files with one domain an error unless
-// Options.MergeDomains (MERGE_DOMAIN_CONFIG=true: their descriptors
+// there), those named .* and those in directories named .* included
+// unless RUNTIME_IGNOREDOTFILES=true (Options.DotFiles; the library's
+// default skips them: on a Kubernetes ConfigMap mount, whose ..timestamp
+// directory holds every file a second time, set it, as for
+// envoyproxy/ratelimit), one domain per file, two files with one domain
+// an error unless Options.MergeDomains (MERGE_DOMAIN_CONFIG=true: their descriptors
 // merged, a composite key in both an error); the keys domain,
 // descriptors, key, value (a trailing '*' makes it a prefix, a '*'
 // elsewhere is a plain character), rate_limit with unit (second, minute,
@@ -156,12 +160,11 @@
 //     in a descriptor) is refused; envoyproxy/ratelimit ignores it, so the
 //     setting silently does nothing there.
 //   - `tollgate check -envoy-rls DIR` reads the directory as the service
-//     does (subdirectories included, dot files skipped); upstream's
-//     config_check_cmd reads its top level only. Both refuse the same
-//     files (TestEnvoyRLSCheckAgreesWithUpstream).
-//   - Files whose name starts with '.' are skipped (upstream loads them
-//     unless RUNTIME_IGNOREDOTFILES=true); xDS configuration is not
-//     supported. A change is seen by polling every 100 ms and loaded once
+//     does with RUNTIME_IGNOREDOTFILES=true (subdirectories included,
+//     files and directories named .* skipped); upstream's
+//     config_check_cmd reads its top level only, dot files included. Both
+//     refuse the same files (TestEnvoyRLSCheckAgreesWithUpstream).
+//   - xDS configuration is not supported. A change is seen by polling every 100 ms and loaded once
 //     it has stayed the same 100 ms (WatchConfig), 0.1 to 0.3 s after it is
 //     made, not on each inotify event; a bad version is reported once and
 //     the running configuration kept, and so is a file that changed while
