@@ -128,19 +128,25 @@
 //     and its bytes are bounded by its own count (a key and 64 bytes an
 //     entry), not freecache's.
 //   - The counter keys hold the descriptor values raw, as
-//     envoyproxy/ratelimit's do (the price of sharing its counts): a key
-//     is as long as the request's values, each bounded by MaxBytes, and
-//     lives a unit plus the jitter. Before, tollgate's keys were hashes.
+//     envoyproxy/ratelimit's do (the price of sharing its counts), and
+//     live a unit plus the jitter; a value longer than MaxBytes (8 KiB: a
+//     request header a client chose) is counted under "sha256:" and its
+//     digest instead, so that no key, local cache entry or metric label
+//     is as long as what a client sent. The answers are upstream's; only
+//     such a value's count is not shared with envoyproxy/ratelimit's.
 //   - A Redis that cannot be reached at start is not fatal: the service
 //     starts and fails its calls until it connects (envoyproxy/ratelimit
 //     exits). No per-second Redis (REDIS_PERSECOND_*), no memcached.
 //   - Bad requests are InvalidArgument before anything is counted: an
 //     empty domain or descriptor list (envoyproxy/ratelimit: Unknown),
 //     more than Config.MaxDescriptors descriptors (256) or MaxEntries
-//     entries (64), a domain, key or value over MaxBytes (8 KiB) or not
-//     UTF-8, a hits_addend over MaxHitsAddend (2^32-1), a limit override
+//     entries (64), a domain or key over MaxBytes (8 KiB), a domain, key
+//     or value not UTF-8, a hits_addend over MaxHitsAddend (2^32-1), a limit override
 //     without a unit in a configured domain (envoyproxy/ratelimit panics
-//     there). Malformed protobuf on the wire is gRPC's Internal. Envoy
+//     there). All of these come from Envoy's configuration, not from a
+//     client (a value a client sends is counted whatever its length, as
+//     above; one not UTF-8 fails upstream's decoding too). Malformed
+//     protobuf on the wire is gRPC's Internal. Envoy
 //     treats every error alike (failure_mode_deny decides), so the status
 //     code is no answer a client sees; over /json both answer 400, with
 //     the reason in tollgate's body where upstream sends "Bad Request".
