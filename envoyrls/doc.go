@@ -20,8 +20,8 @@
 // default skips them: on a Kubernetes ConfigMap mount, whose ..timestamp
 // directory holds every file a second time, set it, as for
 // envoyproxy/ratelimit), one domain per file, two files with one domain
-// an error unless Options.MergeDomains (MERGE_DOMAIN_CONFIG=true: their descriptors
-// merged, a composite key in both an error); the keys domain,
+// an error unless Options.MergeDomains (MERGE_DOMAIN_CONFIG=true: their
+// descriptors merged, a composite key in both an error); the keys domain,
 // descriptors, key, value (a trailing '*' makes it a prefix, a '*'
 // elsewhere is a plain character), rate_limit with unit (second, minute,
 // hour, day, week, month = 30 days, year = 365 days, any case) and
@@ -137,21 +137,20 @@
 //   - A Redis that cannot be reached at start is not fatal: the service
 //     starts and fails its calls until it connects (envoyproxy/ratelimit
 //     exits). No per-second Redis (REDIS_PERSECOND_*), no memcached.
-//   - Bad requests are InvalidArgument before anything is counted: an
-//     empty domain or descriptor list (envoyproxy/ratelimit: Unknown),
-//     more than Config.MaxDescriptors descriptors (256) or MaxEntries
-//     entries (64), a domain or key over MaxBytes (8 KiB), a domain, key
-//     or value not UTF-8, a hits_addend over MaxHitsAddend (2^32-1), a limit override
-//     without a unit in a configured domain (envoyproxy/ratelimit panics
-//     there). All of these come from Envoy's configuration, not from a
-//     client (a value a client sends is counted whatever its length, as
-//     above; one not UTF-8 fails upstream's decoding too). Malformed
-//     protobuf on the wire is gRPC's Internal. Envoy
-//     treats every error alike (failure_mode_deny decides), so the status
-//     code is no answer a client sees; over /json both answer 400, with
-//     the reason in tollgate's body where upstream sends "Bad Request".
-//     The parity suite compares a failed call as failed and a /json error
-//     by its status.
+//   - Bad requests are InvalidArgument before anything is counted: an empty
+//     domain or descriptor list (envoyproxy/ratelimit: Unknown), more than
+//     Config.MaxDescriptors descriptors (256) or MaxEntries entries (64), a
+//     domain or key over MaxBytes (8 KiB), a domain, key or value not UTF-8,
+//     a hits_addend over MaxHitsAddend (2^32-1), a limit override without a
+//     unit in a configured domain (envoyproxy/ratelimit panics there). All
+//     of these come from Envoy's configuration, not from a client (a value a
+//     client sends is counted whatever its length, as above; one not UTF-8
+//     fails upstream's decoding too). Malformed protobuf on the wire is
+//     gRPC's Internal. Envoy treats every error alike (failure_mode_deny
+//     decides), so the status code is no answer a client sees; over /json
+//     both answer 400, with the reason in tollgate's body where upstream
+//     sends "Bad Request". The parity suite compares a failed call as failed
+//     and a /json error by its status.
 //   - tollgate's draft-10 headers (RateLimit-Policy and RateLimit, one
 //     item per limited descriptor, named by the rate_limit's name or its
 //     configured path, never by a request value) are opt-in:
@@ -169,14 +168,17 @@
 //     does with RUNTIME_IGNOREDOTFILES=true (subdirectories included,
 //     files and directories named .* skipped); upstream's
 //     config_check_cmd reads its top level only, dot files included. Both
-//     refuse the same files (TestEnvoyRLSCheckAgreesWithUpstream).
-//   - xDS configuration is not supported. A change is seen by polling every 100 ms and loaded once
-//     it has stayed the same 100 ms (WatchConfig), 0.1 to 0.3 s after it is
-//     made, not on each inotify event; a bad version is reported once and
-//     the running configuration kept, and so is a file that changed while
-//     it was read (internal/stableread). Replace files by rename (as
-//     Kubernetes updates a mounted ConfigMap): a writer in place that
-//     pauses for longer than the settling time is loaded half written.
+//     refuse the same files (TestEnvoyRLSCheckAgreesWithUpstream), but for
+//     the known keys in the wrong place above, which only tollgate
+//     refuses (at start, or at a reload: the running configuration kept).
+//   - xDS configuration is not supported. A change is seen by polling every
+//     100 ms and loaded once it has stayed the same 100 ms (WatchConfig),
+//     0.1 to 0.3 s after it is made, not on each inotify event; a bad
+//     version is reported once and the running configuration kept, and so is
+//     a file that changed while it was read (internal/stableread). Replace
+//     files by rename (as Kubernetes updates a mounted ConfigMap): a writer
+//     in place that pauses for longer than the settling time is loaded half
+//     written.
 //
 // The environment variables of envoyproxy/ratelimit that `tollgate
 // envoy-rls` reads are listed in its help; every other one of its
