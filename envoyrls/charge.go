@@ -2,6 +2,8 @@ package envoyrls
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -160,21 +162,22 @@ func (l *Limit) counted() bool {
 // counted limit, else a hash for the Store.
 func (s *Service) keyOf(domain string, entries []*rlv3.RateLimitDescriptor_Entry, shared []string, l *Limit, now time.Time) string {
 	if l.counted() {
-		return cacheKey(s.cfg.CacheKeyPrefix, domain, entries, shared, l.Unit, now)
+		return cacheKey(s.cfg.CacheKeyPrefix, domain, entries, shared, l.Unit, now, s.cfg.MaxBytes)
 	}
 	return counterKey(domain, entries, shared, l)
 }
 
 // cacheKey is envoyproxy/ratelimit's counter key (its
 // CacheKeyGenerator): prefix, domain, "_", each entry's key and value
-// (a shared level's pattern in place of the value) each followed by "_",
-// and the start of the unit's window containing now, in Unix seconds.
-// Built on the stack up to 256 bytes: the string is its one allocation.
-func cacheKey(prefix, domain string, entries []*rlv3.RateLimitDescriptor_Entry, shared []string, unit rlsv3.RateLimitResponse_RateLimit_Unit, now time.Time) string {
+// (a shared level's pattern in place of the value, a value over maxValue
+// bytes by its digest: boundedValue) each followed by "_", and the start
+// of the unit's window containing now, in Unix seconds. Built on the
+// stack up to 256 bytes: the string is its one allocation.
+func cacheKey(prefix, domain string, entries []*rlv3.RateLimitDescriptor_Entry, shared []string, unit rlsv3.RateLimitResponse_RateLimit_Unit, now time.Time, maxValue int) string {
 	var stack [256]byte
 	b := append(append(append(stack[:0], prefix...), domain...), '_')
 	for i, e := range entries {
-		v := e.GetValue()
+		v := boundedValue(e.GetValue(), maxValue)
 		if i < len(shared) && shared[i] != "" {
 			v = shared[i]
 		}
@@ -184,6 +187,22 @@ func cacheKey(prefix, domain string, entries []*rlv3.RateLimitDescriptor_Entry, 
 	sec := now.Unix()
 	b = strconv.AppendInt(b, sec/div*div, 10)
 	return string(b)
+}
+
+// boundedValue is v, or when v is longer than max bytes "sha256:" and
+// the hex of its digest's first 16 bytes: what a counter key or a
+// metric label holds of a value, so that neither is as long as what a
+// client sent. (envoyproxy/ratelimit's key holds such a value raw: its
+// count is not shared with tollgate's.)
+func boundedValue(v string, max int) string {
+	if len(v) <= max {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	var b [7 + 32]byte
+	copy(b[:], "sha256:")
+	hex.Encode(b[7:], sum[:16])
+	return string(b[:])
 }
 
 // charge decides the items: the counted ones by their counters, the

@@ -3,6 +3,8 @@ package envoyrls
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -113,6 +115,50 @@ descriptors:
 	}
 	if n := strings.TrimSpace(srv.CLI(t, "DBSIZE")); n != "2" {
 		t.Errorf("DBSIZE %s, want 2 (keys: %q)", n, srv.CLI(t, "KEYS", "*"))
+	}
+}
+
+// A value longer than MaxBytes (a request header a client chose) does
+// not fail the call, which Envoy's failure_mode_deny=false lets through
+// with every other descriptor of the request: it is counted under its
+// digest, the request's other descriptors as ever, and no key is as long
+// as the value.
+func TestOversizedValueIsCountedUnderItsDigest(t *testing.T) {
+	srv := redistest.Start(t)
+	var now atomic.Int64
+	svc := newRedisService(t, srv, Config{}, `
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: header
+    rate_limit: {unit: minute, requests_per_unit: 100}
+`, &now)
+	huge := strings.Repeat("x", 1<<20)
+	want := []rlsv3.RateLimitResponse_Code{rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT}
+	for i := range want {
+		resp, err := svc.ShouldRateLimit(context.Background(), &rlsv3.RateLimitRequest{Domain: "edge", HitsAddend: 2,
+			Descriptors: []*rlv3.RateLimitDescriptor{desc("remote_address", "10.0.0.1"), desc("header", huge)}})
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if got := resp.GetOverallCode(); got != want[i] {
+			t.Errorf("request %d: %v, want %v", i, got, want[i])
+		}
+		if got := resp.GetStatuses()[1].GetLimitRemaining(); got != uint32(100-2*(i+1)) {
+			t.Errorf("request %d: the oversized value's remaining %d, want %d", i, got, 100-2*(i+1))
+		}
+	}
+	min := strconv.FormatInt(e2eStart.Unix()/60*60, 10)
+	sum := sha256.Sum256([]byte(huge))
+	key := "edge_header_sha256:" + hex.EncodeToString(sum[:16]) + "_" + min
+	if got := strings.TrimSpace(srv.CLI(t, "GET", key)); got != "4" {
+		t.Errorf("GET %s = %q, want 4 (keys: %.300q)", key, got, srv.CLI(t, "KEYS", "*"))
+	}
+	for _, k := range strings.Fields(srv.CLI(t, "KEYS", "*")) {
+		if len(k) > 100 {
+			t.Errorf("a key of %d bytes", len(k))
+		}
 	}
 }
 

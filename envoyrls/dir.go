@@ -17,15 +17,20 @@ import (
 // regular file, in subdirectories too, whatever its extension, in lexical
 // order of path. Files and directories whose name starts with '.' are
 // skipped (editors' swap and temporary files), as with
-// RUNTIME_IGNOREDOTFILES=true. A file that changed while it was read
+// RUNTIME_IGNOREDOTFILES=true (ReadDirWith and Options.DotFiles read
+// them, as envoyproxy/ratelimit's default does). A file that changed while it was read
 // (written in place) is stableread.ErrChanged: replace files by rename.
-func ReadDir(dir string) ([]Source, error) {
+func ReadDir(dir string) ([]Source, error) { return ReadDirWith(dir, Options{}) }
+
+// ReadDirWith is ReadDir with the options o: with o.DotFiles, the files
+// and directories whose name starts with '.' are read too.
+func ReadDirWith(dir string, o Options) ([]Source, error) {
 	var out []Source
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if path != dir && strings.HasPrefix(d.Name(), ".") {
+		if skipDot(dir, path, d, o) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
@@ -62,23 +67,29 @@ func LoadDir(dir string) (*Limits, error) { return LoadDirWith(dir, Options{}) }
 
 // LoadDirWith is LoadDir with the options o.
 func LoadDirWith(dir string, o Options) (*Limits, error) {
-	srcs, err := ReadDir(dir)
+	srcs, err := ReadDirWith(dir, o)
 	if err != nil {
 		return nil, err
 	}
 	return BuildWith(srcs, o)
 }
 
+// skipDot reports whether path, under dir, is a file or directory
+// whose name starts with '.' that o does not read.
+func skipDot(dir, path string, d fs.DirEntry, o Options) bool {
+	return !o.DotFiles && path != dir && strings.HasPrefix(d.Name(), ".")
+}
+
 // statDir is a digest of the names, sizes, modes and modification times
-// of the files ReadDir reads in dir (symbolic links followed), without
-// reading them: what a watcher compares between two looks.
-func statDir(dir string) (digest, error) {
+// of the files ReadDirWith reads in dir (symbolic links followed),
+// without reading them: what a watcher compares between two looks.
+func statDir(dir string, o Options) (digest, error) {
 	h := sha256.New()
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if path != dir && strings.HasPrefix(d.Name(), ".") {
+		if skipDot(dir, path, d, o) {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}

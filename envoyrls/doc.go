@@ -15,9 +15,13 @@
 //
 // The files are envoyproxy/ratelimit's, read as it reads them: every
 // regular file under the directory (RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config
-// there), one domain per file, two files with one domain an error unless
-// Options.MergeDomains (MERGE_DOMAIN_CONFIG=true: their descriptors
-// merged, a composite key in both an error); the keys domain,
+// there), those named .* and those in directories named .* included
+// unless RUNTIME_IGNOREDOTFILES=true (Options.DotFiles; the library's
+// default skips them: on a Kubernetes ConfigMap mount, whose ..timestamp
+// directory holds every file a second time, set it, as for
+// envoyproxy/ratelimit), one domain per file, two files with one domain
+// an error unless Options.MergeDomains (MERGE_DOMAIN_CONFIG=true: their
+// descriptors merged, a composite key in both an error); the keys domain,
 // descriptors, key, value (a trailing '*' makes it a prefix, a '*'
 // elsewhere is a plain character), rate_limit with unit (second, minute,
 // hour, day, week, month = 30 days, year = 365 days, any case) and
@@ -124,24 +128,29 @@
 //     and its bytes are bounded by its own count (a key and 64 bytes an
 //     entry), not freecache's.
 //   - The counter keys hold the descriptor values raw, as
-//     envoyproxy/ratelimit's do (the price of sharing its counts): a key
-//     is as long as the request's values, each bounded by MaxBytes, and
-//     lives a unit plus the jitter. Before, tollgate's keys were hashes.
+//     envoyproxy/ratelimit's do (the price of sharing its counts), and
+//     live a unit plus the jitter; a value longer than MaxBytes (8 KiB: a
+//     request header a client chose) is counted under "sha256:" and its
+//     digest instead, so that no key, local cache entry or metric label
+//     is as long as what a client sent. The answers are upstream's; only
+//     such a value's count is not shared with envoyproxy/ratelimit's.
 //   - A Redis that cannot be reached at start is not fatal: the service
 //     starts and fails its calls until it connects (envoyproxy/ratelimit
 //     exits). No per-second Redis (REDIS_PERSECOND_*), no memcached.
-//   - Bad requests are InvalidArgument before anything is counted: an
-//     empty domain or descriptor list (envoyproxy/ratelimit: Unknown),
-//     more than Config.MaxDescriptors descriptors (256) or MaxEntries
-//     entries (64), a domain, key or value over MaxBytes (8 KiB) or not
-//     UTF-8, a hits_addend over MaxHitsAddend (2^32-1), a limit override
-//     without a unit in a configured domain (envoyproxy/ratelimit panics
-//     there). Malformed protobuf on the wire is gRPC's Internal. Envoy
-//     treats every error alike (failure_mode_deny decides), so the status
-//     code is no answer a client sees; over /json both answer 400, with
-//     the reason in tollgate's body where upstream sends "Bad Request".
-//     The parity suite compares a failed call as failed and a /json error
-//     by its status.
+//   - Bad requests are InvalidArgument before anything is counted: an empty
+//     domain or descriptor list (envoyproxy/ratelimit: Unknown), more than
+//     Config.MaxDescriptors descriptors (256) or MaxEntries entries (64), a
+//     domain or key over MaxBytes (8 KiB), a domain, key or value not UTF-8,
+//     a hits_addend over MaxHitsAddend (2^32-1), a limit override without a
+//     unit in a configured domain (envoyproxy/ratelimit panics there). All
+//     of these come from Envoy's configuration, not from a client (a value a
+//     client sends is counted whatever its length, as above; one not UTF-8
+//     fails upstream's decoding too). Malformed protobuf on the wire is
+//     gRPC's Internal. Envoy treats every error alike (failure_mode_deny
+//     decides), so the status code is no answer a client sees; over /json
+//     both answer 400, with the reason in tollgate's body where upstream
+//     sends "Bad Request". The parity suite compares a failed call as failed
+//     and a /json error by its status.
 //   - tollgate's draft-10 headers (RateLimit-Policy and RateLimit, one
 //     item per limited descriptor, named by the rate_limit's name or its
 //     configured path, never by a request value) are opt-in:
@@ -156,18 +165,20 @@
 //     in a descriptor) is refused; envoyproxy/ratelimit ignores it, so the
 //     setting silently does nothing there.
 //   - `tollgate check -envoy-rls DIR` reads the directory as the service
-//     does (subdirectories included, dot files skipped); upstream's
-//     config_check_cmd reads its top level only. Both refuse the same
-//     files (TestEnvoyRLSCheckAgreesWithUpstream).
-//   - Files whose name starts with '.' are skipped (upstream loads them
-//     unless RUNTIME_IGNOREDOTFILES=true); xDS configuration is not
-//     supported. A change is seen by polling every 100 ms and loaded once
-//     it has stayed the same 100 ms (WatchConfig), 0.1 to 0.3 s after it is
-//     made, not on each inotify event; a bad version is reported once and
-//     the running configuration kept, and so is a file that changed while
-//     it was read (internal/stableread). Replace files by rename (as
-//     Kubernetes updates a mounted ConfigMap): a writer in place that
-//     pauses for longer than the settling time is loaded half written.
+//     does with RUNTIME_IGNOREDOTFILES=true (subdirectories included,
+//     files and directories named .* skipped); upstream's
+//     config_check_cmd reads its top level only, dot files included. Both
+//     refuse the same files (TestEnvoyRLSCheckAgreesWithUpstream), but for
+//     the known keys in the wrong place above, which only tollgate
+//     refuses (at start, or at a reload: the running configuration kept).
+//   - xDS configuration is not supported. A change is seen by polling every
+//     100 ms and loaded once it has stayed the same 100 ms (WatchConfig),
+//     0.1 to 0.3 s after it is made, not on each inotify event; a bad
+//     version is reported once and the running configuration kept, and so is
+//     a file that changed while it was read (internal/stableread). Replace
+//     files by rename (as Kubernetes updates a mounted ConfigMap): a writer
+//     in place that pauses for longer than the settling time is loaded half
+//     written.
 //
 // The environment variables of envoyproxy/ratelimit that `tollgate
 // envoy-rls` reads are listed in its help; every other one of its

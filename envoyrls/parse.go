@@ -81,6 +81,11 @@ type Options struct {
 	// envoyproxy/ratelimit's MERGE_DOMAIN_CONFIG=true. False refuses a
 	// domain's second file.
 	MergeDomains bool
+	// DotFiles reads the files and directories whose name starts with
+	// '.' too, as envoyproxy/ratelimit does unless
+	// RUNTIME_IGNOREDOTFILES=true. False skips them (editors' swap and
+	// temporary files; Kubernetes' ..data and ..timestamp directories).
+	DotFiles bool
 }
 
 // Build builds the Limits of the files given, in order: each holds one

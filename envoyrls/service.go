@@ -54,8 +54,12 @@ type Config struct {
 	MaxDescriptors int
 	// MaxEntries bounds the entries in one descriptor. Zero means 64.
 	MaxEntries int
-	// MaxBytes bounds the bytes of the domain and of each entry's key and
-	// value. Zero means 8192.
+	// MaxBytes bounds the bytes of the domain and of each entry's key;
+	// an entry's value longer than MaxBytes (a request header a client
+	// chose, say) is matched as it is and counted under its digest
+	// (boundedValue), so that it neither fails the call (which Envoy's
+	// failure_mode_deny=false would let through, every other descriptor
+	// of the request with it) nor makes a key of its size. Zero means 8192.
 	MaxBytes int
 	// MaxHitsAddend bounds hits_addend, per request and per descriptor.
 	// Zero means 4294967295, the largest request-level hits_addend.
@@ -208,8 +212,8 @@ func (s *Service) check(req *rlsv3.RateLimitRequest, known bool) error {
 			return fmt.Errorf("%w: descriptor %d has %d entries, more than %d", ErrInvalidRequest, i, n, c.MaxEntries)
 		}
 		for j, e := range d.GetEntries() {
-			if len(e.GetKey()) > c.MaxBytes || len(e.GetValue()) > c.MaxBytes {
-				return fmt.Errorf("%w: descriptor %d entry %d: key or value longer than %d bytes", ErrInvalidRequest, i, j, c.MaxBytes)
+			if len(e.GetKey()) > c.MaxBytes {
+				return fmt.Errorf("%w: descriptor %d entry %d: key longer than %d bytes", ErrInvalidRequest, i, j, c.MaxBytes)
 			}
 			if !utf8.ValidString(e.GetKey()) || !utf8.ValidString(e.GetValue()) {
 				return fmt.Errorf("%w: descriptor %d entry %d: key or value is not UTF-8", ErrInvalidRequest, i, j)
@@ -275,7 +279,7 @@ func (s *Service) ShouldRateLimit(ctx context.Context, req *rlsv3.RateLimitReque
 			m := ls.Match(req.GetDomain(), d.GetEntries())
 			it.limit = m.Limit
 			if m.Limit != nil && m.Detailed && s.cfg.Metrics != nil {
-				it.detailed = detailedPath(d.GetEntries(), m.Shared)
+				it.detailed = detailedPath(d.GetEntries(), m.Shared, s.cfg.MaxBytes)
 			}
 			if m.Limit != nil {
 				it.key = s.keyOf(req.GetDomain(), d.GetEntries(), m.Shared, m.Limit, now)
@@ -540,15 +544,16 @@ func counterKey(domain string, entries []*rlv3.RateLimitDescriptor_Entry, shared
 }
 
 // detailedPath is the descriptor's path with its values, as
-// detailed_metric names the stat: "key1_value1.subkey1_x".
-func detailedPath(entries []*rlv3.RateLimitDescriptor_Entry, shared []string) string {
+// detailed_metric names the stat: "key1_value1.subkey1_x", a value over
+// maxValue bytes by its digest (boundedValue).
+func detailedPath(entries []*rlv3.RateLimitDescriptor_Entry, shared []string, maxValue int) string {
 	var b []byte
 	for i, e := range entries {
 		if i > 0 {
 			b = append(b, '.')
 		}
 		b = append(b, e.GetKey()...)
-		v := e.GetValue()
+		v := boundedValue(e.GetValue(), maxValue)
 		if i < len(shared) && shared[i] != "" {
 			v = shared[i]
 		}

@@ -74,7 +74,7 @@ func NewWatcher(cfg WatchConfig, srcs []Source) *Watcher {
 func (w *Watcher) Look(now time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	srcs, err := ReadDir(w.cfg.Dir)
+	srcs, err := ReadDirWith(w.cfg.Dir, w.cfg.Options)
 	if err != nil {
 		if errors.Is(err, stableread.ErrChanged) && w.waiting && now.Sub(w.since) >= w.cfg.Settle {
 			w.cfg.OnLoad(nil, err) // a reload due, refused: the log says why
@@ -122,7 +122,7 @@ func (w *Watcher) Start() {
 				w.mu.Lock()
 				waiting := w.waiting
 				w.mu.Unlock()
-				st, err := statDir(w.cfg.Dir)
+				st, err := statDir(w.cfg.Dir, w.cfg.Options)
 				if waiting || err != nil || st != lastStat || now.Sub(last) >= w.cfg.FullInterval {
 					last, lastStat = now, st
 					w.Look(now)

@@ -151,3 +151,48 @@ func TestWatcherReloadsWithinHalfASecond(t *testing.T) {
 		}
 	}
 }
+
+// With Options.DotFiles (RUNTIME_IGNOREDOTFILES unset), the files and
+// directories named .* are read and watched; without, neither.
+func TestDotFilesReadAndWatched(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, ".d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, domain string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("domain: "+domain+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("plain.yaml", "plain")
+	write(".hidden.yaml", "hidden")
+	write(".d/in.yaml", "dotdir")
+	for _, dot := range []bool{false, true} {
+		o := Options{DotFiles: dot}
+		l, err := LoadDirWith(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		if dot {
+			want = 3
+		}
+		if l.Domains() != want || len(l.Files) != want {
+			t.Errorf("DotFiles=%v: %d domains in %v, want %d", dot, l.Domains(), l.Files, want)
+		}
+		before, err := statDir(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(".d/in.yaml", "dotdir2")
+		after, err := statDir(dir, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (before != after) != dot {
+			t.Errorf("DotFiles=%v: a change in .d/in.yaml seen: %v", dot, before != after)
+		}
+		write(".d/in.yaml", "dotdir")
+	}
+}

@@ -44,7 +44,7 @@ var envoyRLSCommand = &command{
 		tier := fs.String("redis-tier", "strict", "with -redis: strict (every decision in Redis) or eventual (local, synced)")
 		fs.DurationVar(&env.redisTimeout, "redis-timeout", env.counting.redisTimeout, "with -redis: the bound of a Redis round trip, past which the call fails (default REDIS_TIMEOUT, else 10s)")
 		headers := fs.String("headers", env.headers, "response headers: none, legacy (RateLimit-Limit/-Remaining/-Reset, named by LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER) or draft10 (tollgate's RateLimit-Policy and RateLimit) (default legacy when LIMIT_RESPONSE_HEADERS_ENABLED=true, else none; TOLLGATE_RESPONSE_HEADERS names a style)")
-		fs.BoolVar(&env.allOrNothing, "all-or-nothing", env.allOrNothing, "when a descriptor of a request would go over its limit, increment only those going over, as envoyproxy/ratelimit does (default STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; NEAR_LIMIT_RATIO, SHADOW_MODE, QUOTA_MODE, MERGE_DOMAIN_CONFIG, LOG_LEVEL and LOG_FORMAT are read too)")
+		fs.BoolVar(&env.allOrNothing, "all-or-nothing", env.allOrNothing, "when a descriptor of a request would go over its limit, increment only those going over, as envoyproxy/ratelimit does (default STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT; NEAR_LIMIT_RATIO, SHADOW_MODE, QUOTA_MODE, MERGE_DOMAIN_CONFIG, RUNTIME_IGNOREDOTFILES, LOG_LEVEL and LOG_FORMAT are read too)")
 		reload := fs.Duration("reload", 100*time.Millisecond, "how often the configuration directory is looked at for changes (file names, sizes, times; contents every second)")
 		logger := logFlags(fs)
 		envoyRLSLogDefaults(fs, env)
@@ -97,6 +97,7 @@ type envoyRLSSettings struct {
 
 	// The answers' settings (envoyRLSAnswerEnv).
 	shadow, quota, merge bool     // SHADOW_MODE, QUOTA_MODE, MERGE_DOMAIN_CONFIG
+	dotFiles             bool     // read files named .*: RUNTIME_IGNOREDOTFILES unset or false
 	logLevel, logFormat  string   // LOG_LEVEL, LOG_FORMAT, as -log-level and -log-format
 	unsupported          []string // variables set that tollgate does not honour: logged at start
 }
@@ -202,7 +203,8 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 
 // envoyRLSAnswerEnv reads into s envoyproxy/ratelimit's variables that
 // change what the answers say, with its defaults: SHADOW_MODE,
-// QUOTA_MODE, MERGE_DOMAIN_CONFIG, LIMIT_RESPONSE_HEADERS_ENABLED (false:
+// QUOTA_MODE, MERGE_DOMAIN_CONFIG, RUNTIME_IGNOREDOTFILES (false: the
+// files and directories named .* are configuration too), LIMIT_RESPONSE_HEADERS_ENABLED (false:
 // no rate-limit headers at all; true: its RateLimit-Limit trio), LOG_LEVEL
 // (default warn) and LOG_FORMAT; tollgate's own TOLLGATE_RESPONSE_HEADERS
 // (none, legacy or draft10) chooses a style whatever
@@ -228,6 +230,7 @@ func envoyRLSAnswerEnv(getenv func(string) string, s *envoyRLSSettings) []error 
 	s.shadow = boolVar("SHADOW_MODE")
 	s.quota = boolVar("QUOTA_MODE")
 	s.merge = boolVar("MERGE_DOMAIN_CONFIG")
+	s.dotFiles = !boolVar("RUNTIME_IGNOREDOTFILES")
 	if getenv("GLOBAL_SHADOW_MODE") != "" {
 		errs = append(errs, errors.New("GLOBAL_SHADOW_MODE is not read: envoyproxy/ratelimit's global shadow switch is SHADOW_MODE"))
 	}
@@ -322,7 +325,6 @@ var envoyRLSUnsupported = []struct {
 	{"PROMETHEUS_ADDR", "", "metrics are on -debug's /metrics (DEBUG_HOST, DEBUG_PORT)", false},
 	{"PROMETHEUS_PATH", "/metrics", "metrics are on -debug's /metrics", false},
 	{"PROMETHEUS_MAPPER_YAML", "", "metric names are tollgate_rls_*", false},
-	{"RUNTIME_IGNOREDOTFILES", "true", "files whose name starts with '.' are always skipped", false},
 	{"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "false", "healthy once the configuration loaded at start", false},
 	{"RESPONSE_DYNAMIC_METADATA", "false", "answers carry no dynamic_metadata", false},
 	{"REDIS_POOL_SIZE", "", "the Redis client sizes its own pool", false},
@@ -398,8 +400,8 @@ func runEnvoyRLS(ctx context.Context, s envoyRLSSettings, log *slog.Logger, stde
 	for _, u := range s.unsupported {
 		log.Warn(u)
 	}
-	opts := envoyrls.Options{MergeDomains: s.merge}
-	srcs, err := envoyrls.ReadDir(s.dir)
+	opts := envoyrls.Options{MergeDomains: s.merge, DotFiles: s.dotFiles}
+	srcs, err := envoyrls.ReadDirWith(s.dir, opts)
 	var limits *envoyrls.Limits
 	if err == nil {
 		limits, err = envoyrls.BuildWith(srcs, opts)

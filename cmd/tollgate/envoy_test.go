@@ -232,6 +232,14 @@ func TestEnvoyRLSReadsTheAnswersEnvironment(t *testing.T) {
 	if got := strings.Join(s.unsupported, "\n"); !strings.Contains(got, "USE_STATSD") || !strings.Contains(got, "RESPONSE_DYNAMIC_METADATA") || len(s.unsupported) != 2 {
 		t.Errorf("unsupported %q, want USE_STATSD and RESPONSE_DYNAMIC_METADATA", got)
 	}
+	// Files named .* are configuration unless RUNTIME_IGNOREDOTFILES=true,
+	// as there.
+	if !s.dotFiles {
+		t.Errorf("dotFiles false by default, want true (RUNTIME_IGNOREDOTFILES defaults to false)")
+	}
+	if s, err = read(map[string]string{"RUNTIME_IGNOREDOTFILES": "true"}); err != nil || s.dotFiles || len(s.unsupported) != 0 {
+		t.Errorf("RUNTIME_IGNOREDOTFILES=true: %+v, %v", s, err)
+	}
 	if s, err = read(map[string]string{"LIMIT_RESPONSE_HEADERS_ENABLED": "true", "TOLLGATE_RESPONSE_HEADERS": "draft10"}); err != nil || s.headers != "draft10" {
 		t.Fatalf("TOLLGATE_RESPONSE_HEADERS: %+v, %v", s, err)
 	}
