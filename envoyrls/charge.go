@@ -369,12 +369,26 @@ func (sc *scratch) put() {
 	scratchPool.Put(sc)
 }
 
+// gaveUp reports whether the caller's context has ended or reached its
+// deadline: the Redis client times a call out by the context's deadline
+// on its own timer, which can fire an instant before the context's.
+func gaveUp(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
 // counterFallback answers the counted items after the counters failed
 // with err, by OnError, unless the caller's context ended.
 func (s *Service) counterFallback(ctx context.Context, err error, items []item, idx []int, cached []bool, now time.Time) error {
-	if ctx.Err() != nil {
+	if gaveUp(ctx) {
 		// The caller gave up (Envoy's timeout, a reset stream): not a
 		// store failure, and no one reads the answer.
+		if ctx.Err() == nil {
+			return status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
+		}
 		return status.FromContextError(ctx.Err()).Err()
 	}
 	if e := s.failed(err); e != nil {

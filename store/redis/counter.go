@@ -130,7 +130,10 @@ func (s *Store) counterCall(ctx context.Context, c rueidis.Client, cmds rueidis.
 	}
 	if isReply(first) {
 		s.stats.replyErrors.Add(1)
-	} else if ctx.Err() == nil {
+	} else if dl, ok := ctx.Deadline(); ctx.Err() == nil && (!ok || time.Now().Before(dl)) {
+		// (the client times a call out by ctx's deadline on its own
+		// timer, an instant before ctx's: the caller's timeout, not a
+		// failure)
 		s.stats.failures.Add(1)
 		if errors.Is(first, context.DeadlineExceeded) {
 			s.stats.timeouts.Add(1)
