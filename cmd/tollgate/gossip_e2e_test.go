@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -55,7 +56,15 @@ type load struct {
 // of the first sender, to act mid-traffic. A node that stops answering
 // (killed) counts its requests as failed.
 func steady(ps []*proc, path string, rate float64, d time.Duration, at func(time.Duration)) ([]load, time.Duration) {
+	return steadyAtLeast(ps, path, rate, d, 0, at)
+}
+
+// steadyAtLeast is steady that goes on past d, up to 4 × d, until the
+// nodes have answered atLeast requests together: on a machine too loaded
+// to send at rate, a phase meant to use up a limit still does.
+func steadyAtLeast(ps []*proc, path string, rate float64, d time.Duration, atLeast int, at func(time.Duration)) ([]load, time.Duration) {
 	out := make([]load, len(ps))
+	var answered atomic.Int64
 	c := &http.Client{Timeout: 2 * time.Second}
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -66,7 +75,7 @@ func steady(ps []*proc, path string, rate float64, d time.Duration, at func(time
 			l := &out[i]
 			for now := range tick.C {
 				el := now.Sub(start)
-				if el >= d {
+				if el >= d && (answered.Load() >= int64(atLeast) || el >= 4*d) {
 					return
 				}
 				if i == 0 && at != nil {
@@ -79,6 +88,7 @@ func steady(ps []*proc, path string, rate float64, d time.Duration, at func(time
 					continue
 				}
 				resp.Body.Close()
+				answered.Add(1)
 				switch resp.StatusCode {
 				case 200:
 					l.admitted++
@@ -195,7 +205,7 @@ func TestE2EGossipFleet(t *testing.T) {
 	}
 
 	// 1. Steady traffic over the three.
-	ls, took := steady(nodes, "/one", rate, phase, nil)
+	ls, took := steadyAtLeast(nodes, "/one", rate, phase, limit+limit/4, nil)
 	if total(ls).failed != 0 {
 		t.Fatalf("failed requests: %+v", ls)
 	}
@@ -204,7 +214,7 @@ func TestE2EGossipFleet(t *testing.T) {
 	// 2. Kill n2 mid-traffic; n0 and n1 go on.
 	var killOnce sync.Once
 	killAt := phase / 4
-	ls, took = steady(nodes, "/two", rate, phase, func(el time.Duration) {
+	ls, took = steadyAtLeast(nodes, "/two", rate, phase, limit+limit/4, func(el time.Duration) {
 		if el >= killAt {
 			killOnce.Do(func() { nodes[2].cmd.Process.Kill() })
 		}
@@ -268,7 +278,7 @@ func TestE2EGossipFleet(t *testing.T) {
 	}
 
 	// 4. The fleet, whole again.
-	ls, took = steady(nodes, "/four", rate, phase, nil)
+	ls, took = steadyAtLeast(nodes, "/four", rate, phase, limit+limit/4, nil)
 	if total(ls).failed != 0 {
 		t.Fatalf("failed requests: %+v", ls)
 	}
