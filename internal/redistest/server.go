@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -152,6 +153,70 @@ func (s *Server) Kill() {
 	}
 	cmd.Process.Kill()
 	<-done
+}
+
+// Pause stops the server with SIGSTOP and returns once every one of its
+// threads is stopped: from then on it answers nothing (the kernel still
+// accepts connections to its port) until Resume, as a server stalled by a
+// long command or a swapped-out host would. A stall made so lasts exactly
+// as long as the test wants, unlike DEBUG SLEEP's fixed one. A paused
+// server is resumed at t.Cleanup.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		t.Fatal("redistest: Pause: the server is not running")
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("redistest: Pause: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGCONT) })
+	task := fmt.Sprintf("/proc/%d/task", cmd.Process.Pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for !allStopped(task) {
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: Pause: %s not stopped within 10s", s.bin)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// allStopped reports whether every thread listed under task (a
+// /proc/PID/task directory) is in state T (stopped).
+func allStopped(task string) bool {
+	ents, err := os.ReadDir(task)
+	if err != nil || len(ents) == 0 {
+		return false
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(task, e.Name(), "stat"))
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ...: comm may hold spaces and parentheses, so
+		// the state follows the last ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
+}
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		t.Fatal("redistest: Resume: the server is not running")
+	}
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("redistest: Resume: %v", err)
+	}
 }
 
 // Restart starts a killed server again on the same port and directory.
