@@ -32,6 +32,13 @@ type Server struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
+	// held is a socket bound to Port, never listening, while a server
+	// made by newServer is killed: connections are refused as with no
+	// socket at all, and no other socket (a listener on port 0, an
+	// outgoing connection's local port) can take the port before Restart.
+	held     int // the socket's descriptor, when holding
+	holding  bool
+	holdPort bool
 }
 
 // Start runs a standalone redis-server on a free loopback port, with no
@@ -63,7 +70,42 @@ func newServer(t testing.TB, dir string, extra ...string) *Server {
 		"--loglevel", "warning",
 	}
 	args = append(args, extra...)
-	return &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, bin: "redis-server", args: args}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, bin: "redis-server", args: args, holdPort: true}
+	t.Cleanup(s.release) // after the Kill of every later cleanup
+	return s
+}
+
+// hold binds a socket to the server's port without listening on it (see
+// Server.held). The caller holds s.mu.
+func (s *Server) hold() {
+	if !s.holdPort || s.holding {
+		return
+	}
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return // unheld: as before, the port is free for anyone
+	}
+	// No SO_REUSEADDR: with it on both sockets, Linux lets a listener
+	// bind beside one that does not listen.
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: s.Port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		return
+	}
+	s.held, s.holding = fd, true
+}
+
+// release closes the socket hold bound, if any.
+func (s *Server) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releaseLocked()
+}
+
+func (s *Server) releaseLocked() {
+	if s.holding {
+		syscall.Close(s.held)
+		s.holding = false
+	}
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -80,6 +122,7 @@ func FreePort(t testing.TB) int {
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.releaseLocked()
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Dir = s.Dir
 	logf, err := os.OpenFile(filepath.Join(s.Dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -142,7 +185,9 @@ func ping(addr string, tc *tls.Config) error {
 }
 
 // Kill stops the server with SIGKILL (as a crash would) and waits for it to
-// exit. It is safe to call on a stopped server.
+// exit. It is safe to call on a stopped server. Until Restart, its port
+// refuses connections and stays reserved for it: killed for seconds, a
+// server could find its port taken by another test's socket on restart.
 func (s *Server) Kill() {
 	s.mu.Lock()
 	cmd, done := s.cmd, s.done
@@ -153,6 +198,11 @@ func (s *Server) Kill() {
 	}
 	cmd.Process.Kill()
 	<-done
+	s.mu.Lock()
+	if s.cmd == nil {
+		s.hold()
+	}
+	s.mu.Unlock()
 }
 
 // Pause stops the server with SIGSTOP and returns once every one of its
