@@ -243,5 +243,29 @@ func (r *replyConn) Read(b []byte) (int, error) {
 	if n > 0 && r.state.Load() == awaitingReply && r.state.CompareAndSwap(awaitingReply, replied) {
 		r.stop()
 	}
-	return n, err
+	return n, r.explain(err)
 }
+
+func (r *replyConn) Write(b []byte) (int, error) {
+	n, err := r.Conn.Write(b)
+	return n, r.explain(err)
+}
+
+// explain marks the error of a connection untilReply closed as
+// errAbandoned, so that the other calls that waited for this attempt
+// know it failed for its starter's context, not theirs (othersDeadline).
+func (r *replyConn) explain(err error) error {
+	if err != nil && r.state.Load() == abandoned {
+		return &abandonedError{err}
+	}
+	return err
+}
+
+// errAbandoned is the error of a connection attempt closed because the
+// context of the call that started it ended before the server answered.
+var errAbandoned = errors.New("redis: connection attempt abandoned: the call that started it ended first")
+
+type abandonedError struct{ err error }
+
+func (e *abandonedError) Error() string   { return errAbandoned.Error() + ": " + e.err.Error() }
+func (e *abandonedError) Unwrap() []error { return []error{errAbandoned, e.err} }

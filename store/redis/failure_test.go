@@ -354,3 +354,59 @@ func TestStalledReconnectAnswersAtTheTimeout(t *testing.T) {
 	srv.Resume(t)
 	waitFor(t, decided) // and once the stall ends, Redis decides again
 }
+
+// TestNotFailedByAnotherCallersDeadline: a decision that waits for a
+// connection attempt another caller started is not failed by that
+// caller's shorter deadline. The eventual tier syncs with its interval as
+// its deadline (20ms in TestE2EConsistencyTiers): on a loaded machine its
+// attempt to (re)connect failed at 20ms, and a strict decision with a 2 s
+// timeout that had waited for the same attempt got its "context deadline
+// exceeded" and was answered by on_error (seen 4 times in 24 runs). The
+// decision, its own deadline far away and its command never sent, tries
+// again.
+func TestNotFailedByAnotherCallersDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv.Addr, Config{Timeout: 2 * time.Second, BreakerFailures: 1000, CacheSize: -1})
+	waitFor(t, func() bool { return s.conn.Load() != nil })
+	// One connection per client, so that both callers need the same one;
+	// an attempt for a caller whose deadline is near returns only at that
+	// deadline (the loaded machine, made certain).
+	started := make(chan struct{}, 1)
+	opt := clientOption(s.cfg)
+	opt.PipelineMultiplex = -1
+	opt.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+		c, err := dial(ctx, dst, d, tc)
+		if dl, ok := ctx.Deadline(); err == nil && ok && time.Until(dl) < time.Second {
+			started <- struct{}{}
+			<-ctx.Done()
+		}
+		return c, err
+	}
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.conn.Swap(&conn{client: client}).client.Close()
+	p := limit.FixedWindow{Limit: 100, Window: time.Hour}
+	ctx := context.Background()
+	// Drop the connection: kill Redis until a command fails, restart it.
+	srv.Kill()
+	waitFor(t, func() bool { return client.Do(ctx, client.B().Ping().Build()).Error() != nil })
+	srv.Restart(t)
+	short := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		_, err := s.Apply(sctx, "short", p, 1)
+		short <- err
+	}()
+	<-started // the short caller's attempt is under way: the decision waits for it
+	before := s.Stats().Decisions
+	d, err := s.WithFailure(FailClosed).Apply(ctx, "long", p, 1)
+	if err != nil || !d.Allowed || s.Stats().Decisions != before+1 {
+		t.Fatalf("the decision waiting on the short caller's attempt: %+v %v, stats %+v; want decided on Redis", d, err, s.Stats())
+	}
+	if err := <-short; err == nil {
+		t.Log("the short caller was decided too (its attempt ended before its deadline)")
+	}
+}
