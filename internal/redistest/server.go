@@ -32,6 +32,13 @@ type Server struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
+	// held is a socket bound to Port, never listening, while a server
+	// made by newServer is killed: connections are refused as with no
+	// socket at all, and no other socket (a listener on port 0, an
+	// outgoing connection's local port) can take the port before Restart.
+	held     int // the socket's descriptor, when holding
+	holding  bool
+	holdPort bool
 }
 
 // Start runs a standalone redis-server on a free loopback port, with no
@@ -63,7 +70,42 @@ func newServer(t testing.TB, dir string, extra ...string) *Server {
 		"--loglevel", "warning",
 	}
 	args = append(args, extra...)
-	return &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, bin: "redis-server", args: args}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), Port: port, Dir: dir, bin: "redis-server", args: args, holdPort: true}
+	t.Cleanup(s.release) // after the Kill of every later cleanup
+	return s
+}
+
+// hold binds a socket to the server's port without listening on it (see
+// Server.held). The caller holds s.mu.
+func (s *Server) hold() {
+	if !s.holdPort || s.holding {
+		return
+	}
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return // unheld: as before, the port is free for anyone
+	}
+	// No SO_REUSEADDR: with it on both sockets, Linux lets a listener
+	// bind beside one that does not listen.
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Port: s.Port, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		return
+	}
+	s.held, s.holding = fd, true
+}
+
+// release closes the socket hold bound, if any.
+func (s *Server) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releaseLocked()
+}
+
+func (s *Server) releaseLocked() {
+	if s.holding {
+		syscall.Close(s.held)
+		s.holding = false
+	}
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -80,6 +122,7 @@ func FreePort(t testing.TB) int {
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.releaseLocked()
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Dir = s.Dir
 	logf, err := os.OpenFile(filepath.Join(s.Dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -142,7 +185,9 @@ func ping(addr string, tc *tls.Config) error {
 }
 
 // Kill stops the server with SIGKILL (as a crash would) and waits for it to
-// exit. It is safe to call on a stopped server.
+// exit. It is safe to call on a stopped server. Until Restart, its port
+// refuses connections and stays reserved for it: killed for seconds, a
+// server could find its port taken by another test's socket on restart.
 func (s *Server) Kill() {
 	s.mu.Lock()
 	cmd, done := s.cmd, s.done
@@ -153,6 +198,75 @@ func (s *Server) Kill() {
 	}
 	cmd.Process.Kill()
 	<-done
+	s.mu.Lock()
+	if s.cmd == nil {
+		s.hold()
+	}
+	s.mu.Unlock()
+}
+
+// Pause stops the server with SIGSTOP and returns once every one of its
+// threads is stopped: from then on it answers nothing (the kernel still
+// accepts connections to its port) until Resume, as a server stalled by a
+// long command or a swapped-out host would. A stall made so lasts exactly
+// as long as the test wants, unlike DEBUG SLEEP's fixed one. A paused
+// server is resumed at t.Cleanup.
+func (s *Server) Pause(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		t.Fatal("redistest: Pause: the server is not running")
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("redistest: Pause: %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGCONT) })
+	task := fmt.Sprintf("/proc/%d/task", cmd.Process.Pid)
+	deadline := time.Now().Add(10 * time.Second)
+	for !allStopped(task) {
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: Pause: %s not stopped within 10s", s.bin)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// allStopped reports whether every thread listed under task (a
+// /proc/PID/task directory) is in state T (stopped).
+func allStopped(task string) bool {
+	ents, err := os.ReadDir(task)
+	if err != nil || len(ents) == 0 {
+		return false
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(task, e.Name(), "stat"))
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ...: comm may hold spaces and parentheses, so
+		// the state follows the last ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 || i+2 >= len(b) || b[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
+}
+
+// Resume continues a paused server (SIGCONT).
+func (s *Server) Resume(t testing.TB) {
+	t.Helper()
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		t.Fatal("redistest: Resume: the server is not running")
+	}
+	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("redistest: Resume: %v", err)
+	}
 }
 
 // Freeze stops the server's process (SIGSTOP): its connections stay

@@ -116,7 +116,18 @@ func (e *secretError) Unwrap() error { return e.err }
 // handshake has completed, and Redis then closes the connection without
 // an alert the client reads: without this, a missing or untrusted client
 // certificate would look like a network failure.
+//
+// The connection is closed if ctx ends before the server's first reply
+// (see untilReply).
 func dial(ctx context.Context, dst string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+	c, err := dialConn(ctx, dst, d, tc)
+	if err != nil {
+		return nil, err
+	}
+	return untilReply(ctx, c), nil
+}
+
+func dialConn(ctx context.Context, dst string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
 	if tc == nil {
 		return d.DialContext(ctx, "tcp", dst)
 	}
@@ -189,3 +200,72 @@ func (e *ClientCertError) Error() string {
 
 // Unwrap returns the connection's error.
 func (e *ClientCertError) Unwrap() error { return e.Err }
+
+// untilReply returns c, closed if ctx ends before c reads its first byte
+// (the answer to the client's handshake). ctx is the context of the
+// decision that made the client reconnect, so its deadline is the
+// decision's timeout. Without this, an attempt whose deadline passed
+// before its handshake was sent (a goroutine descheduled on a loaded
+// machine) is closed by the client with a PING it waits for: a stalled
+// server held the decision until the stall ended or for the client's
+// one-second escape timer, not the timeout. A closed connection fails
+// that PING at once. Once the server has answered, the connection is
+// the client's and ctx no longer matters.
+func untilReply(ctx context.Context, c net.Conn) net.Conn {
+	if ctx.Done() == nil {
+		return c // the client bounds a handshake with no deadline itself
+	}
+	r := &replyConn{Conn: c}
+	r.stop = context.AfterFunc(ctx, func() {
+		if r.state.CompareAndSwap(awaitingReply, abandoned) {
+			r.Conn.Close()
+		}
+	})
+	return r
+}
+
+const (
+	awaitingReply = iota
+	replied
+	abandoned
+)
+
+// replyConn is a connection that untilReply closes if its context ends
+// before the first reply.
+type replyConn struct {
+	net.Conn
+	state atomic.Int32
+	stop  func() bool
+}
+
+func (r *replyConn) Read(b []byte) (int, error) {
+	n, err := r.Conn.Read(b)
+	if n > 0 && r.state.Load() == awaitingReply && r.state.CompareAndSwap(awaitingReply, replied) {
+		r.stop()
+	}
+	return n, r.explain(err)
+}
+
+func (r *replyConn) Write(b []byte) (int, error) {
+	n, err := r.Conn.Write(b)
+	return n, r.explain(err)
+}
+
+// explain marks the error of a connection untilReply closed as
+// errAbandoned, so that the other calls that waited for this attempt
+// know it failed for its starter's context, not theirs (othersDeadline).
+func (r *replyConn) explain(err error) error {
+	if err != nil && r.state.Load() == abandoned {
+		return &abandonedError{err}
+	}
+	return err
+}
+
+// errAbandoned is the error of a connection attempt closed because the
+// context of the call that started it ended before the server answered.
+var errAbandoned = errors.New("redis: connection attempt abandoned: the call that started it ended first")
+
+type abandonedError struct{ err error }
+
+func (e *abandonedError) Error() string   { return errAbandoned.Error() + ": " + e.err.Error() }
+func (e *abandonedError) Unwrap() []error { return []error{errAbandoned, e.err} }

@@ -43,7 +43,12 @@
 //
 // # Failures
 //
-// Each call has a short timeout (Config.Timeout, default 50ms). Consecutive
+// Each call has a short timeout (Config.Timeout, default 50ms), also one
+// that has to reconnect to a stalled server first: a connection attempt is
+// closed when the deadline of the decision that started it passes before
+// the server's first reply; and a call that waited for an attempt another
+// call started is not failed by that call's shorter deadline (it tries
+// again within its own). Consecutive
 // failures open a circuit breaker, after which decisions are answered at
 // once by the failure mode (FailOpen, FailClosed or FailLocal, an in-memory
 // store with the same policy) until a probe succeeds: after each cooldown

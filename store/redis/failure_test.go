@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
@@ -293,5 +295,129 @@ func TestStartsWhileRedisIsStalled(t *testing.T) {
 	}
 	if st := s.Stats(); st.Connected {
 		t.Fatalf("connected to a server that never answered: %+v", st)
+	}
+}
+
+// TestStalledReconnectAnswersAtTheTimeout: while Redis is stalled, a
+// decision that has to reconnect (its connection was dropped for the
+// stall) and reaches the handshake only after its deadline, as a loaded
+// machine's scheduler makes it do, is answered by its failure mode at
+// about the timeout. Without the connection being closed at that
+// deadline, the client closed the failed attempt by sending PING on it and
+// waiting for the answer: until the stall ended (seen: 465 ms of a 500 ms
+// DEBUG SLEEP with Timeout 20 ms, TestRedisSlow under CPU load) or its
+// one-second escape timer fired.
+func TestStalledReconnectAnswersAtTheTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv.Addr, Config{Timeout: 20 * time.Millisecond, BreakerFailures: 1000, CacheSize: -1})
+	// The store's connection, made again by a client whose connection
+	// attempts for a decision return only once the decision's deadline has
+	// passed, after the stall begins: the descheduled goroutine, made
+	// certain.
+	var late atomic.Bool
+	var lateDials atomic.Int32
+	opt := clientOption(s.cfg)
+	opt.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+		c, err := dial(ctx, dst, d, tc)
+		if err == nil && late.Load() && ctx.Done() != nil {
+			lateDials.Add(1)
+			<-ctx.Done()
+		}
+		return c, err
+	}
+	waitFor(t, func() bool { return s.conn.Load() != nil }) // the store's own dialing is over
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.conn.Swap(&conn{client: client}).client.Close()
+	p := limit.FixedWindow{Limit: 100, Window: time.Hour}
+	ctx := context.Background()
+	decided := func() bool { // on Redis, not by the failure mode
+		before := s.Stats().Decisions
+		s.Apply(ctx, "k", p, 1)
+		return s.Stats().Decisions == before+1
+	}
+	bound := stallBound(t, s, p) // the new client connected, the script loaded
+	late.Store(true)
+	srv.Pause(t)
+	// A command with no deadline of its own waits the client's connection
+	// timeout, then the client drops that connection: the next decision
+	// sent there reconnects.
+	if err := client.Do(ctx, client.B().Ping().Build()).Error(); err == nil {
+		t.Fatal("PING answered by a paused server")
+	}
+	for i := 0; lateDials.Load() < 3; i++ {
+		if i == 200 {
+			t.Fatalf("%d decisions, %d of them reconnecting: want 3", i, lateDials.Load())
+		}
+		m := []FailMode{FailClosed, FailOpen}[i%2]
+		var d limit.Decision
+		var err error
+		if el := working(func() { d, err = s.WithFailure(m).Apply(ctx, "k", p, 1) }); el > bound {
+			t.Fatalf("decision %d (%v) answered after %v (not counting waits for a CPU), %d reconnecting so far; want about the 20ms timeout (bound %v)", i, m, el, lateDials.Load(), bound)
+		}
+		if err != nil || d.Allowed != (m == FailOpen) {
+			t.Fatalf("decision %d (%v): %+v %v", i, m, d, err)
+		}
+	}
+	late.Store(false)
+	srv.Resume(t)
+	waitFor(t, decided) // and once the stall ends, Redis decides again
+}
+
+// TestNotFailedByAnotherCallersDeadline: a decision that waits for a
+// connection attempt another caller started is not failed by that
+// caller's shorter deadline. The eventual tier syncs with its interval as
+// its deadline (20ms in TestE2EConsistencyTiers): on a loaded machine its
+// attempt to (re)connect failed at 20ms, and a strict decision with a 2 s
+// timeout that had waited for the same attempt got its "context deadline
+// exceeded" and was answered by on_error (seen 4 times in 24 runs). The
+// decision, its own deadline far away and its command never sent, tries
+// again.
+func TestNotFailedByAnotherCallersDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	s := open(t, srv.Addr, Config{Timeout: 2 * time.Second, BreakerFailures: 1000, CacheSize: -1})
+	waitFor(t, func() bool { return s.conn.Load() != nil })
+	// One connection per client, so that both callers need the same one;
+	// an attempt for a caller whose deadline is near returns only at that
+	// deadline (the loaded machine, made certain).
+	started := make(chan struct{}, 1)
+	opt := clientOption(s.cfg)
+	opt.PipelineMultiplex = -1
+	opt.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+		c, err := dial(ctx, dst, d, tc)
+		if dl, ok := ctx.Deadline(); err == nil && ok && time.Until(dl) < time.Second {
+			started <- struct{}{}
+			<-ctx.Done()
+		}
+		return c, err
+	}
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.conn.Swap(&conn{client: client}).client.Close()
+	p := limit.FixedWindow{Limit: 100, Window: time.Hour}
+	ctx := context.Background()
+	// Drop the connection: kill Redis until a command fails, restart it.
+	srv.Kill()
+	waitFor(t, func() bool { return client.Do(ctx, client.B().Ping().Build()).Error() != nil })
+	srv.Restart(t)
+	short := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		_, err := s.Apply(sctx, "short", p, 1)
+		short <- err
+	}()
+	<-started // the short caller's attempt is under way: the decision waits for it
+	before := s.Stats().Decisions
+	d, err := s.WithFailure(FailClosed).Apply(ctx, "long", p, 1)
+	if err != nil || !d.Allowed || s.Stats().Decisions != before+1 {
+		t.Fatalf("the decision waiting on the short caller's attempt: %+v %v, stats %+v; want decided on Redis", d, err, s.Stats())
+	}
+	if err := <-short; err == nil {
+		t.Log("the short caller was decided too (its attempt ended before its deadline)")
 	}
 }

@@ -3,6 +3,9 @@ package redis
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,42 +105,116 @@ func TestOverLimitCacheSmallerCost(t *testing.T) {
 	}
 }
 
-// TestRedisSlow blocks the server (DEBUG SLEEP): each request must be
-// answered by its failure mode after about the timeout, not after the
-// stall.
+// TestRedisSlow stalls the server: each request must be answered by its
+// failure mode after about the timeout, not after the stall, also once the
+// client has dropped its connection for the stall and reconnects. The
+// stall is a paused server (SIGSTOP) that lasts until the test resumes it,
+// not a DEBUG SLEEP of fixed length that a loaded machine's slow redis-cli
+// and slow requests could outlast; the bound on an answer is measured on
+// this machine (stallBound), and time spent waiting for a CPU is not
+// counted (working).
 func TestRedisSlow(t *testing.T) {
-	srv := redistest.Start(t, "--enable-debug-command", "yes")
+	srv := redistest.Start(t)
 	s := open(t, srv.Addr, Config{Timeout: 20 * time.Millisecond, BreakerFailures: 1000, CacheSize: -1})
 	p := limit.FixedWindow{Limit: 100, Window: time.Hour}
 	ctx := context.Background()
-	if _, err := s.Apply(ctx, "slow", p, 1); err != nil {
-		t.Fatal(err)
-	}
-	stalled := make(chan struct{})
-	go func() {
-		defer close(stalled)
-		srv.CLI(t, "debug", "sleep", "0.5")
-	}()
-	waitFor(t, func() bool { // the stall has begun once PING stops answering quickly
-		c := s.conn.Load().client
-		_, err := c.Do(ctx, c.B().Ping().Build()).ToString()
-		return err != nil
-	})
-	for _, m := range []FailMode{FailClosed, FailOpen} {
-		start := time.Now()
-		d, err := s.WithFailure(m).Apply(ctx, "slow", p, 1)
-		el := time.Since(start)
-		if err != nil || d.Allowed != (m == FailOpen) {
-			t.Fatalf("%v: %+v %v", m, d, err)
-		}
-		if el > 150*time.Millisecond {
-			t.Fatalf("%v answered after %v; want about the 20ms timeout", m, el)
+	bound := stallBound(t, s, p)
+	srv.Pause(t)
+	var slowest time.Duration
+	defer func() { t.Logf("slowest answer while stalled: %v", slowest) }()
+	check := func(when string) {
+		t.Helper()
+		for _, m := range []FailMode{FailClosed, FailOpen, FailClosed, FailOpen} {
+			var d limit.Decision
+			var err error
+			el := working(func() { d, err = s.WithFailure(m).Apply(ctx, "slow", p, 1) })
+			slowest = max(slowest, el)
+			if err != nil || d.Allowed != (m == FailOpen) {
+				t.Fatalf("%s, %v: %+v %v", when, m, d, err)
+			}
+			if el > bound {
+				t.Fatalf("%s, %v answered after %v (not counting waits for a CPU); want about the 20ms timeout (bound %v)", when, m, el, bound)
+			}
 		}
 	}
-	<-stalled
+	check("stalled")
+	// A command with no deadline of its own waits for the client's
+	// connection timeout, then the client drops the connection.
+	c := s.conn.Load().client
+	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err == nil {
+		t.Fatal("PING answered by a stalled server")
+	}
+	check("stalled, reconnecting")
 	if st := s.Stats(); st.Timeouts == 0 {
 		t.Fatalf("no timeout counted: %+v", st)
 	}
+	srv.Resume(t)
+	waitFor(t, func() bool { // Redis decides again
+		before := s.Stats().Decisions
+		s.Apply(ctx, "slow", p, 1)
+		return s.Stats().Decisions == before+1
+	})
+}
+
+// stallBound is how long a decision may take, less the time the process
+// waited for a CPU (working), to be answered by its failure mode while
+// Redis is stalled: the timeout (with its slice), plus twenty times the
+// slowest of 20 decisions just made on the healthy server (the machine's
+// speed, -race included), and at least 250ms. It is at most 900ms: a
+// decision that waits for the stall instead takes a second or more
+// (the client's escape timer; a paused server answers nothing before
+// Resume), idle, and a machine slow enough to need more could not tell
+// the two apart. On a 2-core machine at load 15 to 20 a decision that
+// reconnected took up to 1.27s of wall time, its goroutine runnable all
+// along (allocating the new connection's buffers): waiting for a CPU,
+// not for Redis. It first waits for the store to decide on Redis
+// (connected, scripts loaded).
+func stallBound(t *testing.T, s *Store, p limit.Policy) time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	decided := func() bool {
+		before := s.Stats().Decisions
+		s.Apply(ctx, "calibrate", p, 0)
+		return s.Stats().Decisions == before+1
+	}
+	waitFor(t, decided)
+	var slowest time.Duration
+	for range 20 {
+		slowest = max(slowest, working(func() { s.Apply(ctx, "calibrate", p, 0) }))
+	}
+	b := min(s.cfg.Timeout*11/10+max(250*time.Millisecond, 20*slowest), 900*time.Millisecond)
+	t.Logf("slowest of 20 healthy decisions %v: a stalled decision's bound %v", slowest, b)
+	return b
+}
+
+// working runs f and returns how long it took, less the time this
+// process's threads spent runnable and waiting for a CPU meanwhile
+// (Linux's schedstat, summed over the threads): on a machine shared with
+// other loads, the time f could have run.
+func working(f func()) time.Duration {
+	w0 := cpuWait()
+	start := time.Now()
+	f()
+	el := time.Since(start)
+	return max(el-max(cpuWait()-w0, 0), 0)
+}
+
+// cpuWait sums /proc/self/task/*/schedstat's second field: the time each
+// thread of the process has been runnable but not running.
+func cpuWait() time.Duration {
+	ents, _ := os.ReadDir("/proc/self/task")
+	var sum int64
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/schedstat")
+		if err != nil {
+			continue // the thread exited
+		}
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			sum += n
+		}
+	}
+	return time.Duration(sum)
 }
 
 // cacheStep is one request of a cache test, at Base+at, with the decision

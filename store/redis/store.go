@@ -307,6 +307,9 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 		a.strs[0], a.strs[1], a.strs[2], a.strs[3])
 	cctx, cancel := s.deadline.with(ctx)
 	vals, err := s.scripts.one[a.alg].Exec(cctx, c.client, args[:1], args[1:]).AsIntSlice()
+	for try := 1; try < maxTries && othersDeadline(cctx, err); try++ {
+		vals, err = s.scripts.one[a.alg].Exec(cctx, c.client, args[:1], args[1:]).AsIntSlice()
+	}
 	cancel()
 	clear(args)
 	*argv = args[:0]
@@ -328,6 +331,29 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 		s.cache.record(key, p, cost, now, epoch, d)
 	}
 	return d, nil
+}
+
+// maxTries bounds the calls othersDeadline lets a decision make.
+const maxTries = 4
+
+// othersDeadline reports whether err, from a call under cctx, is a
+// deadline that was not cctx's: the call waited for a connection attempt
+// that another caller started under a shorter deadline (the eventual
+// tier syncs with its interval as its deadline), and that attempt failed
+// at it (or its connection was closed then: errAbandoned). The client
+// shares one attempt among the callers that need the connection, and its
+// failure with them; the command was never sent, so the call may be made
+// again, up to maxTries in all (the eventual tier starts an attempt each
+// interval, and a retry may join the next one). A deadline that has
+// passed is taken as cctx's own (a connection's read deadline can fire
+// just before cctx's timer): such a call may have been sent, and is not
+// repeated.
+func othersDeadline(cctx context.Context, err error) bool {
+	if err == nil || cctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, errAbandoned) {
+		return false
+	}
+	dl, ok := cctx.Deadline()
+	return ok && time.Now().Before(dl)
 }
 
 // shortCircuit counts a decision the open breaker kept from Redis, and
@@ -467,6 +493,9 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 	}
 	cctx, cancel := s.deadline.with(ctx)
 	vals, err := s.scripts.all.Exec(cctx, c.client, keys, argv).AsIntSlice()
+	for try := 1; try < maxTries && othersDeadline(cctx, err); try++ {
+		vals, err = s.scripts.all.Exec(cctx, c.client, keys, argv).AsIntSlice()
+	}
 	cancel()
 	if err == nil && len(vals) < width*len(reqs)+1 {
 		err = errShortReply{fmt.Errorf("script returned %d values, want %d", len(vals), width*len(reqs)+1)}
