@@ -261,11 +261,11 @@ routes:
 	if code := get(); code != 200 || decisionsOf(g, "per-ip", "allowed") != 1 {
 		t.Fatalf("before the pause: %d, %v decisions", code, decisionsOf(g, "per-ip", "allowed"))
 	}
-	srv.Freeze(t)
+	srv.Pause(t)
 	frozen := true
 	thaw := func() {
 		if frozen {
-			srv.Thaw(t)
+			srv.Resume(t)
 			frozen = false
 		}
 	}

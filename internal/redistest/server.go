@@ -269,27 +269,6 @@ func (s *Server) Resume(t testing.TB) {
 	}
 }
 
-// Freeze stops the server's process (SIGSTOP): its connections stay
-// open and it answers nothing, as a server stalled by its host does,
-// until Thaw (SIGCONT). Kill ends a frozen server too.
-func (s *Server) Freeze(t testing.TB) { s.signal(t, syscall.SIGSTOP) }
-
-// Thaw resumes a frozen server.
-func (s *Server) Thaw(t testing.TB) { s.signal(t, syscall.SIGCONT) }
-
-func (s *Server) signal(t testing.TB, sig os.Signal) {
-	t.Helper()
-	s.mu.Lock()
-	cmd := s.cmd
-	s.mu.Unlock()
-	if cmd == nil {
-		t.Fatalf("redistest: %v to a stopped server", sig)
-	}
-	if err := cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("redistest: %v: %v", sig, err)
-	}
-}
-
 // Restart starts a killed server again on the same port and directory.
 func (s *Server) Restart(t testing.TB) {
 	t.Helper()
