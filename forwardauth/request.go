@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/httplimit"
+	"github.com/tollgate-dev/tollgate/internal/escape"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -162,7 +163,7 @@ func decodePath(raw string) string {
 	for ; i < len(raw); i++ {
 		c := raw[i]
 		if c == '%' && i+2 < len(raw) {
-			if h, l := unhex(raw[i+1]), unhex(raw[i+2]); h >= 0 && l >= 0 {
+			if h, l := escape.Unhex(raw[i+1]), escape.Unhex(raw[i+2]); h >= 0 && l >= 0 {
 				b = append(b, byte(h<<4|l))
 				i += 2
 				continue
@@ -171,19 +172,6 @@ func decodePath(raw string) string {
 		b = append(b, c)
 	}
 	return string(b)
-}
-
-// unhex is the value of the hex digit c, or -1.
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c - 'a' + 10)
-	case 'A' <= c && c <= 'F':
-		return int(c - 'A' + 10)
-	}
-	return -1
 }
 
 // isToken reports whether s is an RFC 9110 token (a method).

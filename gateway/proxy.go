@@ -286,7 +286,7 @@ func hasDotSegment(raw []byte) bool {
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
 		if c == '%' && i+2 < len(raw) {
-			if h, l := unhex(raw[i+1]), unhex(raw[i+2]); h >= 0 && l >= 0 {
+			if h, l := escape.Unhex(raw[i+1]), escape.Unhex(raw[i+2]); h >= 0 && l >= 0 {
 				c = byte(h<<4 | l)
 				i += 2
 			}
@@ -304,19 +304,6 @@ func hasDotSegment(raw []byte) bool {
 		}
 	}
 	return dots == 1 || dots == 2
-}
-
-// unhex is a hex digit's value, or -1.
-func unhex(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c - 'a' + 10)
-	case 'A' <= c && c <= 'F':
-		return int(c - 'A' + 10)
-	}
-	return -1
 }
 
 // setUpstream points the request's URI and Host at rt's upstream, and

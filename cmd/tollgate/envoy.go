@@ -165,17 +165,7 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 		}
 	}
 	errs = append(errs, envoyRLSCountingEnv(getenv, &s.counting)...)
-	boolVar := func(name string) bool {
-		v := getenv(name)
-		if v == "" {
-			return false
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: not a boolean", name, v))
-		}
-		return b
-	}
+	boolVar := func(name string) bool { return envBool(getenv, name, &errs) }
 	s.redisTLS = boolVar("REDIS_TLS")
 	s.redisTLSFiles = redis.TLSFiles{
 		CAFile: getenv("REDIS_TLS_CACERT"), CertFile: getenv("REDIS_TLS_CLIENT_CERT"), KeyFile: getenv("REDIS_TLS_CLIENT_KEY"),
@@ -201,6 +191,21 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 // shadow and quota modes, merged domains, logging, and the variables
 // tollgate does not honour. (The counting's variables are read above.)
 
+// envBool is the boolean environment variable name (strconv.ParseBool's
+// spellings), false when unset; a value that is not one is appended to
+// errs.
+func envBool(getenv func(string) string, name string, errs *[]error) bool {
+	v := getenv(name)
+	if v == "" {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("%s=%q: not a boolean", name, v))
+	}
+	return b
+}
+
 // envoyRLSAnswerEnv reads into s envoyproxy/ratelimit's variables that
 // change what the answers say, with its defaults: SHADOW_MODE,
 // QUOTA_MODE, MERGE_DOMAIN_CONFIG, RUNTIME_IGNOREDOTFILES (false: the
@@ -216,17 +221,7 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 // read, is an error naming SHADOW_MODE.
 func envoyRLSAnswerEnv(getenv func(string) string, s *envoyRLSSettings) []error {
 	var errs []error
-	boolVar := func(name string) bool {
-		v := getenv(name)
-		if v == "" {
-			return false
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s=%q: not a boolean", name, v))
-		}
-		return b
-	}
+	boolVar := func(name string) bool { return envBool(getenv, name, &errs) }
 	s.shadow = boolVar("SHADOW_MODE")
 	s.quota = boolVar("QUOTA_MODE")
 	s.merge = boolVar("MERGE_DOMAIN_CONFIG")

@@ -87,3 +87,18 @@ func AppendPath[T string | []byte](b []byte, p T) []byte {
 	}
 	return b
 }
+
+// Unhex is the value of the hex digit c (either case), or -1: the
+// decoding of a path's percent escapes, shared by the gateway's proxy
+// path and forward-auth's reading of a forwarded target.
+func Unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return int(c - 'A' + 10)
+	}
+	return -1
+}
