@@ -215,6 +215,10 @@ type Upstream struct {
 	// than this many of the pool until send_timeout cuts them, and the
 	// others keep being served. Default an eighth of max_conns (128 with
 	// its default); a value of max_conns or more leaves only max_conns.
+	// Behind a load balancer or CDN not listed in
+	// client_ip.trusted_proxies every request is that proxy's, so the
+	// whole traffic shares this cap: list the proxy there (per-client
+	// limits need it too), or raise this.
 	MaxConnsPerClient int `yaml:"max_conns_per_client"`
 }
 
