@@ -1,7 +1,20 @@
-// Package gateway is tollgate's edge gateway: a reverse proxy on fasthttp
-// that runs every request through the rule engine (package rules, adapted
-// by package fastlimit) before it reaches an upstream, built from one
-// config.Config.
+// Package gateway is tollgate's edge gateway: a reverse proxy that runs
+// every request through the rule engine (package rules) before it reaches
+// an upstream, built from one config.Config.
+//
+// A listener has one of two data paths. By default (listen.http2 off, the
+// default without tls) it is served by fasthttp, HTTP/1.1 only, the rule
+// engine adapted by package fastlimit. With listen.http2 on (the default
+// with tls) it is served by net/http and its HTTP/2: with TLS, ALPN
+// offers h2 and http/1.1; without, h2c (prior knowledge, and HTTP/1.1's
+// Upgrade: h2c) beside HTTP/1.1. That path runs the same rule engine (by
+// package httplimit's steps), routes and metrics, and proxies through
+// httputil.ReverseProxy, to HTTP/1.1 upstreams or, for a route with
+// protocol http2, over h2 (https://) or h2c (http://). A route with grpc
+// on is a gRPC API: its refusals are gRPC statuses (RESOURCE_EXHAUSTED,
+// or UNAVAILABLE for a store failure refused closed) with the rate-limit
+// fields as metadata, and rules can key by grpc_service and grpc_method.
+// Routes with protocol http2 and gRPC routes need listen.http2 on.
 //
 // The traffic listener serves the data path; a separate admin listener
 // (loopback by default) serves /metrics (Prometheus), /healthz, /readyz,
