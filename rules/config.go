@@ -206,8 +206,9 @@ type Policy struct {
 	// letters, digits, '-', '_' and '.', and are unique within a rule.
 	Name string `yaml:"name" json:"name"`
 	// Algorithm is fixed_window, sliding_log, sliding_window,
-	// token_bucket or leaky_bucket (limit.ParseAlgorithm). Empty means
-	// token_bucket.
+	// token_bucket or leaky_bucket (limit.ParseAlgorithm), or concurrency
+	// (at most Limit requests of a key in flight at once; see
+	// RetryAfter). Empty means token_bucket.
 	Algorithm string `yaml:"algorithm" json:"algorithm"`
 	// Rate is COUNT/PERIOD (limit.ParseRate, e.g. "100/s", "7/90s") for
 	// token_bucket and leaky_bucket. For the window algorithms Rate may
@@ -218,7 +219,8 @@ type Policy struct {
 	// the leaky bucket's excess (nginx burst=N).
 	Burst int64 `yaml:"burst" json:"burst"`
 	// Limit is the window algorithms' count: how many units a key may
-	// spend per Window.
+	// spend per Window. For concurrency: how many requests of a key may
+	// be in flight at once.
 	Limit int64 `yaml:"limit" json:"limit"`
 	// Window is the window algorithms' span, in limit.ParsePeriod syntax
 	// ("1m", "90s", "7d").
