@@ -43,8 +43,10 @@
 // refusal: see package rules for what all-or-nothing means across tiers.
 // examples/consistency-tiers.yaml uses all three.
 //
-// The package knows nothing about HTTP stacks or stores: the gateway
-// (package gateway) builds its listeners, routes and rule engine from a
-// Config. [Default] is the embedded configuration `tollgate serve` runs
+// The package knows nothing about HTTP stacks and opens no store: it
+// imports the store packages (store/memory, store/redis, store/eventual,
+// store/gossip) and adaptive for their settings' types and checks, and
+// package stores opens the stores a Config names. The gateway (package
+// gateway) builds its listeners, routes and rule engine from a Config. [Default] is the embedded configuration `tollgate serve` runs
 // when given no file.
 package config

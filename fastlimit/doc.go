@@ -1,7 +1,8 @@
 // Package fastlimit adapts tollgate's rule engine (package rules) to
 // fasthttp (github.com/valyala/fasthttp), and so to Fiber and other
-// frameworks built on it. It is the data path of tollgate's edge gateway,
-// offered as a library.
+// frameworks built on it. It is the HTTP/1.1 data path of tollgate's edge
+// gateway (a listener with listen.http2 off), offered as a library; the
+// gateway's HTTP/2 path is on net/http, with package httplimit.
 //
 // It writes no rule, key, header or refusal logic of its own: [Request]
 // presents a *fasthttp.RequestCtx to [rules.Engine.Decide] without

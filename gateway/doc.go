@@ -7,8 +7,9 @@
 // engine adapted by package fastlimit. With listen.http2 on (the default
 // with tls) it is served by net/http and its HTTP/2: with TLS, ALPN
 // offers h2 and http/1.1; without, h2c (prior knowledge, and HTTP/1.1's
-// Upgrade: h2c) beside HTTP/1.1. That path runs the same rule engine (by
-// package httplimit's steps), routes and metrics, and proxies through
+// Upgrade: h2c) beside HTTP/1.1. That path runs the same rule engine
+// (through package httplimit's request view, header and refusal
+// writers), routes and metrics, and proxies through
 // httputil.ReverseProxy, to HTTP/1.1 upstreams or, for a route with
 // protocol http2, over h2 (https://) or h2c (http://). A route with grpc
 // on is a gRPC API: its refusals are gRPC statuses (RESOURCE_EXHAUSTED,
