@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/envoyrls"
@@ -55,6 +56,15 @@ func serveExample(t *testing.T, file string) string {
 
 func serveExampleLogged(t *testing.T, file string) (base string, accessLog func() string) {
 	t.Helper()
+	return serveExampleWith(t, file, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "origin")
+	}))
+}
+
+// serveExampleWith is serveExampleLogged with origin as every route's
+// upstream.
+func serveExampleWith(t *testing.T, file string, originHandler http.Handler) (base string, accessLog func() string) {
+	t.Helper()
 	cfg, err := config.Load(file)
 	if err != nil {
 		t.Fatal(err)
@@ -63,9 +73,7 @@ func serveExampleLogged(t *testing.T, file string) (base string, accessLog func(
 	if cfg.AccessLog.Path != "" {
 		cfg.AccessLog.Path = logFile
 	}
-	origin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "origin")
-	}))
+	origin := httptest.NewServer(originHandler)
 	t.Cleanup(origin.Close)
 	cfg.Listen.Addr = "127.0.0.1:0"
 	cfg.Admin.Addr = "off"
@@ -170,5 +178,92 @@ func TestWriteShaping(t *testing.T) {
 func TestEnvoyRLSExampleLoads(t *testing.T) {
 	if _, err := envoyrls.LoadDir("envoy-rls"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPerKeyConcurrency: per-key-concurrency.yaml lets an API key hold
+// two reports in flight; the third is refused at once with 429 and the
+// file's Retry-After of 5 s, while another key still gets through, and
+// the key's slots come back once its reports are answered.
+func TestPerKeyConcurrency(t *testing.T) {
+	arrived := make(chan struct{}, 8)
+	release := make(chan struct{})
+	base, _ := serveExampleWith(t, "per-key-concurrency.yaml", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/reports/") {
+			arrived <- struct{}{}
+			<-release
+		}
+		io.WriteString(w, "origin")
+	}))
+	released := false
+	defer func() {
+		if !released {
+			close(release)
+		}
+	}()
+	type answer struct {
+		status int
+		err    error
+	}
+	answers := make(chan answer, 3)
+	get := func(key string) {
+		req, _ := http.NewRequest("GET", base+"/reports/monthly", nil)
+		req.Header.Set("X-API-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answers <- answer{0, err}
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		answers <- answer{resp.StatusCode, nil}
+	}
+	held := func(who string) {
+		t.Helper()
+		select {
+		case <-arrived: // held at the origin
+		case a := <-answers:
+			t.Fatalf("%s answered before reaching the origin: %d %v", who, a.status, a.err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s never reached the origin", who)
+		}
+	}
+	for range 2 {
+		go get("k-alice")
+		held("a report of k-alice")
+	}
+	// The third is answered at once: a request let through would be held
+	// at the origin, and this client gives up after 10 s.
+	req, _ := http.NewRequest("GET", base+"/reports/monthly", nil)
+	req.Header.Set("X-API-Key", "k-alice")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("third report of one key, not refused at once: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "5" {
+		t.Fatalf("third report of one key: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	go get("k-bob")
+	held("another key's report")
+	close(release)
+	released = true
+	for range 3 {
+		if a := <-answers; a.err != nil || a.status != 200 {
+			t.Fatalf("a held report: %d %v", a.status, a.err)
+		}
+	}
+	// Both slots are given back when the responses end; the release
+	// follows the last byte written, so allow it a moment.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, _ := do(t, "GET", base+"/reports/daily", "X-API-Key", "k-alice")
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the key's slots never came back: %d", resp.StatusCode)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
