@@ -1,7 +1,6 @@
 package envoyrls
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,7 +9,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/store/redis"
 )
@@ -243,7 +242,7 @@ func TestRedisDownIsTheCallsError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logsMu syncBuffer
+	var logsMu logtest.Buffer
 	svc := newRedisService(t, srv, Config{Metrics: m, Charging: Charging{Logger: slog.New(slog.NewTextHandler(&logsMu, nil))}}, threePerMinute, &now)
 	ask(t, svc, "d", desc("k", "a"))
 	srv.Kill()
@@ -306,24 +305,6 @@ func TestSlowRedisIsWaitedFor(t *testing.T) {
 	if got := strings.TrimSpace(srv.CLI(t, "GET", "d_k_a_"+strconv.FormatInt(e2eStart.Unix()/60*60, 10))); got != "2" {
 		t.Fatalf("count %q in Redis, want 2", got)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A caller that gives up (Envoy's timeout) while Redis is slow gets its

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 )
 
@@ -140,7 +141,7 @@ func startParityService(t *testing.T, bin string, args []string, set, redisAddr 
 	for _, k := range keys {
 		cmd.Env = append(cmd.Env, k+"="+vars[k])
 	}
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 )
 
@@ -106,7 +107,7 @@ func TestEnvoyRLSRedisFromEnvironment(t *testing.T) {
 		if err := fs.Parse(flags); err != nil {
 			t.Fatal(err)
 		}
-		var stderr syncBuffer
+		var stderr logtest.Buffer
 		code := runFn(context.Background(), nil, io.Discard, &stderr)
 		if code == exitOK || !strings.Contains(stderr.String(), "WRONGPASS") || strings.Contains(stderr.String(), secret) {
 			t.Fatalf("wrong password: exit %d, stderr %q", code, stderr.String())

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,30 +19,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
-// syncBuffer is a bytes.Buffer safe for the command's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startEnvoyRLS runs `tollgate envoy-rls args` until the test ends.
-func startEnvoyRLS(t *testing.T, args ...string) *syncBuffer {
+func startEnvoyRLS(t *testing.T, args ...string) *logtest.Buffer {
 	t.Helper()
 	fs := flag.NewFlagSet("envoy-rls", flag.ContinueOnError)
 	runFn := envoyRLSCommand.Flags(fs)
@@ -51,7 +33,7 @@ func startEnvoyRLS(t *testing.T, args ...string) *syncBuffer {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	stderr := &syncBuffer{}
+	stderr := &logtest.Buffer{}
 	done := make(chan int)
 	go func() { done <- runFn(ctx, fs.Args(), io.Discard, stderr) }()
 	t.Cleanup(func() {
