@@ -46,14 +46,7 @@ func newRedisService(t *testing.T, srv *redistest.Server, cfg Config, yaml strin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rs.Close() })
-	cfg.Store = rs
-	cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
-	svc, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.SetLimits(mustBuild(t, Source{Name: "t.yaml", Data: []byte(yaml)}))
-	return svc
+	return serviceOn(t, rs, cfg, yaml, now)
 }
 
 func hitsDesc(hits uint64, kv ...string) *rlv3.RateLimitDescriptor {

@@ -10,6 +10,7 @@ import (
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
+	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
@@ -25,6 +26,12 @@ func newTestService(t *testing.T, cfg Config, yaml string, now *atomic.Int64) *S
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return serviceOn(t, st, cfg, yaml, now)
+}
+
+// serviceOn is a Service on st deciding at now, with the limits of yaml.
+func serviceOn(t *testing.T, st limit.Store, cfg Config, yaml string, now *atomic.Int64) *Service {
+	t.Helper()
 	cfg.Store = st
 	cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
 	svc, err := New(cfg)
