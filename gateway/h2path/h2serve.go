@@ -1,0 +1,183 @@
+package h2path
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/httplimit"
+	"github.com/tollgate-dev/tollgate/rules"
+)
+
+// serveH2 is the net/http data path's handler: route, decide, then
+// proxy, as serve is the fasthttp path's. The rule engine, the header
+// fields and the refusal are httplimit's (gRPC refusals are grpc.go's).
+func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
+	g.inFlight.Add(1)
+	defer g.inFlight.Add(-1)
+	s := g.snap.Load()
+	if headerListSize(r) > s.cfg.Listen.MaxHeaderListSize {
+		if r.ProtoMajor == 1 {
+			w.Header().Set("Connection", "close")
+		}
+		problemH2(w, r, http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large", "the request's header list exceeds listen.max_header_list_size")
+		return
+	}
+	var ent *entry
+	if s.logAccess && g.access != nil {
+		aw := &accessWriter{ResponseWriter: w}
+		ent = g.access.beginH2(r, &s.accessQuery)
+		defer g.access.finishH2(ent, r, aw)
+		w = aw
+	}
+	// Routing and the rules see the path with its dot segments
+	// resolved, as fasthttp's normalized path on the HTTP/1.1 path; the
+	// upstream gets the path as sent unless it had some (h2proxy.go).
+	raw := requestPath(r)
+	if p := rules.CleanPath(r.URL.Path); p != r.URL.Path {
+		r.URL.Path = p
+	}
+	if up := r.Header["Upgrade"]; len(up) == 1 && strings.EqualFold(up[0], "h2c") {
+		// The HTTP/1.1 request that upgraded its connection to h2c
+		// (h2c's handler takes every other one), answered over
+		// HTTP/2: its Upgrade, Connection and HTTP2-Settings fields
+		// were for this hop and are not forwarded (ReverseProxy would
+		// start an upgrade upstream).
+		r.Proto, r.ProtoMajor, r.ProtoMinor = "HTTP/2.0", 2, 0
+		delete(r.Header, "Upgrade")
+		delete(r.Header, "Connection")
+		delete(r.Header, "Http2-Settings")
+	}
+	rt := s.match([]byte(r.Host), []byte(r.URL.Path))
+	g.countProtocol(r, rt)
+	if rt == nil {
+		problemH2(w, r, http.StatusNotFound, "No route", "no route matches this host and path")
+		return
+	}
+	if rt.grpc && !g.checkGRPC(w, r) {
+		return
+	}
+	if max := s.cfg.Listen.MaxRequestBody; max > 0 {
+		if r.ContentLength > max {
+			problemH2(w, r, http.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, max)
+		}
+	}
+	// Decided into a local Result: a refusal allocates no exchange.
+	var res rules.Result
+	if s.engine != nil {
+		t0 := monoNow()
+		// A stream its client reset is still decided and charged:
+		// opening and cancelling streams (CVE-2023-44487's rapid
+		// reset) costs a client its allowance as requests do.
+		res, _ = s.engine.Decide(context.WithoutCancel(r.Context()), httplimit.Request{Req: r})
+		g.m.decisionTime.Observe(time.Since(t0).Seconds())
+		if res.Holds() {
+			// Concurrency slots: the handler returns once the exchange
+			// (a streamed body included) has ended, whichever way.
+			defer res.Release()
+		}
+		if ent != nil {
+			ent.result(&res)
+		}
+		if res.Refused() {
+			if rt.grpc {
+				writeGRPCRefusal(w, &res)
+			} else {
+				httplimit.SetHeaders(w.Header(), &res)
+				httplimit.WriteRefusal(w, r, res.Refusal())
+			}
+			return
+		}
+		if res.Delay > 0 {
+			if httplimit.Sleep(r.Context(), res.Delay) != nil {
+				return // the client went away: it reads nothing
+			}
+		}
+	}
+	if rt.demo {
+		if res.Matched() {
+			httplimit.SetHeaders(w.Header(), &res)
+		}
+		demoH2(w, r)
+		return
+	}
+	g.proxyH2(w, r, &exchange{s: s, rt: rt, rawPath: raw, res: res})
+}
+
+// headerReadLimit is the net/http server's MaxHeaderBytes for a
+// listener's max_header_list_size: Go's HTTP/2 server decodes a header
+// list up to it (plus 320 bytes) and advertises it as
+// SETTINGS_MAX_HEADER_LIST_SIZE, its HTTP/1.1 reads a head up to it
+// (plus 4096); serveH2 holds the list to max_header_list_size itself
+// (headerListSize), with a 431 of its own.
+func headerReadLimit(maxList int) int { return 4 * maxList }
+
+// headerListSize is the size of r's header list as RFC 9113 §6.5.2
+// counts it: names and values plus 32 bytes a field, the pseudo-header
+// fields (:method, :scheme, :authority, :path) included, on HTTP/1.1 as
+// on HTTP/2 (net/http joins HTTP/2's cookie crumbs into one field: they
+// count as one).
+func headerListSize(r *http.Request) int {
+	const overhead = 32
+	n := len(":method") + len(r.Method) + len(":scheme") + len("https") + len(":authority") + len(r.Host) +
+		len(":path") + len(r.RequestURI) + 4*overhead
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + overhead
+		}
+	}
+	return n
+}
+
+// countProtocol counts r in the requests by protocol.
+func (g *Gateway) countProtocol(r *http.Request, rt *route) {
+	m := &g.m.h2
+	switch {
+	case r.ProtoMajor != 2:
+		m.h1.Inc()
+	case rt != nil && rt.grpc:
+		m.grpc.Inc()
+	case r.TLS == nil:
+		m.h2c.Inc()
+	default:
+		m.h2.Inc()
+	}
+}
+
+// requestPath is the path of r's target as the client sent it, encodings
+// kept.
+func requestPath(r *http.Request) string {
+	u := r.RequestURI
+	if u == "" || u[0] != '/' {
+		return r.URL.EscapedPath()
+	}
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	return u
+}
+
+// problemH2 answers with an RFC 9457 application/problem+json body, as
+// problem does on the fasthttp path, written by httplimit.WriteRefusal
+// (nosniff, no body for HEAD).
+func problemH2(w http.ResponseWriter, r *http.Request, status int, title, detail string) {
+	w.Header().Set("Cache-Control", "no-store")
+	httplimit.WriteRefusal(w, r, rules.Response{Status: status, ContentType: rules.ContentTypeProblem,
+		Body: rules.AppendProblem(nil, status, title, detail)})
+}
+
+// demoH2 is the built-in demo origin on the net/http path.
+func demoH2(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(demoBody)))
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write([]byte(demoBody))
+	}
+}

@@ -1,0 +1,103 @@
+package observe
+
+import (
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/topk"
+)
+
+// ruleTops are one rule's heavy hitters: its keys by requests and by
+// refusals (package topk), each with the key's remaining quota at its
+// last request. Their memory is fixed by admin.dashboard.counters.
+type ruleTops struct {
+	rule     string
+	shadow   bool
+	volume   *topk.Summary
+	refusals *topk.Summary
+}
+
+// unknownRemaining tags a key whose last request another rule decided.
+const unknownRemaining = -1
+
+// hitterShards splits each summary so that cores decide without meeting
+// on one lock.
+const hitterShards = 4
+
+func newRuleTops(r *rules.Rule, counters int) *ruleTops {
+	shards := hitterShards
+	for shards > counters {
+		shards /= 2
+	}
+	cfg := topk.Config{Counters: counters, Shards: shards, MaxKeyLen: 96}
+	v, err := topk.New(cfg)
+	if err != nil {
+		panic(err) // counters is validated by config
+	}
+	cfg.SeedOf = v // one hash per event serves both
+	f, _ := topk.New(cfg)
+	return &ruleTops{rule: r.Name, shadow: r.Shadow, volume: v, refusals: f}
+}
+
+// observe counts one event of the rule.
+func (t *ruleTops) observe(ev *rules.Event) {
+	rem := int64(unknownRemaining)
+	if ev.Decisive {
+		rem = ev.Decision.Remaining
+	}
+	h := t.volume.Hash(ev.Key)
+	t.volume.AddHashed(h, ev.Key, 1, rem)
+	if ev.Outcome == rules.Refused || ev.Outcome == rules.ShadowRefused {
+		t.refusals.AddHashed(h, ev.Key, 1, rem)
+	}
+}
+
+// hitterSet keeps each rule's ruleTops across reloads: a rule that keeps
+// its name, key and shadow flag keeps its counts. Tops of rules no longer
+// running are dropped by keepOnly, once a new snapshot serves (a reload
+// that fails to build keeps the old rules' counts).
+type hitterSet struct {
+	mu   sync.Mutex
+	byID map[string]*ruleTops
+}
+
+// forRules returns the tops of cfg's rules by position, kept or made.
+func (h *hitterSet) forRules(cfg *rules.Config, counters int) []*ruleTops {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.byID == nil {
+		h.byID = map[string]*ruleTops{}
+	}
+	out := make([]*ruleTops, len(cfg.Rules))
+	for i := range cfg.Rules {
+		r := &cfg.Rules[i]
+		id := strings.Join([]string{r.Name, strings.Join(r.Key, "+"), boolWord(r.Shadow)}, "\x00")
+		t := h.byID[id]
+		if t == nil || t.volume.Capacity() != counters {
+			t = newRuleTops(r, counters)
+			h.byID[id] = t
+		}
+		out[i] = t
+	}
+	return out
+}
+
+// keepOnly forgets every tops but those in use.
+func (h *hitterSet) keepOnly(use []*ruleTops) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for id, t := range h.byID {
+		if !slices.Contains(use, t) {
+			delete(h.byID, id)
+		}
+	}
+}
+
+func boolWord(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}

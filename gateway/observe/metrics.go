@@ -1,0 +1,160 @@
+package observe
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/tollgate-dev/tollgate/rules"
+)
+
+// metrics are the gateway's Prometheus collectors, on a registry of its
+// own. Label values are bounded by the configuration: rule, policy and
+// route names, outcomes and status classes, never client keys.
+type metrics struct {
+	reg *prometheus.Registry
+
+	decisions      *prometheus.CounterVec   // rule, policy, outcome
+	decisionTime   prometheus.Histogram     // seconds per Decide
+	storeErrors    *prometheus.CounterVec   // rule
+	upstreamTime   *prometheus.HistogramVec // route
+	upstreamStatus *prometheus.CounterVec   // route, class
+	shareRefused   *prometheus.CounterVec   // route
+	reloads        *prometheus.CounterVec   // result
+	reloadOK       prometheus.Gauge
+	h2             h2Metrics // the net/http data path's (h2metrics.go)
+}
+
+// newMetrics creates the collectors.
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_decisions_total",
+			Help: "Rate-limit decisions by rule, policy and outcome (allowed, delayed, refused, shadow_allowed, shadow_refused, error, not_charged). " +
+				"A refusal counts once, against the rule and policy that refused; the other rules the request matched count not_charged.",
+		}, []string{"rule", "policy", "outcome"}),
+		decisionTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tollgate_decision_duration_seconds",
+			Help:    "Time taken by the rule engine to decide one request, store included.",
+			Buckets: []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 5e-3, 0.025, 0.1},
+		}),
+		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_store_errors_total",
+			Help: "Store failures met while deciding, by rule.",
+		}, []string{"rule"}),
+		upstreamTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tollgate_upstream_duration_seconds",
+			Help:    "Time from sending a request upstream to its response headers, by route.",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
+		}, []string{"route"}),
+		upstreamStatus: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_upstream_responses_total",
+			Help: "Responses by route and status class (2xx, 3xx, 4xx, 5xx; error when no response came).",
+		}, []string{"route", "class"}),
+		shareRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_upstream_client_share_refused_total",
+			Help: "Requests answered 503 by the gateway, by route, because their client already had upstream.max_conns_per_client requests in flight to the upstream.",
+		}, []string{"route"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_config_reloads_total",
+			Help: "Configuration reloads by result (success, failure).",
+		}, []string{"result"}),
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tollgate_config_last_reload_successful",
+			Help: "1 if the last reload attempt succeeded (or none was tried), 0 if it failed.",
+		}),
+	}
+	m.reloadOK.Set(1)
+	m.reg.MustRegister(m.decisions, m.decisionTime, m.storeErrors, m.upstreamTime,
+		m.upstreamStatus, m.shareRefused, m.reloads, m.reloadOK,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	for _, r := range []string{"success", "failure"} {
+		m.reloads.WithLabelValues(r)
+	}
+	m.h2 = newH2Metrics(m.reg)
+	return m
+}
+
+// ruleCounters are one rule's decision counters, resolved once per
+// snapshot so that counting on the request path is an array index.
+type ruleCounters struct {
+	byPolicy    []outcomeCounters // by rules.Event.PolicyIndex
+	storeErrors prometheus.Counter
+}
+
+// outcomeCounters are one policy's decision counters by outcome; nil for
+// an outcome its rule never has (a shadow rule is never refused).
+type outcomeCounters [rules.NotCharged + 1]prometheus.Counter
+
+// observer counts the engine's events; it is the rules.Observer of one
+// snapshot. Its counters are resolved when the snapshot is built (bind)
+// and found by the event's rule and policy indexes: no label or map
+// lookup per request.
+type observer struct {
+	m     *metrics
+	rules []ruleCounters // by position in rules.Config.Rules
+}
+
+// newObserver returns an observer to set as a snapshot's
+// rules.Config.Observer; bind it to the engine once built.
+func (m *metrics) newObserver() *observer { return &observer{m: m} }
+
+// enforcedOutcomes and shadowOutcomes are the outcomes an enforced or a
+// shadow rule's events can have.
+var (
+	enforcedOutcomes = []rules.Outcome{rules.Allowed, rules.Delayed, rules.Refused, rules.NotCharged, rules.Errored}
+	shadowOutcomes   = []rules.Outcome{rules.ShadowAllowed, rules.ShadowRefused, rules.NotCharged, rules.Errored}
+)
+
+// bind resolves the counters of every rule of cfg and of each of its
+// policies, as e (built from cfg) names them. It must happen before e
+// decides anything: the snapshot is published after.
+func (o *observer) bind(cfg *rules.Config, e *rules.Engine) {
+	o.rules = make([]ruleCounters, len(cfg.Rules))
+	for i, r := range cfg.Rules {
+		rc := &o.rules[i]
+		rc.storeErrors = o.m.storeErrors.WithLabelValues(r.Name)
+		outs := enforcedOutcomes
+		if r.Shadow {
+			outs = shadowOutcomes
+		}
+		names := e.PolicyNames(i)
+		rc.byPolicy = make([]outcomeCounters, len(names))
+		for j, p := range names {
+			for _, out := range outs {
+				rc.byPolicy[j][out] = o.m.decisions.WithLabelValues(r.Name, p, out.String())
+			}
+		}
+	}
+}
+
+// Observe implements rules.Observer.
+func (o *observer) Observe(ev rules.Event) {
+	if uint(ev.RuleIndex) >= uint(len(o.rules)) || ev.Outcome > rules.NotCharged {
+		return
+	}
+	rc := &o.rules[ev.RuleIndex]
+	if uint(ev.PolicyIndex) < uint(len(rc.byPolicy)) {
+		if c := rc.byPolicy[ev.PolicyIndex][ev.Outcome]; c != nil {
+			c.Inc()
+		}
+	}
+	if ev.Outcome == rules.Errored {
+		rc.storeErrors.Inc()
+	}
+}
+
+// statusLabels are the upstream_responses_total classes, by statusIndex.
+var statusLabels = [7]string{"1xx", "2xx", "3xx", "4xx", "5xx", "error", "timeout"}
+
+const (
+	idxError   = 5
+	idxTimeout = 6
+)
+
+// statusIndex maps a status code to its class's index in statusLabels.
+func statusIndex(code int) int {
+	return min(max(code/100-1, 0), 4)
+}
