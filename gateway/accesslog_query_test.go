@@ -87,10 +87,10 @@ func TestServeAllocationsWithAccessLogQuery(t *testing.T) {
 		req.SetRequestURI("http://example.com/items/42?token=s3cr3t&page=2")
 		var ctx fasthttp.RequestCtx
 		ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 5555}, nil)
-		g.serve(&ctx)
+		g.fast.Serve(&ctx)
 		if n := testing.AllocsPerRun(200, func() {
 			ctx.Response.Reset()
-			g.serve(&ctx)
+			g.fast.Serve(&ctx)
 		}); n != 0 {
 			t.Errorf("query: %s: %v allocations per request, want 0", q, n)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/valyala/fasthttp"
 )
 
@@ -135,11 +136,11 @@ rules: [{name: r.1, policies: [{algorithm: fixed_window, limit: 10, window: 1h}]
 	// The request line's method and protocol, which fasthttp checks today,
 	// are escaped by the writer all the same.
 	file = filepath.Join(t.TempDir(), "direct.log")
-	a, err := openAccessLog(file, "combined")
+	a, err := observe.OpenAccessLog(file, "combined")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.finish(&fasthttp.RequestCtx{}, &entry{method: []byte("GE\"T\n"), uri: []byte("/"), proto: []byte("HTTP/1.1\" 200 0 \"")})
+	a.Finish(&fasthttp.RequestCtx{}, &observe.Entry{Method: []byte("GE\"T\n"), Uri: []byte("/"), Proto: []byte("HTTP/1.1\" 200 0 \"")})
 	a.Close()
 	if data, err = os.ReadFile(file); err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ rules:
       - {rate: 500/s, burst: 50, adaptive: origin}
 `)
 	defer g.Close()
-	factor := func() int64 { return g.snap.Load().loops["origin"].Factor().Permille() }
+	factor := func() int64 { return g.core.Snap.Load().Loops["origin"].Factor().Permille() }
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	ctx, stop := context.WithCancel(context.Background())

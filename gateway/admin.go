@@ -14,7 +14,7 @@ import (
 // /config, /debug/pprof/ and the live dashboard at / (package dashboard).
 func (g *Gateway) adminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(g.m.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g.core.M.Reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Write([]byte("ok\n"))
@@ -36,13 +36,13 @@ func (g *Gateway) adminHandler() http.Handler {
 	mux.HandleFunc("GET /config", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Write(g.snap.Load().shown)
+		w.Write(g.core.Snap.Load().Shown)
 	})
 	// Profiles, for operators; the admin listener is loopback by default.
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
-	dashboard.Register(mux, g.dash.hub, g.dash.enabled)
+	dashboard.Register(mux, g.dash.Hub, g.dash.Enabled)
 	return mux
 }
 
@@ -53,11 +53,11 @@ func (g *Gateway) adminHandler() http.Handler {
 // enforced gossip rule has the failure mode closed. "" when ready. A failure mode of open or local keeps
 // the gateway ready: it answers, only less exactly.
 func (g *Gateway) unready() string {
-	snap := g.snap.Load()
-	if cold := snap.refusesWhileCold; len(cold) > 0 && !g.stores.Gossip().Warm() {
+	snap := g.core.Snap.Load()
+	if cold := snap.RefusesWhileCold; len(cold) > 0 && !g.stores.Gossip().Warm() {
 		return "gossip is not warm (no state exchange with the fleet yet) and these rules refuse until it is (on_error: closed): " + strings.Join(cold, ", ")
 	}
-	closed := snap.refusesWithoutRedis
+	closed := snap.RefusesWithoutRedis
 	if len(closed) == 0 || g.stores.Redis().Stats().Up() {
 		return ""
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"golang.org/x/net/http2"
 )
 
@@ -225,7 +227,7 @@ func sendH1(t *testing.T, addr string, withTLS bool, c badCase) badAnswer {
 	if a.status != 200 {
 		// The gateway closes a connection it cannot frame further.
 		_, err := br.ReadByte()
-		a.closed = err != nil && !isTimeout(err)
+		a.closed = err != nil && !exchange.IsTimeout(err)
 	}
 	return a
 }
@@ -366,9 +368,9 @@ func TestBadInputTable(t *testing.T) {
 // upstream errors or timeouts.
 func upstreamFailures(g *Gateway) float64 {
 	var sum float64
-	for _, i := range []int{idxError, idxTimeout} {
+	for _, i := range []int{observe.IdxError, observe.IdxTimeout} {
 		var m dto.Metric
-		if err := g.snap.Load().routes[0].upStatus[i].Write(&m); err != nil {
+		if err := g.core.Snap.Load().Routes[0].UpStatus[i].Write(&m); err != nil {
 			panic(err)
 		}
 		sum += m.GetCounter().GetValue()

@@ -30,7 +30,7 @@ func BenchmarkServeRuleAllowNoDashboard(b *testing.B) {
 // the heavy hitters (and the refusal log).
 func benchObserve(b *testing.B, yaml string) {
 	g := newTestGateway(b, demoRoute+alwaysRefuse+yaml)
-	o := g.snap.Load().observer
+	o := g.core.Snap.Load().Observer
 	ev := rulesEvent("203.0.113.7")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -61,20 +61,20 @@ func BenchmarkDashboardFrame(b *testing.B) {
 		yaml += "  - {name: " + r + ", policies: [{rate: 1/h, burst: 1}]}\n"
 	}
 	g := newTestGateway(b, yaml)
-	s := g.snap.Load()
-	for i, t := range s.tops {
+	s := g.core.Snap.Load()
+	for i, t := range s.Tops {
 		for k := range 5000 {
 			key := strconv.Itoa(k)
-			t.volume.Add(key, uint64(k%97+i), 0)
-			t.refusals.Add(key, uint64(k%89), 0)
+			t.Volume.Add(key, uint64(k%97+i), 0)
+			t.Refusals.Add(key, uint64(k%89), 0)
 		}
 	}
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
 		now = now.Add(time.Second)
-		smp := g.dash.sample(s, now)
-		if _, err := g.dash.frame(s, smp); err != nil {
+		smp := g.dash.Sample(s, now)
+		if _, err := g.dash.Frame(s, smp); err != nil {
 			b.Fatal(err)
 		}
 	}

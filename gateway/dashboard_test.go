@@ -13,6 +13,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/gateway/dashboard"
+	"github.com/tollgate-dev/tollgate/gateway/dashfeed"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/rules"
@@ -266,10 +268,10 @@ func TestDashboardPageServedAndSwitchedOff(t *testing.T) {
 func TestNoDashboardNoRefusalLogAddsNothing(t *testing.T) {
 	g := newTestGateway(t, dashRules+`admin: {dashboard: {enabled: false}}`)
 	defer g.Close()
-	if g.snap.Load().tops != nil {
+	if g.core.Snap.Load().Tops != nil {
 		t.Fatal("heavy hitters kept with the dashboard off")
 	}
-	if _, ok := g.dash.observerOf(g.snap.Load()).(*observer); !ok {
+	if _, ok := g.dash.ObserverOf(g.core.Snap.Load()).(*observe.Observer); !ok {
 		t.Fatal("the engine's observer is not the metrics' own")
 	}
 }
@@ -281,7 +283,7 @@ func TestWatchedObserverAllocatesNothing(t *testing.T) {
 	g := newTestGateway(t, dashRules+`refusal_log: {path: `+filepath.Join(dir, "r.log")+`, max_lines: 1}
 `)
 	defer g.Close()
-	w, ok := g.dash.observerOf(g.snap.Load()).(*watchedObserver)
+	w, ok := g.dash.ObserverOf(g.core.Snap.Load()).(*dashfeed.WatchedObserver)
 	if !ok {
 		t.Fatal("no watched observer")
 	}
@@ -362,7 +364,7 @@ func TestShowKey(t *testing.T) {
 		{"truncate", "10.0.0.1\x1fsecretkey", "10.0.0.0/24 + secr…"},
 		{"hash", "x", redact.Key("x")},
 	} {
-		if got := showKey(tc.mode, tc.key); got != tc.want {
+		if got := observe.ShowKey(tc.mode, tc.key); got != tc.want {
 			t.Errorf("showKey(%s, %q) = %q, want %q", tc.mode, tc.key, got, tc.want)
 		}
 	}
@@ -372,14 +374,14 @@ func TestShowKey(t *testing.T) {
 // the hash never carries the key, and truncation keeps at most a prefix.
 func FuzzShowKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, key string) {
-		if h := showKey(keysHash, key); len(key) > 3 && !strings.HasPrefix(key, anonymousMark) && strings.Contains(h, key) {
+		if h := observe.ShowKey(observe.KeysHash, key); len(key) > 3 && !strings.HasPrefix(key, observe.AnonymousMark) && strings.Contains(h, key) {
 			t.Fatalf("hash %q carries %q", h, key)
 		}
-		tr := showKey(keysTruncate, key)
+		tr := observe.ShowKey(observe.KeysTruncate, key)
 		if len(key) > 24 && strings.Contains(tr, key) {
 			t.Fatalf("truncated %q carries %q", tr, key)
 		}
-		showKey(keysPlain, key)
+		observe.ShowKey(observe.KeysPlain, key)
 	})
 }
 
@@ -472,18 +474,18 @@ reload: {watch: false}
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := g.snap.Load().tops
+	old := g.core.Snap.Load().Tops
 	if err := g.Reload(cfg); err != nil {
 		t.Fatal(err)
 	}
-	tops := g.snap.Load().tops
-	if len(tops) != 1 || tops[0] != old[0] || tops[0].refusals.Total() != 2 {
+	tops := g.core.Snap.Load().Tops
+	if len(tops) != 1 || tops[0] != old[0] || tops[0].Refusals.Total() != 2 {
 		t.Fatalf("after reload: %d tops, same %v", len(tops), len(tops) > 0 && tops[0] == old[0])
 	}
-	g.dash.sample(g.snap.Load(), time.Now())
-	g.dash.hitters.mu.Lock()
-	n := len(g.dash.hitters.byID)
-	g.dash.hitters.mu.Unlock()
+	g.dash.Sample(g.core.Snap.Load(), time.Now())
+	g.dash.Hitters.Mu.Lock()
+	n := len(g.dash.Hitters.ByID)
+	g.dash.Hitters.Mu.Unlock()
 	if n != 1 {
 		t.Fatalf("%d rules' tops kept, want 1", n)
 	}

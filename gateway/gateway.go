@@ -15,6 +15,13 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/gateway/adapt"
+	"github.com/tollgate-dev/tollgate/gateway/conns"
+	"github.com/tollgate-dev/tollgate/gateway/dashfeed"
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
+	"github.com/tollgate-dev/tollgate/gateway/fastpath"
+	"github.com/tollgate-dev/tollgate/gateway/h2path"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/stores"
 )
@@ -23,33 +30,30 @@ import (
 // Start, change its configuration with Reload or ReloadFile, and stop it
 // with Shutdown (graceful) or Close.
 type Gateway struct {
-	log    *slog.Logger
+	// core is what the data paths share with the lifecycle: the
+	// snapshot, metrics, logs, in-flight count, tracked connections.
+	core   *exchange.Core
+	fast   *fastpath.Server // the fasthttp HTTP/1.1 data path
+	h2     *h2path.Server   // the net/http HTTP/2 and gRPC data path
 	adjust func(*config.Config)
-	m      *metrics
-	snap   atomic.Pointer[snapshot]
 
 	// mu serializes reloads and guards clients and holds.
 	mu      sync.Mutex
 	clients map[string]*fasthttp.HostClient
-	conns   upstreamConns
-	holds   map[string]*clientHolds // by upstream host:port (conns.go)
+	holds   map[string]*conns.ClientHolds // by upstream host:port (build.go)
 
-	stores *stores.Set // the store section's store and the tiers' over it
-	adapt  controllers // the adaptive controllers (adaptive.go)
-	concs  concLimits  // the routes' adaptive concurrency (gradient.go)
-	slots  limit.Slots // concurrency slots, kept across reloads (slots.go)
+	stores *stores.Set        // the store section's store and the tiers' over it
+	adapt  *adapt.Controllers // the adaptive controllers (adaptive.go)
+	concs  *adapt.ConcLimits  // the routes' adaptive concurrency (adaptive.go)
+	slots  limit.Slots        // concurrency slots, kept across reloads (slots.go)
 
 	server   *fasthttp.Server
 	ln       net.Listener
+	h2ln     *h2path.Listener // the net/http listener, with listen.http2 on
 	admin    *http.Server
 	adminLn  net.Listener
-	access   *accessLog
-	dash     *dashState // the dashboard's feed and the refusal log
-	warns    *warnLog   // fasthttp's and the proxy's, once started
+	dash     *dashfeed.DashState // the dashboard's feed and the refusal log
 	ready    atomic.Bool
-	inFlight atomic.Int64 // requests being served (connState)
-	tunnels  tunnels
-	h2       h2State // the net/http data path's (h2.go)
 	serveErr chan error
 	serving  sync.WaitGroup // the listeners' Serve goroutines
 
@@ -77,8 +81,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	core := &exchange.Core{Log: log}
 	g := &Gateway{
-		log:      log,
+		core:     core,
+		fast:     fastpath.New(core),
+		h2:       h2path.New(core),
 		adjust:   opts.Adjust,
 		clients:  map[string]*fasthttp.HostClient{},
 		serveErr: make(chan error, 2),
@@ -86,40 +93,40 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		done:     make(chan struct{}),
 	}
 	var err error
-	if g.stores, err = stores.Open(cfg.Store, g.log); err != nil {
+	if g.stores, err = stores.Open(cfg.Store, g.core.Log); err != nil {
 		return nil, err
 	}
-	g.m = newMetrics()
+	g.core.M = observe.NewMetrics()
 	if ms := g.stores.Memory(); ms != nil {
-		g.m.reg.MustRegister(memoryCollector{ms})
+		g.core.M.Reg.MustRegister(observe.MemoryCollector{S: ms})
 	}
 	if rs := g.stores.Redis(); rs != nil {
-		g.m.reg.MustRegister(redisCollector{rs})
+		g.core.M.Reg.MustRegister(observe.RedisCollector{S: rs})
 	}
 	g.initAdaptive()
-	g.initConcLimits()
+	g.concs = adapt.NewConcLimits(g.core.M.Reg)
 	g.openSlots(cfg)
 	if gs := g.stores.Gossip(); gs != nil {
-		g.m.reg.MustRegister(gossipCollector{s: gs, cold: g.stores.ColdDecisions})
+		g.core.M.Reg.MustRegister(observe.GossipCollector{S: gs, Cold: g.stores.ColdDecisions})
 	}
-	if g.dash, err = newDashState(g, cfg); err != nil {
+	if g.dash, err = dashfeed.NewDashState(&dashfeed.Sources{Core: g.core, Stores: g.stores, Adapt: g.adapt, Concs: g.concs}, cfg); err != nil {
 		g.closeSlots()
 		g.stores.Close()
 		return nil, err
 	}
 	s, err := g.build(cfg)
 	if err != nil {
-		g.dash.close()
+		g.dash.Close()
 		g.closeSlots()
 		g.stores.Close()
 		return nil, err
 	}
-	g.snap.Store(s)
-	g.adapt.commit(s.loops)
+	g.core.Snap.Store(s)
+	g.adapt.Commit(s.Loops)
 	if cfg.AccessLog.Path != "" {
-		if g.access, err = openAccessLog(cfg.Resolve(cfg.AccessLog.Path), cfg.AccessLog.Format); err != nil {
-			g.dash.close()
-			g.adapt.closeAll()
+		if g.core.Access, err = observe.OpenAccessLog(cfg.Resolve(cfg.AccessLog.Path), cfg.AccessLog.Format); err != nil {
+			g.dash.Close()
+			g.adapt.CloseAll()
 			g.closeSlots()
 			g.stores.Close()
 			return nil, err
@@ -132,29 +139,29 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 // background. It returns once both listen, or with the error that
 // prevented it.
 func (g *Gateway) Start() error {
-	s := g.snap.Load()
-	cfg := s.cfg
+	s := g.core.Snap.Load()
+	cfg := s.Cfg
 	ln, err := net.Listen("tcp", cfg.Listen.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	ln = yieldListener{Listener: ln, send: cfg.Listen.SendTimeout}
+	ln = conns.YieldListener{Listener: ln, Send: cfg.Listen.SendTimeout}
 	if cfg.Listen.HTTP2 == config.HTTP2On {
-		g.h2.ln = g.newH2Listener(cfg)
-		ln = g.h2.ln.conns.listener(ln)
+		g.h2ln = g.h2.NewListener(cfg)
+		ln = g.h2ln.Wrap(ln)
 	}
 	if cfg.Listen.TLS != nil {
 		ln = tls.NewListener(ln, &tls.Config{
 			MinVersion: tls.VersionTLS12,
-			NextProtos: alpnProtos(cfg.Listen),
+			NextProtos: h2path.AlpnProtos(cfg.Listen),
 			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-				return g.snap.Load().cert, nil
+				return g.core.Snap.Load().Cert, nil
 			},
 		})
 	}
-	g.warns = newWarnLog(g.log, time.Minute, 10, nil)
+	g.core.Warns = observe.NewWarnLog(g.core.Log, time.Minute, 10, nil)
 	server := &fasthttp.Server{
-		Handler:      g.serve,
+		Handler:      g.fast.Serve,
 		Name:         "tollgate",
 		ReadTimeout:  cfg.Listen.ReadTimeout,
 		WriteTimeout: cfg.Listen.WriteTimeout,
@@ -163,7 +170,7 @@ func (g *Gateway) Start() error {
 		// A request head (request line and header fields) up to 8 KiB:
 		// nginx's large_client_header_buffers line size, twice fasthttp's
 		// default, so that large cookies pass. Larger heads get 431.
-		ReadBufferSize:        maxRequestHead,
+		ReadBufferSize:        exchange.MaxRequestHead,
 		StreamRequestBody:     true,
 		NoDefaultServerHeader: true,
 		NoDefaultContentType:  true,
@@ -171,12 +178,12 @@ func (g *Gateway) Start() error {
 		// every request (the gateway reads the monotonic clock itself).
 		LazyRequestTime: true,
 		CloseOnShutdown: true,
-		ErrorHandler:    readError,
-		ExpectHandler:   g.expectContinue,
-		ConnState:       g.connState,
+		ErrorHandler:    fastpath.ReadError,
+		ExpectHandler:   g.fast.ExpectContinue,
+		ConnState:       g.fast.ConnState,
 		// fasthttp's messages quote what clients sent: they go through
 		// a redacting, rate-limited logger, without the request dumps.
-		Logger:                g.warns,
+		Logger:                g.core.Warns,
 		SecureErrorLogMessage: true,
 
 		// Bodies pass through untouched: no form parsing (fasthttp would
@@ -190,11 +197,11 @@ func (g *Gateway) Start() error {
 			return fmt.Errorf("admin listen: %w", err)
 		}
 		g.admin = &http.Server{Handler: g.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
-		g.dash.start()
+		g.dash.Start()
 		// The admin listener's writes are bounded as the traffic
 		// listener's are (listen.send_timeout): a dashboard that stops
 		// reading its event stream is cut.
-		adminLn := yieldListener{Listener: g.adminLn, send: cfg.Listen.SendTimeout}
+		adminLn := conns.YieldListener{Listener: g.adminLn, Send: cfg.Listen.SendTimeout}
 		g.serving.Go(func() {
 			if err := g.admin.Serve(adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				g.report(fmt.Errorf("admin: %w", err))
@@ -202,10 +209,10 @@ func (g *Gateway) Start() error {
 		})
 	}
 	g.ln, g.server = ln, server
-	if hl := g.h2.ln; hl != nil {
+	if hl := g.h2ln; hl != nil {
 		g.server = nil // the net/http path serves this listener
 		g.serving.Go(func() {
-			if err := hl.serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := hl.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				g.report(fmt.Errorf("serve: %w", err))
 			}
 		})
@@ -221,13 +228,6 @@ func (g *Gateway) Start() error {
 	g.ready.Store(true)
 	return nil
 }
-
-// maxRequestHead and maxResponseHead bound the heads the gateway reads
-// from clients and upstreams, in bytes.
-const (
-	maxRequestHead  = 8 << 10
-	maxResponseHead = 16 << 10
-)
 
 // Addr is the traffic listener's address, once started.
 func (g *Gateway) Addr() net.Addr { return g.ln.Addr() }
@@ -252,7 +252,7 @@ func (g *Gateway) report(err error) {
 }
 
 // Config returns the running configuration.
-func (g *Gateway) Config() *config.Config { return g.snap.Load().cfg }
+func (g *Gateway) Config() *config.Config { return g.core.Snap.Load().Cfg }
 
 // Reload validates-by-building cfg and, if it builds, swaps it in
 // atomically. The store is kept, so rules that did not change keep their
@@ -269,7 +269,7 @@ func (g *Gateway) Reload(cfg *config.Config) error {
 func (g *Gateway) reload(cfg *config.Config) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	old := g.snap.Load().cfg
+	old := g.core.Snap.Load().Cfg
 	var restart []string
 	if listenShape(cfg.Listen) != listenShape(old.Listen) {
 		restart = append(restart, "listen (other than the TLS files)")
@@ -302,8 +302,8 @@ func (g *Gateway) reload(cfg *config.Config) error {
 	if err := g.stores.Rotate(cfg.Store); err != nil {
 		return err
 	}
-	g.snap.Store(s)
-	g.adapt.commit(s.loops)
+	g.core.Snap.Store(s)
+	g.adapt.Commit(s.Loops)
 	return nil
 }
 
@@ -345,17 +345,17 @@ func (g *Gateway) reloadLoaded(cfg *config.Config, err error) error {
 
 func (g *Gateway) countReload(err error) {
 	if err != nil {
-		g.m.reloads.WithLabelValues("failure").Inc()
-		g.m.reloadOK.Set(0)
-		g.log.Error("config reload failed; the previous configuration keeps serving", "err", err)
+		g.core.M.Reloads.WithLabelValues("failure").Inc()
+		g.core.M.ReloadOK.Set(0)
+		g.core.Log.Error("config reload failed; the previous configuration keeps serving", "err", err)
 		return
 	}
-	g.m.reloads.WithLabelValues("success").Inc()
-	g.m.reloadOK.Set(1)
-	cfg := g.snap.Load().cfg
-	g.log.Info("config reloaded", "rules", len(cfg.Rules))
+	g.core.M.Reloads.WithLabelValues("success").Inc()
+	g.core.M.ReloadOK.Set(1)
+	cfg := g.core.Snap.Load().Cfg
+	g.core.Log.Info("config reloaded", "rules", len(cfg.Rules))
 	for _, w := range cfg.Warnings() {
-		g.log.Warn(w.Error())
+		g.core.Log.Warn(w.Error())
 	}
 }
 
@@ -373,18 +373,18 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			// fasthttp waits for every open connection; those not in
 			// an exchange were idle, not cut.
 			err = nil
-			if n := g.inFlight.Load(); n > 0 {
+			if n := g.core.InFlight.Load(); n > 0 {
 				err = &CutError{Requests: n, Err: ctx.Err()}
 			}
 		}
 	}
-	if hl := g.h2.ln; hl != nil {
-		if err = hl.shutdown(ctx, g.inFlight.Load); err != nil && ctx.Err() != nil {
-			err = &CutError{Requests: g.inFlight.Load(), Err: ctx.Err()}
+	if hl := g.h2ln; hl != nil {
+		if err = hl.Shutdown(ctx, g.core.InFlight.Load); err != nil && ctx.Err() != nil {
+			err = &CutError{Requests: g.core.InFlight.Load(), Err: ctx.Err()}
 		}
 	}
 	if g.admin != nil {
-		g.dash.hub.Close() // event streams never go idle: end them first
+		g.dash.Hub.Close() // event streams never go idle: end them first
 		actx, cancel := context.WithTimeout(context.Background(), time.Second)
 		g.admin.Shutdown(actx)
 		cancel()
@@ -412,27 +412,27 @@ func (g *Gateway) Close() error {
 			// the listener ends Serve either way.
 			g.ln.Close()
 		}
-		g.dash.close()
+		g.dash.Close()
 		if g.admin != nil {
 			g.admin.Close()
 		}
-		if g.h2.ln != nil {
-			g.h2.ln.close()
+		if g.h2ln != nil {
+			g.h2ln.Close()
 		}
 		g.serving.Wait()
-		g.adapt.closeAll()
-		g.closeTransports()
-		g.tunnels.closeAll()
+		g.adapt.CloseAll()
+		g.h2.CloseTransports()
+		g.core.Tunnels.CloseAll()
 		g.mu.Lock()
 		for _, c := range g.clients {
 			c.CloseIdleConnections()
 		}
 		g.mu.Unlock()
-		if g.access != nil {
-			g.access.Close()
+		if g.core.Access != nil {
+			g.core.Access.Close()
 		}
-		if g.warns != nil {
-			g.warns.Close()
+		if g.core.Warns != nil {
+			g.core.Warns.Close()
 		}
 		g.closeSlots()
 		g.stores.Close()

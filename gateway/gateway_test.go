@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/gateway/fastpath"
 	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 )
@@ -162,7 +163,7 @@ func TestReloadInProcess(t *testing.T) {
 }
 
 func testCounter(g *Gateway, result string) float64 {
-	mfs, _ := g.m.reg.Gather()
+	mfs, _ := g.core.M.Reg.Gather()
 	for _, mf := range mfs {
 		if mf.GetName() != "tollgate_config_reloads_total" {
 			continue
@@ -206,7 +207,7 @@ func TestUpstreamConnLimit(t *testing.T) {
 
 func TestForEachToken(t *testing.T) {
 	var got []string
-	forEachToken([]byte(" close , X-Foo,,X-Bar\t"), func(b []byte) { got = append(got, string(b)) })
+	fastpath.ForEachToken([]byte(" close , X-Foo,,X-Bar\t"), func(b []byte) { got = append(got, string(b)) })
 	if strings.Join(got, "|") != "close|X-Foo|X-Bar" {
 		t.Fatalf("tokens = %q", got)
 	}

@@ -37,7 +37,7 @@ func TestAdaptiveConcurrencyBoundsTheOrigin(t *testing.T) {
       min_rtt_requests: 20
 `)
 	defer g.Close()
-	conc := g.snap.Load().routes[0].conc
+	conc := g.core.Snap.Load().Routes[0].Conc
 	if conc == nil {
 		t.Fatal("the route has no adaptive concurrency")
 	}
@@ -80,10 +80,10 @@ func TestAdaptiveConcurrencyBoundsTheOrigin(t *testing.T) {
 	end := time.Now().Add(2 * time.Second)
 	for time.Now().Before(end) {
 		maxInSystem = max(maxInSystem, origin.InSystem())
-		maxLimit = max(maxLimit, int64(conc.ctl.State().Limit))
+		maxLimit = max(maxLimit, int64(conc.Ctl.State().Limit))
 		time.Sleep(10 * time.Millisecond)
 	}
-	st := conc.ctl.State()
+	st := conc.Ctl.State()
 	stop()
 	wg.Wait()
 	t.Logf("under 48 clients: limit %d (max %d), minRTT %v, sampleRTT %v, origin in system max %d; served %d, refused %d",
@@ -122,7 +122,7 @@ func TestAdaptiveConcurrencyBoundsTheOrigin(t *testing.T) {
 	ctx, stop = context.WithCancel(context.Background())
 	wg = load(ctx, 4)
 	deadline := time.Now().Add(3 * time.Second)
-	for conc.ctl.State().Limit < 8 && time.Now().Before(deadline) {
+	for conc.Ctl.State().Limit < 8 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond)
@@ -131,7 +131,7 @@ func TestAdaptiveConcurrencyBoundsTheOrigin(t *testing.T) {
 	after := refused.Load()
 	stop()
 	wg.Wait()
-	st = conc.ctl.State()
+	st = conc.Ctl.State()
 	t.Logf("4 clients: limit %d (from %d), sampleRTT %v", st.Limit, under, st.SampleRTT)
 	if st.Limit < 8 || st.Limit > 20 {
 		t.Errorf("4 clients: limit %d, want 8 to 20 (from %d under 48)", st.Limit, under)
@@ -159,7 +159,7 @@ func TestAdaptiveConcurrencyIgnoresClientErrors(t *testing.T) {
     adaptive_concurrency: {min_concurrency: 2, min_rtt_requests: 5}
 `)
 	defer g.Close()
-	conc := g.snap.Load().routes[0].conc
+	conc := g.core.Snap.Load().Routes[0].Conc
 	for i := range 10 {
 		c, err := net.Dial("tcp", g.Addr().String())
 		if err != nil {
@@ -172,7 +172,7 @@ func TestAdaptiveConcurrencyIgnoresClientErrors(t *testing.T) {
 			t.Fatalf("malformed body %d answered %q, want 400", i, line)
 		}
 	}
-	if st := conc.ctl.State(); !st.Measuring {
+	if st := conc.Ctl.State(); !st.Measuring {
 		t.Fatalf("10 malformed bodies measured minRTT: %v", st.MinRTT)
 	}
 	for range 5 {
@@ -180,7 +180,7 @@ func TestAdaptiveConcurrencyIgnoresClientErrors(t *testing.T) {
 			t.Fatalf("status %d", code)
 		}
 	}
-	if st := conc.ctl.State(); st.Measuring || st.MinRTT < 15*time.Millisecond {
+	if st := conc.Ctl.State(); st.Measuring || st.MinRTT < 15*time.Millisecond {
 		t.Fatalf("minRTT %v (measuring %v), want the upstream's 20ms", st.MinRTT, st.Measuring)
 	}
 }

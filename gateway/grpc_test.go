@@ -18,6 +18,8 @@ import (
 
 	"github.com/tollgate-dev/tollgate/client"
 	"github.com/tollgate-dev/tollgate/client/grpcretry"
+	"github.com/tollgate-dev/tollgate/gateway/h2path"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 )
 
 // grpcUpstream serves grpc-go's health service (unary Check, streaming
@@ -115,13 +117,13 @@ func TestGRPCThroughGatewayRefusedWithResourceExhausted(t *testing.T) {
 }
 
 func testGRPCCount(g *Gateway) float64 {
-	mfs, _ := g.m.reg.Gather()
+	mfs, _ := g.core.M.Reg.Gather()
 	for _, mf := range mfs {
 		if mf.GetName() != "tollgate_requests_by_protocol_total" {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == protoGRPC {
+			if m.GetLabel()[0].GetValue() == observe.ProtoGRPC {
 				return m.GetCounter().GetValue()
 			}
 		}
@@ -212,11 +214,11 @@ func TestIsGRPCContentType(t *testing.T) {
 		"application/grpc": true, "application/grpc+proto": true, "Application/GRPC;charset=x": true,
 		"application/grpc-web": false, "application/json": false, "": false, "application/grp": false,
 	} {
-		if got := isGRPCContentType([]string{v}); got != want {
+		if got := h2path.IsGRPCContentType([]string{v}); got != want {
 			t.Errorf("%q: %t", v, got)
 		}
 	}
-	if isGRPCContentType([]string{"application/grpc", "application/grpc"}) {
+	if h2path.IsGRPCContentType([]string{"application/grpc", "application/grpc"}) {
 		t.Error("two content types accepted")
 	}
 }

@@ -300,7 +300,7 @@ func (e *statusError) Error() string { return http.StatusText(e.code) }
 
 // protocolErrorsOf reads tollgate_http2_protocol_errors_total for kind.
 func protocolErrorsOf(g *Gateway, kind string) float64 {
-	mfs, _ := g.m.reg.Gather()
+	mfs, _ := g.core.M.Reg.Gather()
 	for _, mf := range mfs {
 		if mf.GetName() != "tollgate_http2_protocol_errors_total" {
 			continue
@@ -316,7 +316,7 @@ func protocolErrorsOf(g *Gateway, kind string) float64 {
 
 // decisionsOf reads tollgate_decisions_total for rule and outcome.
 func decisionsOf(g *Gateway, rule, outcome string) float64 {
-	mfs, _ := g.m.reg.Gather()
+	mfs, _ := g.core.M.Reg.Gather()
 	sum := 0.0
 	for _, mf := range mfs {
 		if mf.GetName() != "tollgate_decisions_total" {

@@ -293,7 +293,7 @@ func TestH2ShutdownWaitsForRequests(t *testing.T) {
 		resp.Body.Close()
 		got <- string(b)
 	}()
-	for g.inFlight.Load() == 0 {
+	for g.core.InFlight.Load() == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/gateway/conns"
 	"github.com/valyala/fasthttp"
 )
 
@@ -68,7 +69,7 @@ func TestShutdownWithOnlyIdleConnectionsCutsNothing(t *testing.T) {
 	if err := g.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown = %v, want nil", err)
 	}
-	if n := g.inFlight.Load(); n != 0 {
+	if n := g.core.InFlight.Load(); n != 0 {
 		t.Fatalf("%d requests counted in flight after shutdown", n)
 	}
 }
@@ -77,10 +78,10 @@ func TestShutdownWithOnlyIdleConnectionsCutsNothing(t *testing.T) {
 // Active and Idle reports of one exchange.
 func BenchmarkConnState(b *testing.B) {
 	g := &Gateway{}
-	c := &yieldConn{}
+	c := &conns.YieldConn{}
 	b.ReportAllocs()
 	for b.Loop() {
-		g.connState(c, fasthttp.StateActive)
-		g.connState(c, fasthttp.StateIdle)
+		g.fast.ConnState(c, fasthttp.StateActive)
+		g.fast.ConnState(c, fasthttp.StateIdle)
 	}
 }

@@ -8,7 +8,7 @@ import (
 // decisionCount is tollgate_decisions_total for rule, policy and outcome,
 // or -1 when the series does not exist.
 func decisionCount(g *Gateway, rule, policy, outcome string) float64 {
-	mfs, _ := g.m.reg.Gather()
+	mfs, _ := g.core.M.Reg.Gather()
 	for _, mf := range mfs {
 		if mf.GetName() != "tollgate_decisions_total" {
 			continue

@@ -20,6 +20,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
+	"github.com/tollgate-dev/tollgate/gateway/fastpath"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/internal/logtest"
 )
 
@@ -123,7 +126,7 @@ func TestForwardedAndRealIPTrust(t *testing.T) {
 }
 
 func TestAppendForwarded(t *testing.T) {
-	got := appendForwarded(nil, [][]byte{[]byte("for=a"), nil}, netip.MustParseAddr("2001:db8::1"), valHTTPS)
+	got := exchange.AppendForwarded(nil, [][]byte{[]byte("for=a"), nil}, netip.MustParseAddr("2001:db8::1"), fastpath.ValHTTPS)
 	if string(got) != `for=a, for="[2001:db8::1]";proto=https` {
 		t.Fatalf("appendForwarded: %s", got)
 	}
@@ -255,7 +258,7 @@ func TestHasDotSegment(t *testing.T) {
 		"/.": true, "/..": true, "/./a": true, "/a/../b": true, "/%2e%2e/a": true, "/%2E/a": true,
 		"/a/..%2Fb": true, "/a%2f..": true, "/a/.%2e": true,
 	} {
-		if got := hasDotSegment([]byte(path)); got != want {
+		if got := exchange.HasDotSegment([]byte(path)); got != want {
 			t.Errorf("hasDotSegment(%q) = %v, want %v", path, got, want)
 		}
 	}
@@ -287,7 +290,7 @@ func chunkedRequest(framing string) string {
 // upstream errors.
 func upstreamErrors(g *Gateway) float64 {
 	var m dto.Metric
-	if err := g.snap.Load().routes[0].upStatus[idxError].Write(&m); err != nil {
+	if err := g.core.Snap.Load().Routes[0].UpStatus[observe.IdxError].Write(&m); err != nil {
 		panic(err)
 	}
 	return m.GetCounter().GetValue()
@@ -409,8 +412,8 @@ func FuzzUpstreamRequest(f *testing.F) {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
 	}
-	snap := &snapshot{trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
-	rt := &route{basePath: "/base", hostHdr: "up.example:8080"}
+	snap := &exchange.Snapshot{Trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	rt := &exchange.Route{BasePath: "/base", HostHdr: "up.example:8080"}
 	f.Fuzz(func(t *testing.T, raw []byte, trustedPeer bool) {
 		var in fasthttp.Request
 		// Bounded, as the server reads: Read would allocate whatever
@@ -418,12 +421,12 @@ func FuzzUpstreamRequest(f *testing.F) {
 		if err := in.ReadLimitBody(bufio.NewReader(bytes.NewReader(raw)), 1<<16); err != nil {
 			return // the server answers 400 or 431
 		}
-		if !validFieldNames(in.Header.RawHeaders()) {
+		if !fastpath.ValidFieldNames(in.Header.RawHeaders()) {
 			return // serve answers 400
 		}
 		var named []string
 		for _, v := range in.Header.PeekAll("Connection") {
-			forEachToken(v, func(b []byte) { named = append(named, strings.ToLower(string(b))) })
+			fastpath.ForEachToken(v, func(b []byte) { named = append(named, strings.ToLower(string(b))) })
 		}
 		peer := netip.MustParseAddr("192.0.2.1")
 		if trustedPeer {
@@ -433,10 +436,10 @@ func FuzzUpstreamRequest(f *testing.F) {
 		ctx.Init(&in, net.TCPAddrFromAddrPort(netip.AddrPortFrom(peer, 1234)), nil)
 		req := &ctx.Request
 		var scratch [128]byte
-		removeRequestHop(&req.Header)
-		setForwarded(&ctx, snap, scratch[:0])
-		setUpstreamPath(req, rt, scratch[:0])
-		setUpstream(req, rt)
+		fastpath.RemoveRequestHop(&req.Header)
+		fastpath.SetForwarded(&ctx, snap, scratch[:0])
+		fastpath.SetUpstreamPath(req, rt, scratch[:0])
+		fastpath.SetUpstream(req, rt)
 		req.URI().DisablePathNormalizing = true // as the upstream client has it
 		var out bytes.Buffer
 		w := bufio.NewWriter(&out)
@@ -483,7 +486,7 @@ func checkUpstreamHead(t *testing.T, wire []byte, peer string, trusted bool, nam
 	seen := map[string][]string{}
 	for _, l := range lines[1:] {
 		name, value, ok := strings.Cut(l, ":")
-		if !ok || !validFieldNames([]byte(name+":\r\n")) {
+		if !ok || !fastpath.ValidFieldNames([]byte(name+":\r\n")) {
 			t.Fatalf("field line %q: the name is not a token", l)
 		}
 		if strings.ContainsAny(value, "\r\n\x00") {

@@ -8,19 +8,19 @@ func TestRouteHostTrailingDot(t *testing.T) {
 	g := newTestGateway(t, `routes:
   - {host: api.example.com, path: /, upstream: demo}
 `)
-	s := g.snap.Load()
+	s := g.core.Snap.Load()
 	for _, host := range []string{"api.example.com", "API.example.com.", "api.example.com.:8080"} {
-		if s.match([]byte(host), []byte("/x")) == nil {
+		if s.Match([]byte(host), []byte("/x")) == nil {
 			t.Errorf("Host %q: no route", host)
 		}
 	}
-	if s.match([]byte("other.example.com"), []byte("/x")) != nil {
+	if s.Match([]byte("other.example.com"), []byte("/x")) != nil {
 		t.Error("another host took the route")
 	}
 	// Configured with the dot, the same.
 	g2 := newTestGateway(t, "routes: [{host: api.example.com., path: /, upstream: demo}]\n")
 	for _, host := range []string{"api.example.com", "api.example.com."} {
-		if g2.snap.Load().match([]byte(host), []byte("/x")) == nil {
+		if g2.core.Snap.Load().Match([]byte(host), []byte("/x")) == nil {
 			t.Errorf("route configured as api.example.com.: Host %q has no route", host)
 		}
 	}
@@ -33,7 +33,7 @@ func TestRouteHostIPv6MatchesAsRulesDo(t *testing.T) {
 	for _, spelled := range []string{"::1", "[::1]"} {
 		g := newTestGateway(t, "routes: [{host: \""+spelled+"\", path: /, upstream: demo}]\n")
 		for _, host := range []string{"[::1]", "[::1]:8080"} {
-			if g.snap.Load().match([]byte(host), []byte("/x")) == nil {
+			if g.core.Snap.Load().Match([]byte(host), []byte("/x")) == nil {
 				t.Errorf("route host %q: Host %q has no route", spelled, host)
 			}
 		}

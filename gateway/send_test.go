@@ -7,11 +7,13 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/gateway/conns"
 )
 
 // sendPair returns the two ends of a loopback TCP connection, the
 // accepted one wrapped as the traffic listener wraps it.
-func sendPair(t *testing.T, send time.Duration) (*yieldConn, net.Conn) {
+func sendPair(t *testing.T, send time.Duration) (*conns.YieldConn, net.Conn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -23,12 +25,12 @@ func sendPair(t *testing.T, send time.Duration) (*yieldConn, net.Conn) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	c, err := yieldListener{Listener: ln, send: send}.Accept()
+	c, err := conns.YieldListener{Listener: ln, Send: send}.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return c.(*yieldConn), client
+	return c.(*conns.YieldConn), client
 }
 
 // fill writes to c until a write fails, and returns how long the
@@ -51,7 +53,7 @@ func TestSendTimeoutBoundsEachWrite(t *testing.T) {
 	const send = 300 * time.Millisecond
 	c, _ := sendPair(t, send)
 	waited, err := fill(c)
-	if !errors.Is(err, os.ErrDeadlineExceeded) || waited < send-10*time.Millisecond || waited > send+deadlineSlack(send)+2*time.Second {
+	if !errors.Is(err, os.ErrDeadlineExceeded) || waited < send-10*time.Millisecond || waited > send+conns.DeadlineSlack(send)+2*time.Second {
 		t.Fatalf("stalled write: %v after %v, want a deadline after %v", err, waited, send)
 	}
 

@@ -34,7 +34,7 @@ const alwaysRefuse = "rules: [{name: per-ip, policies: [{rate: 1/h, burst: 1}]}]
 
 func serveOnce(g *Gateway, ctx *fasthttp.RequestCtx, req *fasthttp.Request, addr net.Addr) {
 	ctx.Init(req, addr, nil)
-	g.serve(ctx)
+	g.fast.Serve(ctx)
 }
 
 func benchServe(b *testing.B, yaml string) {
@@ -73,10 +73,10 @@ func TestServeAllocations(t *testing.T) {
 		req.SetRequestURI("http://example.com/items/42")
 		var ctx fasthttp.RequestCtx
 		ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 5555}, nil)
-		g.serve(&ctx)
+		g.fast.Serve(&ctx)
 		n := testing.AllocsPerRun(200, func() {
 			ctx.Response.Reset()
-			g.serve(&ctx)
+			g.fast.Serve(&ctx)
 		})
 		if ctx.Response.StatusCode() != tc.want {
 			t.Fatalf("%s: status %d", tc.name, ctx.Response.StatusCode())

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tollgate-dev/tollgate/fastlimit"
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -107,7 +108,7 @@ func TestServeAnswersAsFastlimitMiddleware(t *testing.T) {
 		// with a full bucket.
 		yaml := demoRoute + "rules: [{name: per-ip, policies: [{rate: 1/h, burst: 2}]}]\n"
 		g, ref := newTestGateway(t, yaml), newTestGateway(t, yaml)
-		mw := fastlimit.Middleware(func() *rules.Engine { return ref.snap.Load().engine }, demo)
+		mw := fastlimit.Middleware(func() *rules.Engine { return ref.core.Snap.Load().Engine }, exchange.Demo)
 		addr := &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 5555}
 		for i, want := range []int{200, 200, 429} {
 			var req fasthttp.Request
@@ -116,7 +117,7 @@ func TestServeAnswersAsFastlimitMiddleware(t *testing.T) {
 			var got, exp fasthttp.RequestCtx
 			got.Init(&req, addr, nil)
 			exp.Init(&req, addr, nil)
-			g.serve(&got)
+			g.fast.Serve(&got)
 			mw(&exp)
 			if got.Response.StatusCode() != want {
 				t.Fatalf("%s #%d: gateway answered %d, want %d", method, i, got.Response.StatusCode(), want)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/internal/logtest"
 )
 
@@ -22,7 +23,7 @@ const serveConnFormat = "error when serving connection %q<->%q: %v"
 func TestWarnLogRedactsAndLimits(t *testing.T) {
 	var buf logtest.Buffer
 	now := time.Unix(1_700_000_000, 0)
-	l := newWarnLog(slog.New(slog.NewTextHandler(&buf, nil)), time.Minute, 5, func() time.Time { return now })
+	l := observe.NewWarnLog(slog.New(slog.NewTextHandler(&buf, nil)), time.Minute, 5, func() time.Time { return now })
 	defer l.Close()
 	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
 	remote := &net.TCPAddr{IP: net.IPv4(203, 0, 113, 9), Port: 5555}
@@ -59,7 +60,7 @@ func TestWarnLogRedactsAndLimits(t *testing.T) {
 // without another message to trigger it, and at Close.
 func TestWarnLogSummarizesAfterQuiet(t *testing.T) {
 	var buf logtest.Buffer
-	l := newWarnLog(slog.New(slog.NewTextHandler(&buf, nil)), 50*time.Millisecond, 1, nil)
+	l := observe.NewWarnLog(slog.New(slog.NewTextHandler(&buf, nil)), 50*time.Millisecond, 1, nil)
 	defer l.Close()
 	for range 3 {
 		l.Printf("bad request %q", "secret")
@@ -87,7 +88,7 @@ func TestRedactQuoted(t *testing.T) {
 		`x: buffer size=3, contents: "GET"`: `x: buffer size=3`,
 		`trailing backslash "a\`:            `trailing backslash "…"`,
 	} {
-		if got := redactQuoted(in); got != want {
+		if got := observe.RedactQuoted(in); got != want {
 			t.Errorf("redactQuoted(%q) = %q, want %q", in, got, want)
 		}
 	}

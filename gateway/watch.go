@@ -35,7 +35,7 @@ func (g *Gateway) watch(w *watcher) {
 		<-g.stop
 		return
 	}
-	t := time.NewTimer(g.snap.Load().cfg.Reload.Interval)
+	t := time.NewTimer(g.core.Snap.Load().Cfg.Reload.Interval)
 	defer t.Stop()
 	for {
 		select {
@@ -43,7 +43,7 @@ func (g *Gateway) watch(w *watcher) {
 			return
 		case <-t.C:
 		}
-		cfg := g.snap.Load().cfg
+		cfg := g.core.Snap.Load().Cfg
 		next := cfg.Reload.Interval
 		if *cfg.Reload.Watch {
 			data, changed := w.look(cfg, time.Now())
@@ -52,9 +52,9 @@ func (g *Gateway) watch(w *watcher) {
 			}
 			w.torn = w.torn[:0]
 			if changed != nil {
-				g.log.Info("config changed; reloading", "files", changed)
+				g.core.Log.Info("config changed; reloading", "files", changed)
 				g.reloadLoaded(config.Parse(path, data))
-				w.track(g.snap.Load().cfg)
+				w.track(g.core.Snap.Load().Cfg)
 			}
 			if w.pending() {
 				next = min(next, cfg.Reload.Settle)

@@ -156,7 +156,7 @@ func TestWatchNeverServesAHalfWrittenFile(t *testing.T) {
 				return
 			default:
 			}
-			if len(g.snap.Load().cfg.Rules) != 2 {
+			if len(g.core.Snap.Load().Cfg.Rules) != 2 {
 				halves.Add(1)
 			}
 			time.Sleep(time.Millisecond)
@@ -179,7 +179,7 @@ func TestWatchNeverServesAHalfWrittenFile(t *testing.T) {
 
 	writeInTwo(t, path, watchedHead("1s")+rules, second("999999"), 300*time.Millisecond)
 	waitFor(t, "the whole new file to load", func() bool {
-		rs := g.snap.Load().cfg.Rules
+		rs := g.core.Snap.Load().Cfg.Rules
 		return len(rs) == 2 && rs[1].Policies[0].Limit == 999999
 	})
 	n := stop()

@@ -13,7 +13,7 @@ import (
 // statuses are the running adaptive controllers as the dashboard shows
 // them, by name: the factor in force between the floor and the base,
 // whether it is tightened, and how the fleet shares it.
-func (cs *controllers) statuses() []dashboard.Status {
+func (cs *Controllers) Statuses() []dashboard.Status {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	names := make([]string, 0, len(cs.running))
@@ -48,7 +48,7 @@ func (cs *controllers) statuses() []dashboard.Status {
 
 // statuses are the routes' gradient concurrency limits as the dashboard
 // shows them, by route.
-func (cs *concLimits) statuses() []dashboard.Status {
+func (cs *ConcLimits) Statuses() []dashboard.Status {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	routes := make([]string, 0, len(cs.byRoute))
@@ -59,8 +59,8 @@ func (cs *concLimits) statuses() []dashboard.Status {
 	out := make([]dashboard.Status, 0, len(routes))
 	for _, r := range routes {
 		l := cs.byRoute[r]
-		st := l.ctl.State()
-		s := l.ctl.Settings()
+		st := l.Ctl.State()
+		s := l.Ctl.Settings()
 		out = append(out, dashboard.Status{Name: "adaptive concurrency " + r, Kind: "adaptive", Fields: []dashboard.Field{
 			{Name: "limit", Value: strconv.Itoa(st.Limit), Alert: st.Limit <= s.MinLimit && !st.Measuring},
 			{Name: "in flight", Value: strconv.Itoa(st.InFlight)},

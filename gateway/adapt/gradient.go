@@ -14,54 +14,54 @@ import (
 // concLimit is a route's adaptive concurrency (routes[].
 // adaptive_concurrency): its gradient controller, the wait for a place
 // and the route's series.
-type concLimit struct {
-	ctl      *adaptive.Gradient
+type ConcLimit struct {
+	Ctl      *adaptive.Gradient
 	settings adaptive.GradientSettings
-	maxDelay time.Duration
+	MaxDelay time.Duration
 	// wake nudges the requests waiting for a place: every release sends
 	// one, and a change of the limit fills it (nudges are dropped when it
 	// is full). A waiter that finds no place waits again; its timer
 	// bounds it.
 	wake chan struct{}
 
-	refused                  prometheus.Counter
+	Refused                  prometheus.Counter
 	limit, minRTT, sampleRTT prometheus.Gauge
 }
 
 // acquire takes a place, waiting up to maxDelay for one, and reports
 // whether it did; a true is matched by one release.
-func (l *concLimit) acquire() bool {
-	if l.ctl.Acquire() {
+func (l *ConcLimit) Acquire() bool {
+	if l.Ctl.Acquire() {
 		return true
 	}
-	if l.maxDelay > 0 {
-		t := time.NewTimer(l.maxDelay)
+	if l.MaxDelay > 0 {
+		t := time.NewTimer(l.MaxDelay)
 		defer t.Stop()
 		for {
 			select {
 			case <-l.wake:
-				if l.ctl.Acquire() {
+				if l.Ctl.Acquire() {
 					return true
 				}
 				continue
 			case <-t.C:
-				if l.ctl.Acquire() {
+				if l.Ctl.Acquire() {
 					return true
 				}
 			}
 			break
 		}
 	}
-	l.refused.Inc()
+	l.Refused.Inc()
 	return false
 }
 
 // release gives the place back: the exchange with the upstream began
 // at began.
-func (l *concLimit) release(began time.Time) {
+func (l *ConcLimit) Release(began time.Time) {
 	now := time.Now()
 	nudges := 1 // the place given back
-	if l.ctl.Release(now, now.Sub(began)) {
+	if l.Ctl.Release(now, now.Sub(began)) {
 		l.publish()
 		// The limit changed: if it rose by several places, as many
 		// waiters may go. A nudge too many costs a waiter one failed
@@ -78,8 +78,8 @@ func (l *concLimit) release(began time.Time) {
 }
 
 // cancel gives the place back without a sample (adaptive.Gradient.Cancel).
-func (l *concLimit) cancel() {
-	l.ctl.Cancel()
+func (l *ConcLimit) Cancel() {
+	l.Ctl.Cancel()
 	select {
 	case l.wake <- struct{}{}:
 	default:
@@ -87,8 +87,8 @@ func (l *concLimit) cancel() {
 }
 
 // publish sets the route's gauges to the controller's state.
-func (l *concLimit) publish() {
-	st := l.ctl.State()
+func (l *ConcLimit) publish() {
+	st := l.Ctl.State()
 	l.limit.Set(float64(st.Limit))
 	l.minRTT.Set(st.MinRTT.Seconds())
 	l.sampleRTT.Set(st.SampleRTT.Seconds())
@@ -97,61 +97,63 @@ func (l *concLimit) publish() {
 // concLimits are the gateway's adaptive concurrency controllers by
 // route. A reload keeps a route's controller (and so its limit and
 // minRTT) when its settings did not change.
-type concLimits struct {
+type ConcLimits struct {
 	mu      sync.Mutex
-	byRoute map[string]*concLimit
-	seed    maphash.Seed
+	byRoute map[string]*ConcLimit
+	Seed    maphash.Seed
 
-	limit, minRTT, sampleRTT *prometheus.GaugeVec   // route
-	refused                  *prometheus.CounterVec // route
-}
-
-// initConcLimits registers the adaptive concurrency metrics.
-func (g *Gateway) initConcLimits() {
-	c := &g.concs
-	c.seed = maphash.MakeSeed()
-	c.limit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "tollgate_adaptive_concurrency_limit",
-		Help: "A route's adaptive concurrency limit in force (min_concurrency while minRTT is measured).",
-	}, []string{"route"})
-	c.minRTT = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "tollgate_adaptive_concurrency_min_rtt_seconds",
-		Help: "A route's last measured minRTT, the upstream's latency with few requests in flight.",
-	}, []string{"route"})
-	c.sampleRTT = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "tollgate_adaptive_concurrency_sample_rtt_seconds",
-		Help: "A route's last sample window's latency quantile (sampleRTT).",
-	}, []string{"route"})
-	c.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "tollgate_adaptive_concurrency_refused_total",
-		Help: "Requests refused 503 because a route's adaptive concurrency limit was reached (after max_delay).",
-	}, []string{"route"})
-	g.m.reg.MustRegister(c.limit, c.minRTT, c.sampleRTT, c.refused)
+	Limit, MinRTT, SampleRTT *prometheus.GaugeVec   // route
+	Refused                  *prometheus.CounterVec // route
 }
 
 // forRoute returns the controller of a route named name with ac, the
 // running one when its settings are unchanged.
-func (c *concLimits) forRoute(name string, ac *config.AdaptiveConcurrency) *concLimit {
+func (c *ConcLimits) ForRoute(name string, ac *config.AdaptiveConcurrency) *ConcLimit {
 	s := ac.GradientSettings()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if l := c.byRoute[name]; l != nil && l.settings == s && l.maxDelay == ac.MaxDelay {
+	if l := c.byRoute[name]; l != nil && l.settings == s && l.MaxDelay == ac.MaxDelay {
 		return l
 	}
-	l := &concLimit{
-		ctl:       adaptive.NewGradient(s, maphash.String(c.seed, name)),
+	l := &ConcLimit{
+		Ctl:       adaptive.NewGradient(s, maphash.String(c.Seed, name)),
 		settings:  s,
-		maxDelay:  ac.MaxDelay,
+		MaxDelay:  ac.MaxDelay,
 		wake:      make(chan struct{}, 64),
-		refused:   c.refused.WithLabelValues(name),
-		limit:     c.limit.WithLabelValues(name),
-		minRTT:    c.minRTT.WithLabelValues(name),
-		sampleRTT: c.sampleRTT.WithLabelValues(name),
+		Refused:   c.Refused.WithLabelValues(name),
+		limit:     c.Limit.WithLabelValues(name),
+		minRTT:    c.MinRTT.WithLabelValues(name),
+		sampleRTT: c.SampleRTT.WithLabelValues(name),
 	}
 	l.publish()
 	if c.byRoute == nil {
-		c.byRoute = map[string]*concLimit{}
+		c.byRoute = map[string]*ConcLimit{}
 	}
 	c.byRoute[name] = l
 	return l
+}
+
+// NewConcLimits returns the routes' adaptive concurrency controllers,
+// their metrics registered in reg.
+func NewConcLimits(reg *prometheus.Registry) *ConcLimits {
+	c := &ConcLimits{}
+	c.Seed = maphash.MakeSeed()
+	c.Limit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tollgate_adaptive_concurrency_limit",
+		Help: "A route's adaptive concurrency limit in force (min_concurrency while minRTT is measured).",
+	}, []string{"route"})
+	c.MinRTT = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tollgate_adaptive_concurrency_min_rtt_seconds",
+		Help: "A route's last measured minRTT, the upstream's latency with few requests in flight.",
+	}, []string{"route"})
+	c.SampleRTT = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "tollgate_adaptive_concurrency_sample_rtt_seconds",
+		Help: "A route's last sample window's latency quantile (sampleRTT).",
+	}, []string{"route"})
+	c.Refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "tollgate_adaptive_concurrency_refused_total",
+		Help: "Requests refused 503 because a route's adaptive concurrency limit was reached (after max_delay).",
+	}, []string{"route"})
+	reg.MustRegister(c.Limit, c.MinRTT, c.SampleRTT, c.Refused)
+	return c
 }

@@ -10,4 +10,4 @@ var monoBase = time.Now()
 // monotonic clock (on this machine about 50 ns, for every request). Its
 // wall part drifts from the system clock's when that is set: use it only
 // with Sub, Since and Add.
-func monoNow() time.Time { return monoBase.Add(time.Since(monoBase)) }
+func MonoNow() time.Time { return monoBase.Add(time.Since(monoBase)) }

@@ -7,9 +7,9 @@ import (
 
 // monoNow never goes back and stays with the wall clock it started from.
 func TestMonoNow(t *testing.T) {
-	a := monoNow()
+	a := MonoNow()
 	w := time.Now()
-	b := monoNow()
+	b := MonoNow()
 	if b.Before(a) {
 		t.Fatalf("monoNow went back: %v then %v", a, b)
 	}
@@ -26,6 +26,6 @@ func BenchmarkTimeNow(b *testing.B) {
 
 func BenchmarkMonoNow(b *testing.B) {
 	for b.Loop() {
-		_ = monoNow()
+		_ = MonoNow()
 	}
 }

@@ -2,15 +2,9 @@ package conns
 
 import (
 	"net"
-	"net/http"
 	"net/netip"
 	"sync"
 	"time"
-
-	"github.com/valyala/fasthttp"
-
-	"github.com/tollgate-dev/tollgate/fastlimit"
-	"github.com/tollgate-dev/tollgate/httplimit"
 )
 
 // connKey names an upstream connection by its two ends.
@@ -28,17 +22,17 @@ func keyOf(local, remote net.Addr) (connKey, bool) {
 // upstreamConns tracks the open upstream connections, so that once a
 // response's headers have arrived within the response timeout, the rest
 // of a streamed body may take as long as it takes.
-type upstreamConns struct{ m sync.Map } // connKey → *trackedConn
+type UpstreamConns struct{ m sync.Map } // connKey → *trackedConn
 
 // dial wraps a dial function so that its connections are tracked until
 // they close and bound each exchange by timeout (none when zero).
-func (u *upstreamConns) dial(d *net.Dialer, timeout time.Duration) func(string) (net.Conn, error) {
+func (u *UpstreamConns) Dial(d *net.Dialer, timeout time.Duration) func(string) (net.Conn, error) {
 	return func(addr string) (net.Conn, error) {
 		c, err := d.Dial("tcp", addr)
 		if err != nil {
 			return nil, err
 		}
-		tc := &trackedConn{Conn: c, u: u, timeout: timeout, slack: deadlineSlack(timeout)}
+		tc := &trackedConn{Conn: c, u: u, timeout: timeout, slack: DeadlineSlack(timeout)}
 		if k, ok := keyOf(c.LocalAddr(), c.RemoteAddr()); ok {
 			tc.k, tc.tracked = k, true
 			u.m.Store(k, tc)
@@ -51,13 +45,13 @@ func (u *upstreamConns) dial(d *net.Dialer, timeout time.Duration) func(string) 
 // fall: an eighth of the timeout, at most a second. It lets a
 // connection's deadline be set once for many quick exchanges instead of
 // twice for each.
-func deadlineSlack(timeout time.Duration) time.Duration {
+func DeadlineSlack(timeout time.Duration) time.Duration {
 	return min(timeout/8, time.Second)
 }
 
 // liftDeadline removes the deadline of the connection between local and
 // remote until its next exchange.
-func (u *upstreamConns) liftDeadline(local, remote net.Addr) {
+func (u *UpstreamConns) LiftDeadline(local, remote net.Addr) {
 	k, ok := keyOf(local, remote)
 	if !ok {
 		return
@@ -82,7 +76,7 @@ func (u *upstreamConns) liftDeadline(local, remote net.Addr) {
 // slack instead of twice per request.
 type trackedConn struct {
 	net.Conn
-	u       *upstreamConns
+	u       *UpstreamConns
 	k       connKey
 	tracked bool // in u under k
 	once    sync.Once
@@ -157,7 +151,7 @@ func (c *trackedConn) Close() error {
 // A network has an entry only while it holds something, so the table is
 // bounded by the exchanges in flight. Sharded by address: the proxy
 // path takes one lock for the hold and one for its release.
-type clientHolds struct {
+type ClientHolds struct {
 	shards [16]holdShard
 }
 
@@ -166,13 +160,13 @@ type holdShard struct {
 	n  map[netip.Prefix]int32
 }
 
-func (h *clientHolds) shard(p netip.Prefix) *holdShard {
+func (h *ClientHolds) shard(p netip.Prefix) *holdShard {
 	a := p.Addr().As16()
 	return &h.shards[(a[15]^a[13]^a[11]^a[7])&15]
 }
 
 // acquire takes a place for p, or reports that p holds its share, max.
-func (h *clientHolds) acquire(p netip.Prefix, max int32) bool {
+func (h *ClientHolds) Acquire(p netip.Prefix, max int32) bool {
 	sh := h.shard(p)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -188,7 +182,7 @@ func (h *clientHolds) acquire(p netip.Prefix, max int32) bool {
 }
 
 // release gives back a place acquire took for p.
-func (h *clientHolds) release(p netip.Prefix) {
+func (h *ClientHolds) Release(p netip.Prefix) {
 	sh := h.shard(p)
 	sh.mu.Lock()
 	if n := sh.n[p]; n > 1 {
@@ -200,7 +194,7 @@ func (h *clientHolds) release(p netip.Prefix) {
 }
 
 // held is how many places p holds.
-func (h *clientHolds) held(p netip.Prefix) int {
+func (h *ClientHolds) held(p netip.Prefix) int {
 	sh := h.shard(p)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -208,85 +202,19 @@ func (h *clientHolds) held(p netip.Prefix) int {
 }
 
 // clientHold is a place taken in a clientHolds, or none (h nil).
-type clientHold struct {
-	h *clientHolds
+type ClientHold struct {
+	h *ClientHolds
 	p netip.Prefix
 }
 
 // release gives the place back, once.
-func (c *clientHold) release() {
+func (c *ClientHold) Release() {
 	if c.h != nil {
-		c.h.release(c.p)
+		c.h.Release(c.p)
 		c.h = nil
 	}
 }
 
-// holdsFor returns the clientHolds of the upstream at addr, shared by the
-// routes to it and kept across reloads (the share is each snapshot's
-// route's). Called with g.mu held.
-func (g *Gateway) holdsFor(addr string) *clientHolds {
-	h := g.holds[addr]
-	if h == nil {
-		h = &clientHolds{}
-		if g.holds == nil {
-			g.holds = map[string]*clientHolds{}
-		}
-		g.holds[addr] = h
-	}
-	return h
-}
-
-// holdUpstream takes a place in rt's upstream pool share for ctx's
-// client, held until the exchange ends (connState releases it once the
-// response's last byte is written), or answers 503 and reports false
-// when the client holds its whole share (upstream.max_conns_per_client).
-func holdUpstream(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) bool {
-	if rt.holds == nil {
-		return true
-	}
-	p, ok := s.nets.Of(fastlimit.Request{Ctx: ctx})
-	if !ok {
-		return true
-	}
-	if !rt.holds.acquire(p, rt.share) {
-		rt.shareRefused.Inc()
-		clientHoldsShare(ctx)
-		return false
-	}
-	y := asYieldConn(ctx.Conn())
-	if y == nil {
-		// No connection of the gateway's own (a test serving a
-		// RequestCtx): nothing tells when the exchange ends.
-		rt.holds.release(p)
-		return true
-	}
-	y.upstream.release() // never two exchanges at once, but be sure
-	y.upstream = clientHold{rt.holds, p}
-	return true
-}
-
-// holdUpstreamH2 is holdUpstream on the net/http path: the place is held
-// until release is called, when the handler returns.
-func holdUpstreamH2(w http.ResponseWriter, r *http.Request, s *snapshot, rt *route) (clientHold, bool) {
-	if rt.holds == nil {
-		return clientHold{}, true
-	}
-	p, ok := s.nets.Of(httplimit.Request{Req: r})
-	if !ok {
-		return clientHold{}, true
-	}
-	if !rt.holds.acquire(p, rt.share) {
-		rt.shareRefused.Inc()
-		problemH2(w, r, http.StatusServiceUnavailable, "Service Unavailable", clientShareDetail)
-		return clientHold{}, false
-	}
-	return clientHold{rt.holds, p}, true
-}
-
-const clientShareDetail = "this client already has upstream.max_conns_per_client requests in flight to the upstream"
-
-// clientHoldsShare answers a request whose client holds its share of the
-// upstream pool.
-func clientHoldsShare(ctx *fasthttp.RequestCtx) {
-	problem(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable", clientShareDetail)
-}
+// Taken returns the hold of the place Acquire took for p, to release
+// when the exchange ends.
+func (h *ClientHolds) Taken(p netip.Prefix) ClientHold { return ClientHold{h, p} }

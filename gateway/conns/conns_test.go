@@ -18,8 +18,8 @@ func TestTrackedConnBoundsEachExchange(t *testing.T) {
 	const timeout = 100 * time.Millisecond
 	a, peer := tcpPair(t)
 	defer peer.Close()
-	var u upstreamConns
-	c := &trackedConn{Conn: a, u: &u, timeout: timeout, slack: deadlineSlack(timeout)}
+	var u UpstreamConns
+	c := &trackedConn{Conn: a, u: &u, timeout: timeout, slack: DeadlineSlack(timeout)}
 	defer c.Close()
 	buf := make([]byte, 1)
 	exchange := func(answerAfter time.Duration) (time.Duration, error) {
@@ -77,7 +77,7 @@ func TestDeadlineSlack(t *testing.T) {
 		{4 * time.Second, 500 * time.Millisecond},
 		{60 * time.Second, time.Second},
 	} {
-		if got := deadlineSlack(tc.timeout); got != tc.want {
+		if got := DeadlineSlack(tc.timeout); got != tc.want {
 			t.Errorf("deadlineSlack(%v) = %v, want %v", tc.timeout, got, tc.want)
 		}
 	}
@@ -87,7 +87,7 @@ func TestDeadlineSlack(t *testing.T) {
 func TestTrackedConnForgottenOnClose(t *testing.T) {
 	a, peer := tcpPair(t)
 	defer peer.Close()
-	var u upstreamConns
+	var u UpstreamConns
 	k, ok := keyOf(a.LocalAddr(), a.RemoteAddr())
 	if !ok {
 		t.Fatal("no key for a TCP connection")
@@ -104,35 +104,35 @@ func TestTrackedConnForgottenOnClose(t *testing.T) {
 // A client network holds up to its share, each release gives a place
 // back, and a network that holds nothing has no entry left.
 func TestClientHolds(t *testing.T) {
-	var h clientHolds
+	var h ClientHolds
 	a, b := netip.MustParsePrefix("192.0.2.1/32"), netip.MustParsePrefix("2001:db8::/64")
 	for i := range 3 {
-		if !h.acquire(a, 3) {
+		if !h.Acquire(a, 3) {
 			t.Fatalf("place %d refused", i+1)
 		}
 	}
-	if h.acquire(a, 3) {
+	if h.Acquire(a, 3) {
 		t.Fatal("a fourth place taken with a share of 3")
 	}
-	if !h.acquire(b, 3) {
+	if !h.Acquire(b, 3) {
 		t.Fatal("another network refused")
 	}
-	h.release(a)
-	if h.held(a) != 2 || !h.acquire(a, 3) {
+	h.Release(a)
+	if h.held(a) != 2 || !h.Acquire(a, 3) {
 		t.Fatalf("after a release: %d held", h.held(a))
 	}
 	for range 3 {
-		h.release(a)
+		h.Release(a)
 	}
-	h.release(b)
+	h.Release(b)
 	for i := range h.shards {
 		if n := len(h.shards[i].n); n != 0 {
 			t.Fatalf("shard %d keeps %d entries of networks holding nothing", i, n)
 		}
 	}
 	if allocs := testing.AllocsPerRun(100, func() {
-		h.acquire(a, 3)
-		h.release(a)
+		h.Acquire(a, 3)
+		h.Release(a)
 	}); allocs != 0 {
 		t.Errorf("a hold and its release allocate %v times", allocs)
 	}

@@ -24,7 +24,7 @@ import (
 // that long, and the upstream connection its response held is freed.
 // Only one goroutine writes at a time (ReverseProxy's flusher takes a
 // lock for its flushes).
-type streamSend struct {
+type StreamSend struct {
 	http.ResponseWriter
 	rc          *http.ResponseController
 	send, slack time.Duration
@@ -32,11 +32,11 @@ type streamSend struct {
 }
 
 // start makes w the bounded writer over rw.
-func (w *streamSend) start(rw http.ResponseWriter, send time.Duration) {
-	*w = streamSend{ResponseWriter: rw, rc: http.NewResponseController(rw), send: send, slack: deadlineSlack(send)}
+func (w *StreamSend) Start(rw http.ResponseWriter, send time.Duration) {
+	*w = StreamSend{ResponseWriter: rw, rc: http.NewResponseController(rw), send: send, slack: DeadlineSlack(send)}
 }
 
-func (w *streamSend) arm() {
+func (w *StreamSend) arm() {
 	if w.send <= 0 {
 		return
 	}
@@ -53,16 +53,16 @@ func (w *streamSend) arm() {
 }
 
 // Write writes b within send.
-func (w *streamSend) Write(b []byte) (int, error) {
+func (w *StreamSend) Write(b []byte) (int, error) {
 	w.arm()
 	return w.ResponseWriter.Write(b)
 }
 
 // FlushError flushes within send.
-func (w *streamSend) FlushError() error {
+func (w *StreamSend) FlushError() error {
 	w.arm()
 	return w.rc.Flush()
 }
 
 // Unwrap returns the writer under w, for http.ResponseController.
-func (w *streamSend) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *StreamSend) Unwrap() http.ResponseWriter { return w.ResponseWriter }

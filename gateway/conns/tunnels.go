@@ -7,7 +7,7 @@ import (
 
 // tunnels tracks the open WebSocket connections, so that Close can end
 // them (fasthttp's Shutdown does not know hijacked connections).
-type tunnels struct {
+type Tunnels struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
@@ -18,7 +18,7 @@ type tunnels struct {
 
 // reserve takes one of max tunnel places to addr (max 0: no limit),
 // reporting false when all are taken. release gives it back.
-func (t *tunnels) reserve(addr string, max int) bool {
+func (t *Tunnels) Reserve(addr string, max int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if max > 0 && t.open[addr] >= max {
@@ -31,7 +31,7 @@ func (t *tunnels) reserve(addr string, max int) bool {
 	return true
 }
 
-func (t *tunnels) release(addr string) {
+func (t *Tunnels) Release(addr string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.open[addr]--; t.open[addr] <= 0 {
@@ -39,7 +39,7 @@ func (t *tunnels) release(addr string) {
 	}
 }
 
-func (t *tunnels) add(cs ...net.Conn) bool {
+func (t *Tunnels) Add(cs ...net.Conn) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -54,7 +54,7 @@ func (t *tunnels) add(cs ...net.Conn) bool {
 	return true
 }
 
-func (t *tunnels) remove(cs ...net.Conn) {
+func (t *Tunnels) Remove(cs ...net.Conn) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, c := range cs {
@@ -62,7 +62,7 @@ func (t *tunnels) remove(cs ...net.Conn) {
 	}
 }
 
-func (t *tunnels) closeAll() {
+func (t *Tunnels) CloseAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true

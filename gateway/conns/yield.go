@@ -36,19 +36,19 @@ import (
 //
 // Its connections also bound each write by send (listen.send_timeout):
 // see yieldConn.Write.
-type yieldListener struct {
+type YieldListener struct {
 	net.Listener
-	send time.Duration
+	Send time.Duration
 }
 
 // Accept wraps the next connection.
-func (l yieldListener) Accept() (net.Conn, error) {
+func (l YieldListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
 	if tc, ok := c.(*net.TCPConn); ok {
-		return &yieldConn{TCPConn: tc, send: l.send, slack: deadlineSlack(l.send)}, nil
+		return &YieldConn{TCPConn: tc, send: l.Send, slack: DeadlineSlack(l.Send)}, nil
 	}
 	return c, nil
 }
@@ -61,17 +61,17 @@ func (l yieldListener) Accept() (net.Conn, error) {
 // which fasthttp's buffered writer hands a streamed body to the socket
 // as it arrives. Behind a plain net.Conn the writer would hold the last
 // partial buffer of a body whose upstream pauses.
-type yieldConn struct {
+type YieldConn struct {
 	*net.TCPConn
 	yield  bool
-	active bool // in the middle of an exchange (connState)
+	Active bool // in the middle of an exchange (connState)
 	// slots is the exchange's decision while it holds concurrency slots,
 	// released when the exchange ends (connState, slots.go).
 	slots   rules.Result
 	holding bool
 	// upstream is the exchange's place in its client's share of the
 	// upstream pool, released when the exchange ends (connState).
-	upstream clientHold
+	Upstream ClientHold
 
 	// send bounds each write (listen.send_timeout), 0 for no bound;
 	// slack is deadlineSlack(send). armed is the write deadline set on
@@ -89,7 +89,7 @@ type yieldConn struct {
 // slowly but steadily is not. The deadline is set again only once less
 // than send is left of it (deadlineSlack, as upstream connections do),
 // and never past the server's own (ext).
-func (c *yieldConn) Write(b []byte) (int, error) {
+func (c *YieldConn) Write(b []byte) (int, error) {
 	if c.send > 0 {
 		if err := c.arm(); err != nil {
 			return 0, err
@@ -98,7 +98,7 @@ func (c *yieldConn) Write(b []byte) (int, error) {
 	return c.TCPConn.Write(b)
 }
 
-func (c *yieldConn) arm() error {
+func (c *YieldConn) arm() error {
 	now := time.Now().UnixNano()
 	a, ext := c.armed.Load(), c.ext.Load()
 	if a != 0 && (a >= now+int64(c.send) || a == ext) {
@@ -119,7 +119,7 @@ func (c *yieldConn) arm() error {
 // send. The TCP connection's own ReadFrom would write past Write (and
 // its bound); the gateway's bodies come from upstream connections and
 // buffers, never files, so it had no sendfile to offer them.
-func (c *yieldConn) ReadFrom(r io.Reader) (int64, error) {
+func (c *YieldConn) ReadFrom(r io.Reader) (int64, error) {
 	if c.send == 0 {
 		return c.TCPConn.ReadFrom(r)
 	}
@@ -149,19 +149,19 @@ var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return 
 
 // SetWriteDeadline sets the server's own write deadline (zero for none);
 // send's applies within it.
-func (c *yieldConn) SetWriteDeadline(t time.Time) error {
+func (c *YieldConn) SetWriteDeadline(t time.Time) error {
 	c.noteDeadline(t)
 	return c.TCPConn.SetWriteDeadline(t)
 }
 
 // SetDeadline sets the read and write deadlines, as SetWriteDeadline
 // for writes.
-func (c *yieldConn) SetDeadline(t time.Time) error {
+func (c *YieldConn) SetDeadline(t time.Time) error {
 	c.noteDeadline(t)
 	return c.TCPConn.SetDeadline(t)
 }
 
-func (c *yieldConn) noteDeadline(t time.Time) {
+func (c *YieldConn) noteDeadline(t time.Time) {
 	var ext int64
 	if !t.IsZero() {
 		ext = t.UnixNano()
@@ -171,7 +171,7 @@ func (c *yieldConn) noteDeadline(t time.Time) {
 }
 
 // Read yields first when asked to, then reads.
-func (c *yieldConn) Read(b []byte) (int, error) {
+func (c *YieldConn) Read(b []byte) (int, error) {
 	if c.yield {
 		c.yield = false
 		runtime.Gosched()
@@ -182,8 +182,8 @@ func (c *yieldConn) Read(b []byte) (int, error) {
 // yieldBeforeNextRead asks the connection serving ctx to yield before it
 // reads the next request. Connections the listener did not wrap (a
 // test's in-memory ones) are left alone.
-func yieldBeforeNextRead(ctx *fasthttp.RequestCtx) {
-	if y := asYieldConn(ctx.Conn()); y != nil {
+func YieldBeforeNextRead(ctx *fasthttp.RequestCtx) {
+	if y := AsYieldConn(ctx.Conn()); y != nil {
 		y.yield = true
 	}
 }

@@ -50,10 +50,10 @@ func TestYieldBeforeNextRead(t *testing.T) {
 			a, b := tcpPair(t)
 			defer a.Close()
 			defer b.Close()
-			y := &yieldConn{TCPConn: a}
+			y := &YieldConn{TCPConn: a}
 			var ctx fasthttp.RequestCtx
 			ctx.Init2(tc.wrap(y), nil, false)
-			yieldBeforeNextRead(&ctx)
+			YieldBeforeNextRead(&ctx)
 			if !y.yield {
 				t.Fatal("the refusal did not mark the connection")
 			}
@@ -76,7 +76,7 @@ func TestYieldBeforeNextReadUnwrapped(t *testing.T) {
 	defer b.Close()
 	var ctx fasthttp.RequestCtx
 	ctx.Init2(a, nil, false)
-	yieldBeforeNextRead(&ctx) // must not panic
+	YieldBeforeNextRead(&ctx) // must not panic
 }
 
 // The gateway's listener wraps every connection it accepts.
@@ -85,7 +85,7 @@ func TestYieldListenerWraps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	yl := yieldListener{Listener: ln}
+	yl := YieldListener{Listener: ln}
 	defer yl.Close()
 	go func() {
 		c, err := net.Dial("tcp", ln.Addr().String())
@@ -98,7 +98,7 @@ func TestYieldListenerWraps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, ok := c.(*yieldConn); !ok {
+	if _, ok := c.(*YieldConn); !ok {
 		t.Fatalf("accepted %T, not a *yieldConn", c)
 	}
 	// The TCP connection's ReadFrom stays visible: fasthttp's buffered

@@ -14,44 +14,33 @@ import (
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/gateway/dashboard"
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/redis"
 	"github.com/tollgate-dev/tollgate/topk"
 )
 
-// StatusProvider is a part of the gateway that the dashboard shows the
-// state of (adaptive controllers, a gossip mesh): see AddStatus.
-type StatusProvider = dashboard.StatusProvider
-
-// AddStatus adds p to the parts the dashboard shows, after the store's.
-// It is safe to call at any time; p.Status is called once per frame while
-// a dashboard is open.
-func (g *Gateway) AddStatus(p StatusProvider) {
-	g.dash.mu.Lock()
-	g.dash.providers = append(g.dash.providers, p)
-	g.dash.mu.Unlock()
-}
-
 // dashState is what feeds the live dashboard: the heavy hitters, the
 // history of decision rates, the open pages (hub), and the refusal log
 // that shares the observer. It samples the decision counters every
 // admin.dashboard.period, and builds a frame only while a page is open.
-type dashState struct {
-	g       *Gateway
-	hub     *dashboard.Hub
-	hitters hitterSet
-	refuse  *refusalLog // nil when off
+type DashState struct {
+	g       *Sources
+	Hub     *dashboard.Hub
+	Hitters observe.HitterSet
+	refuse  *observe.RefusalLog // nil when off
 
-	mu        sync.Mutex
-	providers []StatusProvider
+	Mu        sync.Mutex
+	Providers []dashboard.StatusProvider
 	history   []dashboard.Sample // a ring, oldest at head once full
 	head      int
 	prev      map[string]rateCounts // cumulative counts at the last sample
 	prevAt    time.Time
 	words     string // the configuration in words, as last sent
 	shown     *config.Config
-	sampled   *snapshot // the snapshot of the last sample
+	sampled   *exchange.Snapshot // the snapshot of the last sample
 
 	probing atomic.Bool            // a Redis round trip is being timed
 	lastRTT atomic.Pointer[string] // the last one timed
@@ -63,36 +52,36 @@ type dashState struct {
 // rateCounts are a series' cumulative decisions by outcome.
 type rateCounts [4]float64
 
-func newDashState(g *Gateway, cfg *config.Config) (*dashState, error) {
-	d := &dashState{g: g, prev: map[string]rateCounts{}, stop: make(chan struct{}), done: make(chan struct{})}
-	d.hub = dashboard.NewHub(d.hello)
+func NewDashState(g *Sources, cfg *config.Config) (*DashState, error) {
+	d := &DashState{g: g, prev: map[string]rateCounts{}, stop: make(chan struct{}), done: make(chan struct{})}
+	d.Hub = dashboard.NewHub(d.hello)
 	var err error
-	if d.refuse, err = openRefusalLog(cfg); err != nil {
+	if d.refuse, err = observe.OpenRefusalLog(cfg); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
 // enabled reports whether the running configuration has the dashboard.
-func (d *dashState) enabled() bool { return d.g.snap.Load().cfg.Admin.Dashboard.On() }
+func (d *DashState) Enabled() bool { return d.g.Snap.Load().Cfg.Admin.Dashboard.On() }
 
 // observer returns the rules.Observer for a snapshot of cfg: the metrics'
 // own when neither the dashboard nor the refusal log is on, so that
 // neither costs anything then; else one that also feeds them. It also
 // returns the rules' heavy hitters, by position (nil when off).
-func (d *dashState) observer(m *observer, c *config.Config, rc *rules.Config) (rules.Observer, []*ruleTops) {
-	var tops []*ruleTops
+func (d *DashState) Observer(m *observe.Observer, c *config.Config, rc *rules.Config) (rules.Observer, []*observe.RuleTops) {
+	var tops []*observe.RuleTops
 	if c.Admin.Dashboard.On() && c.Admin.Addr != "off" {
-		tops = d.hitters.forRules(rc, c.Admin.Dashboard.Counters)
+		tops = d.Hitters.ForRules(rc, c.Admin.Dashboard.Counters)
 	}
 	if tops == nil && d.refuse == nil {
 		return m, nil
 	}
-	w := &watchedObserver{m: m, tops: tops, log: d.refuse}
+	w := &WatchedObserver{m: m, tops: tops, log: d.refuse}
 	if d.refuse != nil {
-		w.counts = make([]*refusalCount, len(rc.Rules))
+		w.counts = make([]*observe.RefusalCount, len(rc.Rules))
 		for i, r := range rc.Rules {
-			w.counts[i] = d.refuse.counter(r.Name)
+			w.counts[i] = d.refuse.Counter(r.Name)
 		}
 	}
 	return w, tops
@@ -100,58 +89,58 @@ func (d *dashState) observer(m *observer, c *config.Config, rc *rules.Config) (r
 
 // watchedObserver passes each event to the metrics, the rule's heavy
 // hitters and, for a refusal, the refusal log.
-type watchedObserver struct {
-	m      *observer
-	tops   []*ruleTops     // by rule position; nil when the dashboard is off
-	log    *refusalLog     // nil when off
-	counts []*refusalCount // by rule position, with log
+type WatchedObserver struct {
+	m      *observe.Observer
+	tops   []*observe.RuleTops     // by rule position; nil when the dashboard is off
+	log    *observe.RefusalLog     // nil when off
+	counts []*observe.RefusalCount // by rule position, with log
 }
 
 // Observe implements rules.Observer.
-func (w *watchedObserver) Observe(ev rules.Event) {
+func (w *WatchedObserver) Observe(ev rules.Event) {
 	w.m.Observe(ev)
 	i := uint(ev.RuleIndex)
 	if i < uint(len(w.tops)) {
-		w.tops[i].observe(&ev)
+		w.tops[i].Observe(&ev)
 	}
 	if w.log != nil && ev.Outcome == rules.Refused && i < uint(len(w.counts)) {
-		w.log.refused(w.counts[i], &ev)
+		w.log.Refused(w.counts[i], &ev)
 	}
 }
 
 // start runs the sampler.
-func (d *dashState) start() {
+func (d *DashState) Start() {
 	d.started = true
 	go d.run()
 }
 
 // close stops the sampler, the open pages and the refusal log.
-func (d *dashState) close() {
+func (d *DashState) Close() {
 	close(d.stop)
 	if d.started {
 		<-d.done
 	}
-	d.hub.Close()
+	d.Hub.Close()
 	if d.refuse != nil {
 		d.refuse.Close()
 	}
 }
 
-func (d *dashState) run() {
+func (d *DashState) run() {
 	defer close(d.done)
-	period := d.g.snap.Load().cfg.Admin.Dashboard.Period
+	period := d.g.Snap.Load().Cfg.Admin.Dashboard.Period
 	t := time.NewTicker(period)
 	defer t.Stop()
 	d.tick(time.Now())
 	for {
 		select {
 		case now := <-t.C:
-			if p := d.g.snap.Load().cfg.Admin.Dashboard.Period; p != period {
+			if p := d.g.Snap.Load().Cfg.Admin.Dashboard.Period; p != period {
 				period = p
 				t.Reset(p)
-				d.mu.Lock()
+				d.Mu.Lock()
 				d.history, d.head = nil, 0
-				d.mu.Unlock()
+				d.Mu.Unlock()
 			}
 			d.tick(now)
 		case <-d.stop:
@@ -162,60 +151,60 @@ func (d *dashState) run() {
 
 // tick takes a sample of the decision rates and, with a page open, sends
 // a frame.
-func (d *dashState) tick(now time.Time) {
-	s := d.g.snap.Load()
-	if !s.cfg.Admin.Dashboard.On() {
+func (d *DashState) tick(now time.Time) {
+	s := d.g.Snap.Load()
+	if !s.Cfg.Admin.Dashboard.On() {
 		return
 	}
-	sample := d.sample(s, now)
-	if d.hub.Viewers() == 0 {
+	sample := d.Sample(s, now)
+	if d.Hub.Viewers() == 0 {
 		return
 	}
-	b, err := d.frame(s, sample)
+	b, err := d.Frame(s, sample)
 	if err != nil {
-		d.g.log.Error("dashboard frame", "err", err)
+		d.g.Log.Error("dashboard frame", "err", err)
 		return
 	}
-	d.hub.Publish(dashboard.EventFrame, b)
+	d.Hub.Publish(dashboard.EventFrame, b)
 }
 
 // frame is the EventFrame data for s with sample.
-func (d *dashState) frame(s *snapshot, sample dashboard.Sample) ([]byte, error) {
+func (d *DashState) Frame(s *exchange.Snapshot, sample dashboard.Sample) ([]byte, error) {
 	f := dashboard.Frame{Sample: sample, Rules: d.tops(s), Status: d.status()}
-	d.mu.Lock()
-	if d.shown != s.cfg {
-		d.shown, d.words = s.cfg, describe(s.cfg)
+	d.Mu.Lock()
+	if d.shown != s.Cfg {
+		d.shown, d.words = s.Cfg, describe(s.Cfg)
 		f.Words = d.words
 	}
-	d.mu.Unlock()
+	d.Mu.Unlock()
 	return json.Marshal(&f)
 }
 
 // sample reads the decision counters of s's rules and records their
 // rates since the last sample in the history.
-func (d *dashState) sample(s *snapshot, now time.Time) dashboard.Sample {
+func (d *DashState) Sample(s *exchange.Snapshot, now time.Time) dashboard.Sample {
 	smp := dashboard.Sample{Time: now.UnixMilli()}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	d.Mu.Lock()
+	defer d.Mu.Unlock()
 	secs := now.Sub(d.prevAt).Seconds()
 	next := make(map[string]rateCounts, len(d.prev))
-	if s.engine != nil && s.obs != nil {
-		for i, r := range s.cfg.Rules {
-			if i >= len(s.obs.rules) {
+	if s.Engine != nil && s.Obs != nil {
+		for i, r := range s.Cfg.Rules {
+			if i >= len(s.Obs.Rules) {
 				break
 			}
-			for j, p := range s.engine.PolicyNames(i) {
-				if j >= len(s.obs.rules[i].byPolicy) {
+			for j, p := range s.Engine.PolicyNames(i) {
+				if j >= len(s.Obs.Rules[i].ByPolicy) {
 					break
 				}
-				c := &s.obs.rules[i].byPolicy[j]
+				c := &s.Obs.Rules[i].ByPolicy[j]
 				cur := rateCounts{
 					counterValue(c[rules.Allowed]) + counterValue(c[rules.ShadowAllowed]),
 					counterValue(c[rules.Delayed]),
 					counterValue(c[rules.Refused]),
 					counterValue(c[rules.ShadowRefused]),
 				}
-				id := r.Name + keyPartSep + p
+				id := r.Name + observe.KeyPartSep + p
 				next[id] = cur
 				if cur == (rateCounts{}) {
 					continue // nothing matched yet: no chart
@@ -235,9 +224,9 @@ func (d *dashState) sample(s *snapshot, now time.Time) dashboard.Sample {
 	d.prev, d.prevAt = next, now
 	if d.sampled != s {
 		d.sampled = s
-		d.hitters.keepOnly(s.tops) // the rules of the old snapshot are gone
+		d.Hitters.KeepOnly(s.Tops) // the rules of the old snapshot are gone
 	}
-	capacity := d.capacity(s.cfg)
+	capacity := d.capacity(s.Cfg)
 	if len(d.history) < capacity {
 		d.history = append(d.history, smp)
 	} else {
@@ -248,7 +237,7 @@ func (d *dashState) sample(s *snapshot, now time.Time) dashboard.Sample {
 }
 
 // capacity is how many samples the history holds.
-func (d *dashState) capacity(c *config.Config) int {
+func (d *DashState) capacity(c *config.Config) int {
 	return max(int(c.Admin.Dashboard.History/c.Admin.Dashboard.Period), 1)
 }
 
@@ -266,15 +255,15 @@ func counterValue(c prometheus.Counter) float64 {
 
 // hello is the first event of every page: the history and the rules in
 // words.
-func (d *dashState) hello() []byte {
-	s := d.g.snap.Load()
-	dc := s.cfg.Admin.Dashboard
-	h := dashboard.Hello{Capacity: d.capacity(s.cfg), Period: dc.Period.Seconds(), Keys: dc.Keys, Words: describe(s.cfg)}
-	d.mu.Lock()
+func (d *DashState) hello() []byte {
+	s := d.g.Snap.Load()
+	dc := s.Cfg.Admin.Dashboard
+	h := dashboard.Hello{Capacity: d.capacity(s.Cfg), Period: dc.Period.Seconds(), Keys: dc.Keys, Words: describe(s.Cfg)}
+	d.Mu.Lock()
 	h.History = make([]dashboard.Sample, 0, len(d.history))
 	h.History = append(h.History, d.history[d.head:]...)
 	h.History = append(h.History, d.history[:d.head]...)
-	d.mu.Unlock()
+	d.Mu.Unlock()
 	b, err := json.Marshal(&h)
 	if err != nil {
 		return []byte("{}")
@@ -290,22 +279,22 @@ func describe(c *config.Config) string {
 }
 
 // tops lists each rule's heaviest keys, shown as configured.
-func (d *dashState) tops(s *snapshot) []dashboard.RuleTops {
-	dc := s.cfg.Admin.Dashboard
-	out := make([]dashboard.RuleTops, 0, len(s.tops))
+func (d *DashState) tops(s *exchange.Snapshot) []dashboard.RuleTops {
+	dc := s.Cfg.Admin.Dashboard
+	out := make([]dashboard.RuleTops, 0, len(s.Tops))
 	var buf []topk.Entry
 	list := func(e []topk.Entry) []dashboard.Hitter {
 		hs := make([]dashboard.Hitter, len(e))
 		for i, x := range e {
-			hs[i] = dashboard.Hitter{Key: showKey(dc.Keys, x.Key), Count: x.Count, Error: x.Error, Remaining: x.Tag}
+			hs[i] = dashboard.Hitter{Key: observe.ShowKey(dc.Keys, x.Key), Count: x.Count, Error: x.Error, Remaining: x.Tag}
 		}
 		return hs
 	}
-	for _, t := range s.tops {
-		rt := dashboard.RuleTops{Rule: t.rule, Shadow: t.shadow, Requests: t.volume.Total(), Refusals: t.refusals.Total()}
-		buf = t.volume.Top(buf[:0], dc.Top)
+	for _, t := range s.Tops {
+		rt := dashboard.RuleTops{Rule: t.Rule, Shadow: t.Shadow, Requests: t.Volume.Total(), Refusals: t.Refusals.Total()}
+		buf = t.Volume.Top(buf[:0], dc.Top)
 		rt.Volume = list(buf)
-		buf = t.refusals.Top(buf[:0], dc.Top)
+		buf = t.Refusals.Top(buf[:0], dc.Top)
 		rt.Refused = list(buf)
 		out = append(out, rt)
 	}
@@ -313,11 +302,11 @@ func (d *dashState) tops(s *snapshot) []dashboard.RuleTops {
 }
 
 // status is the store's state, then that of each added provider.
-func (d *dashState) status() []dashboard.Status {
+func (d *DashState) status() []dashboard.Status {
 	var out []dashboard.Status
-	if ms := d.g.stores.Memory(); ms != nil {
+	if ms := d.g.Stores.Memory(); ms != nil {
 		st := ms.Stats()
-		cap := d.g.snap.Load().cfg.Store.Memory.MaxKeys
+		cap := d.g.Snap.Load().Cfg.Store.Memory.MaxKeys
 		out = append(out, dashboard.Status{Name: "memory store", Kind: "store", Fields: []dashboard.Field{
 			{Name: "keys", Value: strconv.Itoa(st.Keys) + " of " + strconv.Itoa(cap)},
 			{Name: "evicted before idle", Value: strconv.FormatUint(st.Evictions, 10), Alert: st.Evictions > 0},
@@ -325,7 +314,7 @@ func (d *dashState) status() []dashboard.Status {
 			{Name: "expired (idle)", Value: strconv.FormatUint(st.Expired, 10)},
 		}})
 	}
-	if rs := d.g.stores.Redis(); rs != nil {
+	if rs := d.g.Stores.Redis(); rs != nil {
 		st := rs.Stats()
 		state := "up"
 		switch {
@@ -350,13 +339,13 @@ func (d *dashState) status() []dashboard.Status {
 			{Name: "answered by failure mode", Value: strconv.FormatUint(st.FailOpen+st.FailClosed+st.FailLocal, 10)},
 		}})
 	}
-	if gs := d.g.stores.Gossip(); gs != nil {
+	if gs := d.g.Stores.Gossip(); gs != nil {
 		st := gs.Stats()
 		state := "warm"
 		if !st.Warm {
 			state = "cold: no state exchange with the fleet yet"
 		}
-		cold := d.g.stores.ColdDecisions()
+		cold := d.g.Stores.ColdDecisions()
 		dropped := st.Dropped.Total()
 		out = append(out, dashboard.Status{Name: "gossip node " + gs.Name() + " on " + gs.Addr(), Kind: "store", Fields: []dashboard.Field{
 			{Name: "state", Value: state, Alert: !st.Warm},
@@ -370,7 +359,7 @@ func (d *dashState) status() []dashboard.Status {
 			{Name: "answered cold by failure mode", Value: strconv.FormatUint(cold.Open+cold.Closed+cold.Local, 10)},
 		}})
 	}
-	for _, e := range d.g.stores.EventualSyncs() {
+	for _, e := range d.g.Stores.EventualSyncs() {
 		lag := "never synced"
 		if e.LastOK != 0 {
 			lag = e.Lag.Round(time.Millisecond).String()
@@ -383,11 +372,11 @@ func (d *dashState) status() []dashboard.Status {
 			{Name: "failed", Value: strconv.FormatUint(e.Failures, 10), Alert: e.Failures > 0},
 		}})
 	}
-	out = append(out, d.g.adapt.statuses()...)
-	out = append(out, d.g.concs.statuses()...)
-	d.mu.Lock()
-	ps := append([]StatusProvider(nil), d.providers...)
-	d.mu.Unlock()
+	out = append(out, d.g.Adapt.Statuses()...)
+	out = append(out, d.g.Concs.Statuses()...)
+	d.Mu.Lock()
+	ps := append([]dashboard.StatusProvider(nil), d.Providers...)
+	d.Mu.Unlock()
 	for _, p := range ps {
 		out = append(out, p.Status())
 	}
@@ -395,7 +384,7 @@ func (d *dashState) status() []dashboard.Status {
 }
 
 // observerOf is the observer s's engine reports to, for tests.
-func (d *dashState) observerOf(s *snapshot) rules.Observer { return s.observer }
+func (d *DashState) ObserverOf(s *exchange.Snapshot) rules.Observer { return s.Observer }
 
 // probeKey is the key the dashboard reads to time a Redis round trip (a
 // zero charge: it changes nothing).
@@ -407,10 +396,10 @@ var probePolicy = limit.FixedWindow{Limit: 1, Window: time.Second}
 // next timing in the background (one at a time), so that a slow Redis
 // never holds up a frame: one script call per frame while a page is open,
 // never on the request path.
-func (d *dashState) redisRoundTrip(rs *redis.Store) string {
+func (d *DashState) redisRoundTrip(rs *redis.Store) string {
 	if d.probing.CompareAndSwap(false, true) {
 		timeout := time.Second
-		if r := d.g.snap.Load().cfg.Store.Redis; r != nil && r.Timeout > 0 {
+		if r := d.g.Snap.Load().Cfg.Store.Redis; r != nil && r.Timeout > 0 {
 			timeout = r.Timeout
 		}
 		go func() {

@@ -1,17 +1,12 @@
 package fastpath
 
 import (
-	"errors"
 	"io"
-	"net"
-	"net/http"
 	"sync"
 
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
 	"github.com/valyala/fasthttp"
 )
-
-// errBodyTooLarge stops a request body past listen.max_request_body.
-var errBodyTooLarge = errors.New("the request body exceeds listen.max_request_body")
 
 // clientBody is a request body on its way from the client to the
 // upstream. It holds a body to the size limit as it streams (a chunked
@@ -61,7 +56,7 @@ func (b *clientBody) Read(p []byte) (int, error) {
 	case b.limit > 0 && b.n > b.limit:
 		n -= int(b.n - b.limit)
 		b.n = b.limit
-		b.err = errBodyTooLarge
+		b.err = exchange.ErrBodyTooLarge
 		return n, b.err
 	case err == io.EOF && b.length >= 0 && b.n < b.length:
 		b.err = io.ErrUnexpectedEOF
@@ -93,23 +88,6 @@ func (b *clientBody) release() error {
 	return err
 }
 
-// clientBodyFault is the answer to a request whose body could not be
-// read from the client, on either data path: 413 past the limit, 408
-// when the client stalled past the read timeout, 400 for broken framing
-// or a body cut short. None of them is the upstream's fault.
-func clientBodyFault(err error) (status int, title, detail string) {
-	var ne net.Error
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.Is(err, errBodyTooLarge) || errors.As(err, &tooLarge):
-		return http.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body"
-	case errors.As(err, &ne) && ne.Timeout():
-		return http.StatusRequestTimeout, "Request Timeout", "the request body did not arrive in time"
-	default:
-		return http.StatusBadRequest, "Bad Request", "the request body is malformed or incomplete"
-	}
-}
-
 // bodyError answers a request whose body could not be read from the
 // client (clientBodyFault). After a 400 or 408 the connection closes: it
 // is somewhere inside a body it cannot frame. After a 413 the server
@@ -117,7 +95,7 @@ func clientBodyFault(err error) (status int, title, detail string) {
 // only if too much is (so that the client reads the 413 rather than a
 // reset).
 func bodyError(ctx *fasthttp.RequestCtx, err error) {
-	status, title, detail := clientBodyFault(err)
+	status, title, detail := exchange.ClientBodyFault(err)
 	problem(ctx, status, title, detail)
 	if status != fasthttp.StatusRequestEntityTooLarge {
 		ctx.SetConnectionClose()

@@ -27,7 +27,7 @@ var tchar = func() (t [256]bool) {
 // but passes one with a space inside ("Transfer Encoding"), which an
 // upstream may read differently: RFC 9112 §5 has the server refuse it.
 // Continuation lines (obs-fold) have no name and are skipped.
-func validFieldNames(raw []byte) bool {
+func ValidFieldNames(raw []byte) bool {
 	for len(raw) > 0 {
 		line := raw
 		if i := bytes.IndexByte(raw, '\n'); i >= 0 {

@@ -15,7 +15,7 @@ func TestValidFieldNames(t *testing.T) {
 		"A\x00: 1\r\n":              false,
 		"Ä: 1\r\n":                  false,
 	} {
-		if got := validFieldNames([]byte(raw)); got != want {
+		if got := ValidFieldNames([]byte(raw)); got != want {
 			t.Errorf("validFieldNames(%q) = %v, want %v", raw, got, want)
 		}
 	}
@@ -30,7 +30,7 @@ func BenchmarkValidFieldNames(b *testing.B) {
 		"Upgrade-Insecure-Requests: 1\r\nSec-Fetch-Dest: document\r\nSec-Fetch-Mode: navigate\r\nX-Api-Key: sk-live-0123456789\r\n\r\n")
 	b.SetBytes(int64(len(head)))
 	for b.Loop() {
-		if !validFieldNames(head) {
+		if !ValidFieldNames(head) {
 			b.Fatal("refused")
 		}
 	}

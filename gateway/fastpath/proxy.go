@@ -1,15 +1,15 @@
 package fastpath
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
-	"syscall"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/gateway/conns"
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/internal/escape"
 	"github.com/valyala/fasthttp"
 )
@@ -30,7 +30,7 @@ var (
 	hdrXRealIP    = []byte("X-Real-Ip")
 	hdrForwarded  = []byte("Forwarded")
 	valHTTP       = []byte("http")
-	valHTTPS      = []byte("https")
+	ValHTTPS      = []byte("https")
 )
 
 // removeRequestHop deletes the fields named in Connection, Connection
@@ -38,10 +38,10 @@ var (
 // deleting: most requests have none, and a lookup costs less than a
 // delete. PeekAll, as the first line may be empty (PeekCanonical reads
 // nil then). The server has read the client's Connection: close already.
-func removeRequestHop(h *fasthttp.RequestHeader) {
+func RemoveRequestHop(h *fasthttp.RequestHeader) {
 	if vs := h.PeekAll("Connection"); len(vs) > 0 {
 		for _, v := range vs {
-			forEachToken(v, func(name []byte) { h.DelBytes(name) })
+			ForEachToken(v, func(name []byte) { h.DelBytes(name) })
 		}
 		h.DelBytes(hdrConnection)
 	}
@@ -70,7 +70,7 @@ func removeResponseHop(h *fasthttp.ResponseHeader) {
 	closeDelimited := h.ConnectionClose() && h.ContentLength() == -2
 	if vs := h.PeekAll("Connection"); len(vs) > 0 {
 		for _, v := range vs {
-			forEachToken(v, func(name []byte) { h.DelBytes(name) })
+			ForEachToken(v, func(name []byte) { h.DelBytes(name) })
 		}
 		h.DelBytes(hdrConnection)
 	}
@@ -87,7 +87,7 @@ func removeResponseHop(h *fasthttp.ResponseHeader) {
 }
 
 // forEachToken calls f with each comma-separated token of v, trimmed.
-func forEachToken(v []byte, f func([]byte)) {
+func ForEachToken(v []byte, f func([]byte)) {
 	for len(v) > 0 {
 		i := 0
 		for i < len(v) && v[i] != ',' {
@@ -121,14 +121,14 @@ func forEachToken(v []byte, f func([]byte)) {
 // peer they are removed; from a trusted proxy X-Real-IP is kept and
 // Forwarded is kept with this hop's element appended, as X-Forwarded-For
 // is. The gateway adds neither field when none came.
-func setForwarded(ctx *fasthttp.RequestCtx, s *snapshot, scratch []byte) []byte {
+func SetForwarded(ctx *fasthttp.RequestCtx, s *exchange.Snapshot, scratch []byte) []byte {
 	h := &ctx.Request.Header
 	buf := scratch[:0]
 	var peer netip.Addr
 	if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
 		peer = a.AddrPort().Addr().Unmap()
 	}
-	trusted := peer.IsValid() && s.isTrusted(peer)
+	trusted := peer.IsValid() && s.IsTrusted(peer)
 	if prior := h.PeekAll("X-Forwarded-For"); len(prior) > 0 {
 		if trusted {
 			for _, v := range prior {
@@ -156,13 +156,13 @@ func setForwarded(ctx *fasthttp.RequestCtx, s *snapshot, scratch []byte) []byte 
 	h.SetCanonical(hdrXFF, buf)
 	proto := valHTTP
 	if ctx.IsTLS() {
-		proto = valHTTPS
+		proto = ValHTTPS
 	}
 	h.SetCanonical(hdrXFProto, proto)
 	h.SetCanonical(hdrXFHost, h.Host())
 	if prior := h.PeekAll("Forwarded"); len(prior) > 0 {
 		if trusted {
-			buf = appendForwarded(buf[:0], prior, peer, proto)
+			buf = exchange.AppendForwarded(buf[:0], prior, peer, proto)
 			h.DelBytes(hdrForwarded)
 			h.SetCanonical(hdrForwarded, buf)
 		} else {
@@ -172,57 +172,35 @@ func setForwarded(ctx *fasthttp.RequestCtx, s *snapshot, scratch []byte) []byte 
 	return buf
 }
 
-// appendForwarded appends the Forwarded lines prior, joined, then this
-// hop's element: for= the peer (an IPv6 address quoted in brackets, as
-// RFC 7239 §6 writes it) and proto=.
-func appendForwarded(dst []byte, prior [][]byte, peer netip.Addr, proto []byte) []byte {
-	for _, v := range prior {
-		if len(v) > 0 {
-			dst = append(dst, v...)
-			dst = append(dst, ", "...)
-		}
-	}
-	dst = append(dst, "for="...)
-	if peer.Is6() {
-		dst = append(dst, `"[`...)
-		dst = peer.AppendTo(dst)
-		dst = append(dst, `]"`...)
-	} else {
-		dst = peer.AppendTo(dst)
-	}
-	dst = append(dst, ";proto="...)
-	return append(dst, proto...)
-}
-
 // proxy forwards the request to rt's upstream and fills the response,
 // streaming bodies both ways. start, when not zero, is a time read just
 // before (it saves reading the clock again).
-func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start time.Time) {
+func (g *Server) proxy(ctx *fasthttp.RequestCtx, s *exchange.Snapshot, rt *exchange.Route, start time.Time) {
 	req := &ctx.Request
 	var scratch [128]byte
-	removeRequestHop(&req.Header)
-	setForwarded(ctx, s, scratch[:0])
-	setUpstreamPath(req, rt, scratch[:0])
-	setUpstream(req, rt)
+	RemoveRequestHop(&req.Header)
+	SetForwarded(ctx, s, scratch[:0])
+	SetUpstreamPath(req, rt, scratch[:0])
+	SetUpstream(req, rt)
 	// The upstream connection bounds the exchange by the response
 	// timeout (trackedConn), more cheaply than req.SetTimeout would.
 	resp := &ctx.Response
 	if start.IsZero() {
-		start = monoNow()
+		start = conns.MonoNow()
 	}
 	if !holdUpstream(ctx, s, rt) {
 		return
 	}
-	if rt.conc != nil && !rt.conc.acquire() {
+	if rt.Conc != nil && !rt.Conc.Acquire() {
 		problem(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable", "the upstream's adaptive concurrency limit is reached")
 		return
 	}
-	body := wrapClientBody(req, s.cfg.Listen.MaxRequestBody)
-	beginMeters(rt)
+	body := wrapClientBody(req, s.Cfg.Listen.MaxRequestBody)
+	exchange.BeginMeters(rt)
 	err := do(rt, req, resp, body)
 	bodyErr := body.release()
-	if len(rt.meters) > 0 {
-		endMeters(rt, time.Since(start), resp, err, bodyErr)
+	if len(rt.Meters) > 0 {
+		exchange.EndMeters(rt, time.Since(start), resp, err, bodyErr)
 	}
 	if bodyErr != nil && err != nil {
 		// The client's fault, not the upstream's.
@@ -230,19 +208,19 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 		return
 	}
 	if err != nil {
-		rt.upTime.Observe(time.Since(start).Seconds())
+		rt.UpTime.Observe(time.Since(start).Seconds())
 		g.upstreamError(ctx, rt, err)
 		return
 	}
-	rt.upTime.Observe(time.Since(start).Seconds())
+	rt.UpTime.Observe(time.Since(start).Seconds())
 	if resp.IsBodyStream() {
 		// The headers came in time; the body may take as long as it
 		// needs (a large download over a slow link).
 		if n := resp.Header.ContentLength(); n < 0 || n > 64<<10 {
-			g.conns.liftDeadline(resp.LocalAddr(), resp.RemoteAddr())
+			g.Conns.LiftDeadline(resp.LocalAddr(), resp.RemoteAddr())
 		}
 	}
-	rt.upStatus[statusIndex(resp.StatusCode())].Inc()
+	rt.UpStatus[observe.StatusIndex(resp.StatusCode())].Inc()
 	removeInvalidResponseFields(&resp.Header)
 	removeResponseHop(&resp.Header)
 }
@@ -255,7 +233,7 @@ func (g *Gateway) proxy(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, start 
 // slashes decoded: /x/../a%2Fb goes up as /a/b. Keeping %2F there would
 // let /a%2F..%2F..%2Fadmin climb out at an upstream that decodes %2F
 // before it resolves dot segments. OPTIONS * goes as "*", not "/base*".
-func setUpstreamPath(req *fasthttp.Request, rt *route, scratch []byte) {
+func SetUpstreamPath(req *fasthttp.Request, rt *exchange.Route, scratch []byte) {
 	uri := req.URI()
 	raw := uri.PathOriginal()
 	if len(raw) == 1 && raw[0] == '*' {
@@ -263,11 +241,11 @@ func setUpstreamPath(req *fasthttp.Request, rt *route, scratch []byte) {
 		// server, not a resource: it goes as it came.
 		return
 	}
-	dots := hasDotSegment(raw)
-	if rt.basePath == "" && !dots {
+	dots := exchange.HasDotSegment(raw)
+	if rt.BasePath == "" && !dots {
 		return
 	}
-	p := append(scratch[:0], rt.basePath...)
+	p := append(scratch[:0], rt.BasePath...)
 	if dots {
 		p = escape.AppendPath(p, uri.Path())
 	} else {
@@ -276,87 +254,45 @@ func setUpstreamPath(req *fasthttp.Request, rt *route, scratch []byte) {
 	uri.SetPathBytes(p)
 }
 
-// hasDotSegment reports whether the raw path has a "." or ".." segment
-// once percent-decoded (%2e is a dot, %2f a slash).
-func hasDotSegment(raw []byte) bool {
-	if bytes.IndexByte(raw, '.') < 0 && bytes.IndexByte(raw, '%') < 0 {
-		return false
-	}
-	dots := 0 // dots in the segment so far; -1 once it has anything else
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c == '%' && i+2 < len(raw) {
-			if h, l := escape.Unhex(raw[i+1]), escape.Unhex(raw[i+2]); h >= 0 && l >= 0 {
-				c = byte(h<<4 | l)
-				i += 2
-			}
-		}
-		switch {
-		case c == '/':
-			if dots == 1 || dots == 2 {
-				return true
-			}
-			dots = 0
-		case c == '.' && dots >= 0:
-			dots++
-		default:
-			dots = -1
-		}
-	}
-	return dots == 1 || dots == 2
-}
-
 // setUpstream points the request's URI and Host at rt's upstream, and
 // makes it an HTTP/1.1 request: an intermediary sends its own version
 // (RFC 9110 §6.2), not the client's (1.0, or 0.0, 1.9 as fasthttp reads
 // them).
-func setUpstream(req *fasthttp.Request, rt *route) {
+func SetUpstream(req *fasthttp.Request, rt *exchange.Route) {
 	if !req.Header.IsHTTP11() {
 		req.Header.SetProtocol("HTTP/1.1")
 	}
 	uri := req.URI()
-	if rt.tls {
+	if rt.Tls {
 		uri.SetScheme("https")
 	} else {
 		uri.SetScheme("http")
 	}
-	uri.SetHost(rt.hostHdr)
-	req.Header.SetHost(rt.hostHdr)
+	uri.SetHost(rt.HostHdr)
+	req.Header.SetHost(rt.HostHdr)
 }
 
 // upstreamError answers 504 for a timeout, 503 when the upstream's
 // connection limit is reached, and 502 otherwise.
-func (g *Gateway) upstreamError(ctx *fasthttp.RequestCtx, rt *route, err error) {
+func (g *Server) upstreamError(ctx *fasthttp.RequestCtx, rt *exchange.Route, err error) {
 	switch {
-	case isTimeout(err):
-		rt.upStatus[idxTimeout].Inc()
+	case exchange.IsTimeout(err):
+		rt.UpStatus[observe.IdxTimeout].Inc()
 		problem(ctx, fasthttp.StatusGatewayTimeout, "Gateway Timeout", "the upstream did not answer in time")
 	case errors.Is(err, fasthttp.ErrNoFreeConns):
-		rt.upStatus[idxError].Inc()
+		rt.UpStatus[observe.IdxError].Inc()
 		problem(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable", "the upstream connection limit is reached")
 	default:
-		rt.upStatus[idxError].Inc()
+		rt.UpStatus[observe.IdxError].Inc()
 		problem(ctx, fasthttp.StatusBadGateway, "Bad Gateway", "the upstream could not be reached")
 	}
-	if g.warns == nil { // not started: a test serving directly
-		g.log.Warn("upstream error", "route", rt.name, "err", err)
+	if g.Warns == nil { // not started: a test serving directly
+		g.Log.Warn("upstream error", "route", rt.Name, "err", err)
 		return
 	}
 	// One line per failed request would flood the log while an
 	// upstream is down: a few per route, then a count.
-	g.warns.Warn("upstream error "+rt.name, "upstream error", slog.String("route", rt.name), slog.Any("err", err))
-}
-
-func isTimeout(err error) bool {
-	if errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout) ||
-		errors.Is(err, os.ErrDeadlineExceeded) {
-		return true
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return false
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	g.Warns.Warn("upstream error "+rt.Name, "upstream error", slog.String("route", rt.Name), slog.Any("err", err))
 }
 
 // do is the exchange with the upstream; with adaptive_concurrency it
@@ -364,17 +300,17 @@ func isTimeout(err error) bool {
 // the time the upstream took to answer, or without a sample when the
 // exchange did not end by the upstream's doing (originsOutcome: the
 // client's body, its own failure, ended it).
-func do(rt *route, req *fasthttp.Request, resp *fasthttp.Response, body *clientBody) (err error) {
-	if rt.conc == nil {
-		return rt.client.Do(req, resp)
+func do(rt *exchange.Route, req *fasthttp.Request, resp *fasthttp.Response, body *clientBody) (err error) {
+	if rt.Conc == nil {
+		return rt.Client.Do(req, resp)
 	}
 	began := time.Now()
 	defer func() {
-		if err != nil && !originsOutcome(err, body.failed()) {
-			rt.conc.cancel()
+		if err != nil && !exchange.OriginsOutcome(err, body.failed()) {
+			rt.Conc.Cancel()
 			return
 		}
-		rt.conc.release(began)
+		rt.Conc.Release(began)
 	}()
-	return rt.client.Do(req, resp)
+	return rt.Client.Do(req, resp)
 }

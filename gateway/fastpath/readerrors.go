@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
 	"github.com/valyala/fasthttp"
 )
 
@@ -13,14 +14,14 @@ import (
 // stalls midway (its timeout wrapped in a header error) got 400; here any
 // timeout is 408. The answer never quotes the request: the error may
 // carry its head, credentials included.
-func readError(ctx *fasthttp.RequestCtx, err error) {
+func ReadError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var ne net.Error
 	switch {
 	case errors.As(err, &small):
 		problem(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large", "the request head exceeds 8 KiB")
 	case errors.As(err, &ne) && ne.Timeout():
-		problem(ctx, fasthttp.StatusRequestTimeout, titleSlowHead, detailSlowHead)
+		problem(ctx, fasthttp.StatusRequestTimeout, exchange.TitleSlowHead, exchange.DetailSlowHead)
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		problem(ctx, fasthttp.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
 	default:
@@ -28,19 +29,12 @@ func readError(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
-// The answer to a request head that did not arrive in time, on either
-// data path (readError, answerSlowHead).
-const (
-	titleSlowHead  = "Request Timeout"
-	detailSlowHead = "the request did not arrive within listen.read_timeout"
-)
-
 // expectContinue is the traffic server's fasthttp.Server.ExpectHandler.
 // A request announcing a body over listen.max_request_body is answered
 // 413 at once, before the client sends it, instead of 100 Continue
 // followed by a 413 and a reset. Others may send their body.
-func (g *Gateway) expectContinue(ctx *fasthttp.RequestCtx) int {
-	if max := g.snap.Load().cfg.Listen.MaxRequestBody; max > 0 && int64(ctx.Request.Header.ContentLength()) > max {
+func (g *Server) ExpectContinue(ctx *fasthttp.RequestCtx) int {
+	if max := g.Snap.Load().Cfg.Listen.MaxRequestBody; max > 0 && int64(ctx.Request.Header.ContentLength()) > max {
 		problem(ctx, fasthttp.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
 		return fasthttp.StatusRequestEntityTooLarge
 	}

@@ -6,44 +6,47 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tollgate-dev/tollgate/fastlimit"
+	"github.com/tollgate-dev/tollgate/gateway/conns"
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // serve is the traffic listener's handler: route, decide, then proxy.
-func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
-	s := g.snap.Load()
-	var ent *entry
-	if s.logAccess && g.access != nil {
-		ent = g.access.begin(ctx, &s.accessQuery)
-		defer g.access.finish(ctx, ent)
+func (g *Server) Serve(ctx *fasthttp.RequestCtx) {
+	s := g.Snap.Load()
+	var ent *observe.Entry
+	if s.LogAccess && g.Access != nil {
+		ent = g.Access.Begin(ctx, &s.AccessQuery)
+		defer g.Access.Finish(ctx, ent)
 	}
-	rt := s.match(ctx.Host(), ctx.Path())
+	rt := s.Match(ctx.Host(), ctx.Path())
 	if rt == nil {
 		problem(ctx, fasthttp.StatusNotFound, "No route", "no route matches this host and path")
 		return
 	}
-	if max := s.cfg.Listen.MaxRequestBody; max > 0 && int64(ctx.Request.Header.ContentLength()) > max {
+	if max := s.Cfg.Listen.MaxRequestBody; max > 0 && int64(ctx.Request.Header.ContentLength()) > max {
 		problem(ctx, fasthttp.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
 		return
 	}
 	var res rules.Result
 	var now time.Time // after the decision: the upstream exchange's start
-	if s.engine != nil {
+	if s.Engine != nil {
 		// fastlimit.Middleware's sequence, its steps called here to
 		// time the decision and log it.
-		t0 := monoNow()
-		res = fastlimit.Decide(ctx, s.engine)
+		t0 := conns.MonoNow()
+		res = fastlimit.Decide(ctx, s.Engine)
 		took := time.Since(t0)
 		now = t0.Add(took)
-		g.m.decisionTime.Observe(took.Seconds())
+		g.M.DecisionTime.Observe(took.Seconds())
 		if ent != nil {
-			ent.result(&res)
+			ent.Result(&res)
 		}
 		if res.Holds() {
-			defer holdSlots(ctx, &res)
+			defer conns.HoldSlots(ctx, &res)
 		}
 		if !fastlimit.Enforce(ctx, &res) {
-			yieldBeforeNextRead(ctx)
+			conns.YieldBeforeNextRead(ctx)
 			return
 		}
 		if res.Delay > 0 {
@@ -52,14 +55,14 @@ func (g *Gateway) serve(ctx *fasthttp.RequestCtx) {
 	}
 	// Checked on the way to the upstream only: a refusal forwards
 	// nothing, and skips the scan of the head.
-	if !validFieldNames(ctx.Request.Header.RawHeaders()) {
+	if !ValidFieldNames(ctx.Request.Header.RawHeaders()) {
 		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "a header field name is not a token")
 		ctx.SetConnectionClose()
 		return
 	}
 	switch {
-	case rt.demo:
-		demo(ctx)
+	case rt.Demo:
+		exchange.Demo(ctx)
 	case isUpgrade(&ctx.Request.Header):
 		// The upstream's answer, 101 or a refusal, goes to the client as
 		// a response of its own, rate-limit headers added.

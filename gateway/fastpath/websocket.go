@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/valyala/fasthttp"
 )
 
@@ -19,7 +21,7 @@ func isUpgrade(h *fasthttp.RequestHeader) bool {
 	}
 	ws := false
 	for _, v := range h.PeekAll("Upgrade") {
-		forEachToken(v, func(p []byte) { ws = ws || equalFold(p, "websocket") })
+		ForEachToken(v, func(p []byte) { ws = ws || exchange.EqualFold(p, "websocket") })
 	}
 	return ws
 }
@@ -34,19 +36,19 @@ const maxRefusalBody = 1 << 20
 // hijacked and bytes copied both ways until either side closes. Any other
 // answer goes to the client as a normal response, and the connection
 // stays with the gateway (and its limits).
-func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
+func (g *Server) websocket(ctx *fasthttp.RequestCtx, s *exchange.Snapshot, rt *exchange.Route) {
 	// Tunnels hold their upstream connection for as long as they last:
 	// upstream.max_conns caps them per upstream host too (counted apart
 	// from the pooled connections of ordinary requests).
-	if !g.tunnels.reserve(rt.addr, s.cfg.Upstream.MaxConns) {
-		rt.upStatus[idxError].Inc()
+	if !g.Tunnels.Reserve(rt.Addr, s.Cfg.Upstream.MaxConns) {
+		rt.UpStatus[observe.IdxError].Inc()
 		problem(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable", "the upstream connection limit is reached")
 		return
 	}
 	tunnelled := false
 	defer func() {
 		if !tunnelled {
-			g.tunnels.release(rt.addr)
+			g.Tunnels.Release(rt.Addr)
 		}
 	}()
 	up, err := dialUpstream(rt)
@@ -55,7 +57,7 @@ func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 		return
 	}
 	// The response timeout bounds the exchange up to the upstream's answer.
-	if t := s.cfg.Upstream.ResponseTimeout; t > 0 {
+	if t := s.Cfg.Upstream.ResponseTimeout; t > 0 {
 		up.SetDeadline(time.Now().Add(t))
 	}
 	br, err := askToSwitch(ctx, s, rt, up)
@@ -65,7 +67,7 @@ func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 		return
 	}
 	status := ctx.Response.StatusCode()
-	rt.upStatus[statusIndex(status)].Inc()
+	rt.UpStatus[observe.StatusIndex(status)].Inc()
 	if status != fasthttp.StatusSwitchingProtocols {
 		up.Close()
 		removeResponseHop(&ctx.Response.Header)
@@ -80,25 +82,25 @@ func (g *Gateway) websocket(ctx *fasthttp.RequestCtx, s *snapshot, rt *route) {
 // dialUpstream opens a connection of its own to rt's upstream, over TLS
 // when the upstream is https (offering HTTP/1.1 only: the upgrade is an
 // HTTP/1.1 exchange).
-func dialUpstream(rt *route) (net.Conn, error) {
-	d := &net.Dialer{Timeout: rt.dialTimeout}
-	if rt.tls {
-		host, _, _ := net.SplitHostPort(rt.addr)
-		return tls.DialWithDialer(d, "tcp", rt.addr, &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}})
+func dialUpstream(rt *exchange.Route) (net.Conn, error) {
+	d := &net.Dialer{Timeout: rt.DialTimeout}
+	if rt.Tls {
+		host, _, _ := net.SplitHostPort(rt.Addr)
+		return tls.DialWithDialer(d, "tcp", rt.Addr, &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}})
 	}
-	return d.Dial("tcp", rt.addr)
+	return d.Dial("tcp", rt.Addr)
 }
 
 // askToSwitch forwards the upgrade request to up, as the proxy path
 // forwards a request, and reads the upstream's final answer into ctx's
 // response: its head, and the body of a refusal to switch. It returns
 // the reader of up, which may hold what followed a 101.
-func askToSwitch(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, up net.Conn) (*bufio.Reader, error) {
+func askToSwitch(ctx *fasthttp.RequestCtx, s *exchange.Snapshot, rt *exchange.Route, up net.Conn) (*bufio.Reader, error) {
 	req := &ctx.Request
 	var scratch [128]byte
-	setForwarded(ctx, s, scratch[:0])
-	setUpstreamPath(req, rt, scratch[:0])
-	setUpstream(req, rt)
+	SetForwarded(ctx, s, scratch[:0])
+	SetUpstreamPath(req, rt, scratch[:0])
+	SetUpstream(req, rt)
 	// As on the proxy path: the path goes as built, not normalized again.
 	req.URI().DisablePathNormalizing = true
 	bw := bufio.NewWriter(up)
@@ -106,7 +108,7 @@ func askToSwitch(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, up net.Conn) 
 	if err == nil {
 		err = bw.Flush()
 	}
-	br := bufio.NewReaderSize(up, maxResponseHead) // as the proxy path's
+	br := bufio.NewReaderSize(up, exchange.MaxResponseHead) // as the proxy path's
 	resp := &ctx.Response
 	if err == nil {
 		err = readFinalHead(&resp.Header, br)
@@ -123,25 +125,25 @@ func askToSwitch(ctx *fasthttp.RequestCtx, s *snapshot, rt *route, up net.Conn) 
 // The hijack handler owns up and rt's tunnel reservation; fasthttp runs
 // it only if it could write the 101: when the client is gone by then, a
 // watchdog closes up and releases the place instead.
-func (g *Gateway) handOver(ctx *fasthttp.RequestCtx, rt *route, up net.Conn, br *bufio.Reader) {
+func (g *Server) handOver(ctx *fasthttp.RequestCtx, rt *exchange.Route, up net.Conn, br *bufio.Reader) {
 	var claimed atomic.Bool
 	ctx.Hijack(func(c net.Conn) {
 		if !claimed.CompareAndSwap(false, true) {
 			c.Close()
 			return
 		}
-		defer g.tunnels.release(rt.addr)
-		if !g.tunnels.add(c, up) {
+		defer g.Tunnels.Release(rt.Addr)
+		if !g.Tunnels.Add(c, up) {
 			up.Close()
 			return
 		}
-		defer g.tunnels.remove(c, up)
+		defer g.Tunnels.Remove(c, up)
 		tunnel(c, up, br)
 	})
 	time.AfterFunc(hijackGrace, func() {
 		if claimed.CompareAndSwap(false, true) {
 			up.Close()
-			g.tunnels.release(rt.addr)
+			g.Tunnels.Release(rt.Addr)
 		}
 	})
 }

@@ -21,14 +21,14 @@ const (
 // end), 415 unless its content type is application/grpc or
 // application/grpc+FORMAT (gRPC's PROTOCOL-HTTP2 asks for 415). Nothing
 // of it reaches the upstream.
-func (g *Gateway) checkGRPC(w http.ResponseWriter, r *http.Request) bool {
+func (g *Server) checkGRPC(w http.ResponseWriter, r *http.Request) bool {
 	switch {
 	case r.ProtoMajor != 2:
-		g.m.h2.grpcInvalid.Inc()
+		g.M.H2.GrpcInvalid.Inc()
 		problemH2(w, r, http.StatusHTTPVersionNotSupported, "HTTP Version Not Supported", "gRPC needs HTTP/2")
 		return false
-	case !isGRPCContentType(r.Header["Content-Type"]):
-		g.m.h2.grpcInvalid.Inc()
+	case !IsGRPCContentType(r.Header["Content-Type"]):
+		g.M.H2.GrpcInvalid.Inc()
 		problemH2(w, r, http.StatusUnsupportedMediaType, "Unsupported Media Type", "a gRPC route takes application/grpc requests")
 		return false
 	}
@@ -37,7 +37,7 @@ func (g *Gateway) checkGRPC(w http.ResponseWriter, r *http.Request) bool {
 
 // isGRPCContentType reports whether vals is one content type,
 // application/grpc or application/grpc+FORMAT or ;PARAMETERS after it.
-func isGRPCContentType(vals []string) bool {
+func IsGRPCContentType(vals []string) bool {
 	if len(vals) != 1 {
 		return false
 	}

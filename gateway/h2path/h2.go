@@ -17,6 +17,8 @@ import (
 	"golang.org/x/net/http2/h2c"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -28,14 +30,14 @@ import (
 // the HTTP/1.1 path (h2serve.go), then to the upstream through
 // httputil.ReverseProxy (h2proxy.go).
 
-// h2Listener is the net/http server of a listener with listen.http2 on.
-type h2Listener struct {
+// Listener is the net/http server of a listener with listen.http2 on.
+type Listener struct {
 	hs    *http.Server
 	conns connSet // every accepted connection, h2c's hijacked ones included
 }
 
 // alpnProtos are the protocols the TLS listener offers by ALPN.
-func alpnProtos(l config.Listen) []string {
+func AlpnProtos(l config.Listen) []string {
 	if l.HTTP2 == config.HTTP2On {
 		return []string{"h2", "http/1.1"}
 	}
@@ -43,9 +45,9 @@ func alpnProtos(l config.Listen) []string {
 }
 
 // newH2Listener builds the net/http server for cfg's listener.
-func (g *Gateway) newH2Listener(cfg *config.Config) *h2Listener {
+func (g *Server) NewListener(cfg *config.Config) *Listener {
 	l := cfg.Listen
-	hl := &h2Listener{}
+	hl := &Listener{}
 	hl.conns.plain = l.TLS == nil
 	hs := &http.Server{
 		Handler: http.HandlerFunc(g.serveH2),
@@ -75,7 +77,7 @@ func (g *Gateway) newH2Listener(cfg *config.Config) *h2Listener {
 	hs.Protocols.SetHTTP1(true)
 	h2conf := &http.HTTP2Config{
 		MaxConcurrentStreams: l.MaxConcurrentStreams,
-		CountError:           g.m.countH2Error,
+		CountError:           g.M.CountH2Error,
 	}
 	hs.HTTP2 = h2conf
 	if l.TLS != nil {
@@ -107,14 +109,14 @@ func upgradeH2C(h http.Handler, conf *http.HTTP2Config) http.Handler {
 }
 
 // serve serves ln until it is closed.
-func (hl *h2Listener) serve(ln net.Listener) error {
+func (hl *Listener) Serve(ln net.Listener) error {
 	return hl.hs.Serve(ln)
 }
 
 // shutdown sends GOAWAY to HTTP/2 clients, closes idle HTTP/1.1
 // connections, and waits until the requests in flight (counted by
 // inFlight) are done or ctx ends.
-func (hl *h2Listener) shutdown(ctx context.Context, inFlight func() int64) error {
+func (hl *Listener) Shutdown(ctx context.Context, inFlight func() int64) error {
 	err := hl.hs.Shutdown(ctx)
 	// h2c connections were hijacked from net/http, which no longer
 	// waits for them: wait for their requests here.
@@ -131,7 +133,7 @@ func (hl *h2Listener) shutdown(ctx context.Context, inFlight func() int64) error
 }
 
 // close closes the server and every connection it accepted.
-func (hl *h2Listener) close() {
+func (hl *Listener) Close() {
 	hl.hs.Close()
 	hl.conns.closeAll()
 }
@@ -220,7 +222,7 @@ func (c *setConn) Read(p []byte) (int, error) {
 	if c.plain && n > 0 && c.first.CompareAndSwap(false, true) && n >= 3 && string(p[:3]) == "PRI" {
 		c.inHead.Store(false)
 	}
-	if err != nil && c.inHead.Load() && isTimeout(err) {
+	if err != nil && c.inHead.Load() && exchange.IsTimeout(err) {
 		c.headTimedOut.Store(true)
 	}
 	return n, err
@@ -282,7 +284,7 @@ func answerSlowHead(c net.Conn, st http.ConnState) {
 
 // slowHeadAnswer is answerSlowHead's 408, readError's problem+json.
 var slowHeadAnswer = func() []byte {
-	body := rules.AppendProblem(nil, http.StatusRequestTimeout, titleSlowHead, detailSlowHead)
+	body := rules.AppendProblem(nil, http.StatusRequestTimeout, exchange.TitleSlowHead, exchange.DetailSlowHead)
 	head := "HTTP/1.1 408 Request Timeout\r\nContent-Type: " + rules.ContentTypeProblem +
 		"\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\nContent-Length: " +
 		strconv.Itoa(len(body)) + "\r\n\r\n"
@@ -297,26 +299,23 @@ func (c *setConn) Close() error {
 
 // netHTTPLog passes net/http's error log lines to the gateway's
 // rate-limited warning log, redacted.
-type netHTTPLog struct{ g *Gateway }
+type netHTTPLog struct{ g *Server }
 
 // Write logs one line.
 func (w netHTTPLog) Write(p []byte) (int, error) {
-	msg := redactQuoted(string(p))
-	if w.g.warns == nil {
-		w.g.log.Warn(msg, slog.String("source", "net/http"))
+	msg := observe.RedactQuoted(string(p))
+	if w.g.Warns == nil {
+		w.g.Log.Warn(msg, slog.String("source", "net/http"))
 		return len(p), nil
 	}
-	w.g.warns.Warn("net/http", msg, slog.String("source", "net/http"))
+	w.g.Warns.Warn("net/http", msg, slog.String("source", "net/http"))
 	return len(p), nil
 }
 
-// h2State is the gateway's net/http data path: its listener's server,
-// when listen.http2 is on, and the upstream transports (guarded by
-// Gateway.mu).
-type h2State struct {
-	ln         *h2Listener
-	transports map[string]http.RoundTripper
-}
 
 // netHTTPLogger is the log.Logger for net/http's own messages.
-func (g *Gateway) netHTTPLogger() *log.Logger { return log.New(netHTTPLog{g}, "", 0) }
+func (g *Server) netHTTPLogger() *log.Logger { return log.New(netHTTPLog{g}, "", 0) }
+
+// Wrap returns ln with the connections it accepts tracked by hl (h2c's
+// hijacked ones included), for Shutdown and Close.
+func (hl *Listener) Wrap(ln net.Listener) net.Listener { return hl.conns.listener(ln) }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -37,9 +38,9 @@ func FuzzH2Path(f *testing.F) {
 		if !strings.HasPrefix(p, "/base") {
 			t.Fatalf("raw %q: upstream path %q leaves /base", raw, p)
 		}
-		if hasDotSegment([]byte(raw)) && hasDotSegment([]byte(p)) {
+		if exchange.HasDotSegment([]byte(raw)) && exchange.HasDotSegment([]byte(p)) {
 			t.Fatalf("raw %q: upstream path %q keeps a dot segment", raw, p)
 		}
-		isGRPCContentType([]string{raw})
+		IsGRPCContentType([]string{raw})
 	})
 }

@@ -17,17 +17,20 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/gateway/conns"
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/httplimit"
 	"github.com/tollgate-dev/tollgate/internal/escape"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
-// exchange is one request's state on the net/http path, from the
+// h2Exchange is one request's state on the net/http path, from the
 // decision to the upstream's response. ReverseProxy's hooks find it in
 // the request's context.
-type exchange struct {
-	s       *snapshot
-	rt      *route
+type h2Exchange struct {
+	s       *exchange.Snapshot
+	rt      *exchange.Route
 	rawPath string // the target's path as the client sent it
 	res     rules.Result
 	start   time.Time
@@ -35,7 +38,7 @@ type exchange struct {
 	// (exchange.endMeters); send bounds the writes of an HTTP/2
 	// stream's response (listen.send_timeout).
 	metering bool
-	send     streamSend
+	send     conns.StreamSend
 	// timer cancels the upstream exchange when its response headers take
 	// longer than upstream.response_timeout; timedOut says it did.
 	timer    *time.Timer
@@ -85,34 +88,34 @@ func (b *h2Body) failed() error {
 
 type exchangeKey struct{}
 
-func exchangeOf(r *http.Request) *exchange {
-	ex, _ := r.Context().Value(exchangeKey{}).(*exchange)
+func exchangeOf(r *http.Request) *h2Exchange {
+	ex, _ := r.Context().Value(exchangeKey{}).(*h2Exchange)
 	return ex
 }
 
 // proxyH2 forwards r to ex.rt's upstream through its ReverseProxy:
 // bodies stream both ways, trailers pass, nothing is buffered whole.
-func (g *Gateway) proxyH2(w http.ResponseWriter, r *http.Request, ex *exchange) {
+func (g *Server) proxyH2(w http.ResponseWriter, r *http.Request, ex *h2Exchange) {
 	hold, ok := holdUpstreamH2(w, r, ex.s, ex.rt)
 	if !ok {
 		return
 	}
-	defer hold.release()
+	defer hold.Release()
 	if r.ProtoMajor == 2 {
 		// A stream's writes are bounded by send_timeout here, one by
 		// one; HTTP/1.1's are by its connection (yieldConn.Write).
-		ex.send.start(w, ex.s.cfg.Listen.SendTimeout)
+		ex.send.Start(w, ex.s.Cfg.Listen.SendTimeout)
 		w = &ex.send
 	}
-	if len(ex.rt.meters) > 0 {
-		beginMeters(ex.rt)
+	if len(ex.rt.Meters) > 0 {
+		exchange.BeginMeters(ex.rt)
 		ex.metering = true
 		// Neither hook ran (a panic): not the upstream's doing.
 		defer ex.endMeters(nil, true)
 	}
 	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), exchangeKey{}, ex))
 	defer cancel()
-	if t := ex.s.cfg.Upstream.ResponseTimeout; t > 0 {
+	if t := ex.s.Cfg.Upstream.ResponseTimeout; t > 0 {
 		ex.timer = time.AfterFunc(t, func() {
 			ex.timedOut.Store(true)
 			cancel()
@@ -123,12 +126,12 @@ func (g *Gateway) proxyH2(w http.ResponseWriter, r *http.Request, ex *exchange) 
 		ex.body.rc = r.Body
 		r.Body = &ex.body
 	}
-	ex.start = monoNow()
-	ex.rt.h2proxy.ServeHTTP(w, r.WithContext(ctx))
+	ex.start = conns.MonoNow()
+	ex.rt.H2proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // newH2Proxy returns rt's ReverseProxy over transport.
-func (g *Gateway) newH2Proxy(rt *route, transport http.RoundTripper) *httputil.ReverseProxy {
+func (g *Server) NewH2Proxy(rt *exchange.Route, transport http.RoundTripper) *httputil.ReverseProxy {
 	p := &httputil.ReverseProxy{
 		Rewrite:        rewriteH2,
 		Transport:      transport,
@@ -137,7 +140,7 @@ func (g *Gateway) newH2Proxy(rt *route, transport http.RoundTripper) *httputil.R
 		BufferPool:     proxyBuffers,
 		ErrorLog:       g.netHTTPLogger(),
 	}
-	if rt.grpc {
+	if rt.Grpc {
 		// Every message as it comes: a stream's are not batched.
 		p.FlushInterval = -1
 	}
@@ -152,14 +155,14 @@ func (g *Gateway) newH2Proxy(rt *route, transport http.RoundTripper) *httputil.R
 func rewriteH2(pr *httputil.ProxyRequest) {
 	ex := exchangeOf(pr.In)
 	rt, out := ex.rt, pr.Out
-	if rt.tls {
+	if rt.Tls {
 		out.URL.Scheme = "https"
 	} else {
 		out.URL.Scheme = "http"
 	}
-	out.URL.Host = rt.addr
-	out.Host = rt.hostHdr
-	setUpstreamPathH2(out.URL, pr.In.URL.Path, ex.rawPath, rt.basePath)
+	out.URL.Host = rt.Addr
+	out.Host = rt.HostHdr
+	setUpstreamPathH2(out.URL, pr.In.URL.Path, ex.rawPath, rt.BasePath)
 	setForwardedH2(pr.In, out, ex.s)
 }
 
@@ -172,7 +175,7 @@ func setUpstreamPathH2(u *url.URL, clean, raw, base string) {
 		return
 	}
 	p := raw
-	if hasDotSegment([]byte(raw)) {
+	if exchange.HasDotSegment([]byte(raw)) {
 		p = string(escape.AppendPath([]byte(base), clean))
 	} else if base != "" {
 		p = base + raw
@@ -193,12 +196,12 @@ func setUpstreamPathH2(u *url.URL, clean, raw, base string) {
 // X-Forwarded-Proto and -Host are this hop's; X-Real-IP is kept and
 // Forwarded is kept with this hop's element appended only from a trusted
 // proxy.
-func setForwardedH2(in, out *http.Request, s *snapshot) {
+func setForwardedH2(in, out *http.Request, s *exchange.Snapshot) {
 	var peer netip.Addr
 	if ap, err := netip.ParseAddrPort(in.RemoteAddr); err == nil {
 		peer = ap.Addr().Unmap()
 	}
-	trusted := peer.IsValid() && s.isTrusted(peer)
+	trusted := peer.IsValid() && s.IsTrusted(peer)
 	h := out.Header
 	var scratch [128]byte
 	buf := scratch[:0]
@@ -229,7 +232,7 @@ func setForwardedH2(in, out *http.Request, s *snapshot) {
 		for i, v := range prior {
 			lines[i] = []byte(v)
 		}
-		h["Forwarded"] = []string{string(appendForwarded(buf[:0], lines, peer, []byte(proto)))}
+		h["Forwarded"] = []string{string(exchange.AppendForwarded(buf[:0], lines, peer, []byte(proto)))}
 	}
 }
 
@@ -251,8 +254,8 @@ func modifyH2(resp *http.Response) error {
 		return err
 	}
 	rt := ex.rt
-	rt.upTime.Observe(time.Since(ex.start).Seconds())
-	rt.upStatus[statusIndex(resp.StatusCode)].Inc()
+	rt.UpTime.Observe(time.Since(ex.start).Seconds())
+	rt.UpStatus[observe.StatusIndex(resp.StatusCode)].Inc()
 	ex.endMeters(resp, false)
 	if ex.res.Matched() {
 		httplimit.SetHeaders(resp.Header, &ex.res)
@@ -265,14 +268,14 @@ func modifyH2(resp *http.Response) error {
 // not counted against the upstream), 504 for a timeout, 502 otherwise;
 // on a gRPC route, the gRPC statuses DEADLINE_EXCEEDED and UNAVAILABLE.
 // A client that went away is answered nothing.
-func (g *Gateway) upstreamErrorH2(w http.ResponseWriter, r *http.Request, err error) {
+func (g *Server) upstreamErrorH2(w http.ResponseWriter, r *http.Request, err error) {
 	ex := exchangeOf(r)
 	rt := ex.rt
 	if berr := ex.body.failed(); berr != nil {
 		// Before the context check: on HTTP/1.1, net/http cancels the
 		// request's context when reading the connection fails, yet the
 		// client is there to read the answer.
-		status, title, detail := clientBodyFault(berr)
+		status, title, detail := exchange.ClientBodyFault(berr)
 		if status != http.StatusRequestEntityTooLarge && r.ProtoMajor == 1 {
 			// Somewhere inside a body it cannot frame (as bodyError).
 			w.Header().Set("Connection", "close")
@@ -289,30 +292,30 @@ func (g *Gateway) upstreamErrorH2(w http.ResponseWriter, r *http.Request, err er
 	if !timedOut && r.Context().Err() != nil {
 		return // the client reset the stream or closed the connection
 	}
-	rt.upTime.Observe(time.Since(ex.start).Seconds())
+	rt.UpTime.Observe(time.Since(ex.start).Seconds())
 	if ex.res.Matched() {
 		httplimit.SetHeaders(w.Header(), &ex.res)
 	}
-	if timedOut || isTimeout(err) {
-		rt.upStatus[idxTimeout].Inc()
-		if rt.grpc {
+	if timedOut || exchange.IsTimeout(err) {
+		rt.UpStatus[observe.IdxTimeout].Inc()
+		if rt.Grpc {
 			writeGRPCStatus(w, grpcDeadlineExceeded, "the upstream did not answer in time")
 		} else {
 			problemH2(w, r, http.StatusGatewayTimeout, "Gateway Timeout", "the upstream did not answer in time")
 		}
 	} else {
-		rt.upStatus[idxError].Inc()
-		if rt.grpc {
+		rt.UpStatus[observe.IdxError].Inc()
+		if rt.Grpc {
 			writeGRPCStatus(w, grpcUnavailable, "the upstream could not be reached")
 		} else {
 			problemH2(w, r, http.StatusBadGateway, "Bad Gateway", "the upstream could not be reached")
 		}
 	}
-	if g.warns == nil {
-		g.log.Warn("upstream error", "route", rt.name, "err", err)
+	if g.Warns == nil {
+		g.Log.Warn("upstream error", "route", rt.Name, "err", err)
 		return
 	}
-	g.warns.Warn("upstream error "+rt.name, "upstream error", slog.String("route", rt.name), slog.Any("err", err))
+	g.Warns.Warn("upstream error "+rt.Name, "upstream error", slog.String("route", rt.Name), slog.Any("err", err))
 }
 
 // proxyBuffers are ReverseProxy's copy buffers, 32 KiB each, reused.
@@ -329,10 +332,12 @@ func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
 // transport returns the shared http.Transport for an upstream with these
 // settings, so that a reload keeps warm connections: HTTP/1.1, h2 (TLS,
 // by ALPN) or h2c (prior knowledge), net/http's own HTTP/2. It is called
-// with g.mu held.
-func (g *Gateway) transport(u config.Upstream, addr, protocol string, isTLS bool) http.RoundTripper {
+// (under the reload lock) from the gateway's build.
+func (g *Server) Transport(u config.Upstream, addr, protocol string, isTLS bool) http.RoundTripper {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	key := fmt.Sprintf("%s|%s|%t|%v|%v|%d", addr, protocol, isTLS, u.DialTimeout, u.IdleConnTimeout, u.MaxConns)
-	if t, ok := g.h2.transports[key]; ok {
+	if t, ok := g.transports[key]; ok {
 		return t
 	}
 	dialer := &net.Dialer{Timeout: u.DialTimeout, KeepAlive: 30 * time.Second}
@@ -341,7 +346,7 @@ func (g *Gateway) transport(u config.Upstream, addr, protocol string, isTLS bool
 		TLSHandshakeTimeout:    u.DialTimeout,
 		IdleConnTimeout:        u.IdleConnTimeout,
 		DisableCompression:     true,
-		MaxResponseHeaderBytes: maxResponseHead,
+		MaxResponseHeaderBytes: exchange.MaxResponseHead,
 		Protocols:              new(http.Protocols),
 	}
 	switch {
@@ -355,18 +360,18 @@ func (g *Gateway) transport(u config.Upstream, addr, protocol string, isTLS bool
 		t.MaxIdleConns = u.MaxConns
 		t.MaxIdleConnsPerHost = u.MaxConns
 	}
-	if g.h2.transports == nil {
-		g.h2.transports = map[string]http.RoundTripper{}
+	if g.transports == nil {
+		g.transports = map[string]http.RoundTripper{}
 	}
-	g.h2.transports[key] = t
+	g.transports[key] = t
 	return t
 }
 
-// closeTransports closes the transports' idle connections.
-func (g *Gateway) closeTransports() {
+// CloseTransports closes the transports' idle connections.
+func (g *Server) CloseTransports() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, t := range g.h2.transports {
+	for _, t := range g.transports {
 		if c, ok := t.(interface{ CloseIdleConnections() }); ok {
 			c.CloseIdleConnections()
 		}

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/gateway/conns"
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/httplimit"
 	"github.com/tollgate-dev/tollgate/rules"
 )
@@ -14,22 +17,22 @@ import (
 // serveH2 is the net/http data path's handler: route, decide, then
 // proxy, as serve is the fasthttp path's. The rule engine, the header
 // fields and the refusal are httplimit's (gRPC refusals are grpc.go's).
-func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
-	g.inFlight.Add(1)
-	defer g.inFlight.Add(-1)
-	s := g.snap.Load()
-	if headerListSize(r) > s.cfg.Listen.MaxHeaderListSize {
+func (g *Server) serveH2(w http.ResponseWriter, r *http.Request) {
+	g.InFlight.Add(1)
+	defer g.InFlight.Add(-1)
+	s := g.Snap.Load()
+	if headerListSize(r) > s.Cfg.Listen.MaxHeaderListSize {
 		if r.ProtoMajor == 1 {
 			w.Header().Set("Connection", "close")
 		}
 		problemH2(w, r, http.StatusRequestHeaderFieldsTooLarge, "Request Header Fields Too Large", "the request's header list exceeds listen.max_header_list_size")
 		return
 	}
-	var ent *entry
-	if s.logAccess && g.access != nil {
-		aw := &accessWriter{ResponseWriter: w}
-		ent = g.access.beginH2(r, &s.accessQuery)
-		defer g.access.finishH2(ent, r, aw)
+	var ent *observe.Entry
+	if s.LogAccess && g.Access != nil {
+		aw := &observe.AccessWriter{ResponseWriter: w}
+		ent = g.Access.BeginH2(r, &s.AccessQuery)
+		defer g.Access.FinishH2(ent, r, aw)
 		w = aw
 	}
 	// Routing and the rules see the path with its dot segments
@@ -50,16 +53,16 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 		delete(r.Header, "Connection")
 		delete(r.Header, "Http2-Settings")
 	}
-	rt := s.match([]byte(r.Host), []byte(r.URL.Path))
+	rt := s.Match([]byte(r.Host), []byte(r.URL.Path))
 	g.countProtocol(r, rt)
 	if rt == nil {
 		problemH2(w, r, http.StatusNotFound, "No route", "no route matches this host and path")
 		return
 	}
-	if rt.grpc && !g.checkGRPC(w, r) {
+	if rt.Grpc && !g.checkGRPC(w, r) {
 		return
 	}
-	if max := s.cfg.Listen.MaxRequestBody; max > 0 {
+	if max := s.Cfg.Listen.MaxRequestBody; max > 0 {
 		if r.ContentLength > max {
 			problemH2(w, r, http.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
 			return
@@ -70,23 +73,23 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 	}
 	// Decided into a local Result: a refusal allocates no exchange.
 	var res rules.Result
-	if s.engine != nil {
-		t0 := monoNow()
+	if s.Engine != nil {
+		t0 := conns.MonoNow()
 		// A stream its client reset is still decided and charged:
 		// opening and cancelling streams (CVE-2023-44487's rapid
 		// reset) costs a client its allowance as requests do.
-		res, _ = s.engine.Decide(context.WithoutCancel(r.Context()), httplimit.Request{Req: r})
-		g.m.decisionTime.Observe(time.Since(t0).Seconds())
+		res, _ = s.Engine.Decide(context.WithoutCancel(r.Context()), httplimit.Request{Req: r})
+		g.M.DecisionTime.Observe(time.Since(t0).Seconds())
 		if res.Holds() {
 			// Concurrency slots: the handler returns once the exchange
 			// (a streamed body included) has ended, whichever way.
 			defer res.Release()
 		}
 		if ent != nil {
-			ent.result(&res)
+			ent.Result(&res)
 		}
 		if res.Refused() {
-			if rt.grpc {
+			if rt.Grpc {
 				writeGRPCRefusal(w, &res)
 			} else {
 				httplimit.SetHeaders(w.Header(), &res)
@@ -100,14 +103,14 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if rt.demo {
+	if rt.Demo {
 		if res.Matched() {
 			httplimit.SetHeaders(w.Header(), &res)
 		}
 		demoH2(w, r)
 		return
 	}
-	g.proxyH2(w, r, &exchange{s: s, rt: rt, rawPath: raw, res: res})
+	g.proxyH2(w, r, &h2Exchange{s: s, rt: rt, rawPath: raw, res: res})
 }
 
 // headerReadLimit is the net/http server's MaxHeaderBytes for a
@@ -136,17 +139,17 @@ func headerListSize(r *http.Request) int {
 }
 
 // countProtocol counts r in the requests by protocol.
-func (g *Gateway) countProtocol(r *http.Request, rt *route) {
-	m := &g.m.h2
+func (g *Server) countProtocol(r *http.Request, rt *exchange.Route) {
+	m := &g.M.H2
 	switch {
 	case r.ProtoMajor != 2:
-		m.h1.Inc()
-	case rt != nil && rt.grpc:
-		m.grpc.Inc()
+		m.H1.Inc()
+	case rt != nil && rt.Grpc:
+		m.Grpc.Inc()
 	case r.TLS == nil:
-		m.h2c.Inc()
+		m.H2c.Inc()
 	default:
-		m.h2.Inc()
+		m.H2.Inc()
 	}
 }
 
@@ -175,9 +178,9 @@ func problemH2(w http.ResponseWriter, r *http.Request, status int, title, detail
 // demoH2 is the built-in demo origin on the net/http path.
 func demoH2(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Content-Length", strconv.Itoa(len(demoBody)))
+	w.Header().Set("Content-Length", strconv.Itoa(len(exchange.DemoBody)))
 	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
-		_, _ = w.Write([]byte(demoBody))
+		_, _ = w.Write([]byte(exchange.DemoBody))
 	}
 }

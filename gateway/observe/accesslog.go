@@ -17,7 +17,7 @@ import (
 // accessLog writes one line per request, as JSON lines or in the combined
 // format with the rule and outcome appended. Lines are buffered and
 // flushed every second and on Close.
-type accessLog struct {
+type AccessLog struct {
 	combined bool
 	mu       sync.Mutex
 	w        *bufio.Writer
@@ -27,7 +27,7 @@ type accessLog struct {
 	done     chan struct{}
 }
 
-func openAccessLog(path, format string) (*accessLog, error) {
+func OpenAccessLog(path, format string) (*AccessLog, error) {
 	var f io.WriteCloser = nopCloser{os.Stdout}
 	if path != "-" {
 		file, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
@@ -36,14 +36,14 @@ func openAccessLog(path, format string) (*accessLog, error) {
 		}
 		f = file
 	}
-	a := &accessLog{
+	a := &AccessLog{
 		combined: format == "combined",
 		w:        bufio.NewWriterSize(f, 64<<10),
 		f:        f,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	a.pool.New = func() any { return &entry{} }
+	a.pool.New = func() any { return &Entry{} }
 	go a.flusher()
 	return a, nil
 }
@@ -53,7 +53,7 @@ type nopCloser struct{ io.Writer }
 // Close does nothing: standard output stays open.
 func (nopCloser) Close() error { return nil }
 
-func (a *accessLog) flusher() {
+func (a *AccessLog) flusher() {
 	defer close(a.done)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -70,7 +70,7 @@ func (a *accessLog) flusher() {
 }
 
 // Close flushes and closes the log.
-func (a *accessLog) Close() error {
+func (a *AccessLog) Close() error {
 	close(a.stop)
 	<-a.done
 	a.mu.Lock()
@@ -80,32 +80,32 @@ func (a *accessLog) Close() error {
 }
 
 // entry collects one request's fields before the proxy rewrites it.
-type entry struct {
+type Entry struct {
 	start                          time.Time
-	method, host, uri, ua, referer []byte
-	proto                          []byte
+	Method, host, Uri, ua, referer []byte
+	Proto                          []byte
 	rule, outcome                  string
 	line                           []byte // the line written, its buffer reused with the entry
 }
 
 // begin collects ctx's fields before the proxy rewrites it, the query
 // as q says.
-func (a *accessLog) begin(ctx *fasthttp.RequestCtx, q *accesslog.Query) *entry {
-	e := a.pool.Get().(*entry)
+func (a *AccessLog) Begin(ctx *fasthttp.RequestCtx, q *accesslog.Query) *Entry {
+	e := a.pool.Get().(*Entry)
 	e.start = time.Now()
 	h := &ctx.Request.Header
-	e.method = append(e.method[:0], h.Method()...)
+	e.Method = append(e.Method[:0], h.Method()...)
 	e.host = append(e.host[:0], h.Host()...)
-	e.uri = q.AppendURI(e.uri[:0], h.RequestURI())
+	e.Uri = q.AppendURI(e.Uri[:0], h.RequestURI())
 	e.ua = append(e.ua[:0], h.UserAgent()...)
 	e.referer = append(e.referer[:0], h.Referer()...)
-	e.proto = append(e.proto[:0], h.Protocol()...)
+	e.Proto = append(e.Proto[:0], h.Protocol()...)
 	e.rule, e.outcome = "", ""
 	return e
 }
 
 // result records the decisive rule and the outcome.
-func (e *entry) result(res *rules.Result) {
+func (e *Entry) Result(res *rules.Result) {
 	if !res.Matched() {
 		return
 	}
@@ -113,7 +113,7 @@ func (e *entry) result(res *rules.Result) {
 	e.rule = res.Rule()
 }
 
-func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
+func (a *AccessLog) Finish(ctx *fasthttp.RequestCtx, e *Entry) {
 	defer a.pool.Put(e)
 	status := ctx.Response.StatusCode()
 	// A streamed body's size is its Content-Length (0 when chunked); a
@@ -132,20 +132,20 @@ func (a *accessLog) finish(ctx *fasthttp.RequestCtx, e *entry) {
 
 // write writes e's line, with the client's address and the response's
 // status and body size.
-func (a *accessLog) write(e *entry, remote []byte, status, size int) {
+func (a *AccessLog) write(e *Entry, remote []byte, status, size int) {
 	// The line is built in the pooled entry's buffer: a stack buffer
 	// would escape to the heap through the writer, once per request.
 	b := e.line[:0]
 	now := time.Now()
 	if a.combined {
 		b = accesslog.AppendCombined(b, &accesslog.Entry{
-			Time: now, Remote: remote, Method: e.method, URI: e.uri, Proto: e.proto,
+			Time: now, Remote: remote, Method: e.Method, URI: e.Uri, Proto: e.Proto,
 			Referer: e.referer, UserAgent: e.ua, Status: status, Bytes: size,
 			Rule: e.rule, Decision: e.outcome,
 		})
 	} else {
 		b = accesslog.AppendJSON(b, &accesslog.Entry{
-			Time: now, Remote: remote, Method: e.method, Host: e.host, URI: e.uri,
+			Time: now, Remote: remote, Method: e.Method, Host: e.host, URI: e.Uri,
 			UserAgent: e.ua, Status: status, Bytes: size, Duration: now.Sub(e.start),
 			Rule: e.rule, Decision: e.outcome,
 		})

@@ -14,21 +14,21 @@ import (
 
 // beginH2 collects r's fields before the proxy rewrites it, the query
 // as q says.
-func (a *accessLog) beginH2(r *http.Request, q *accesslog.Query) *entry {
-	e := a.pool.Get().(*entry)
+func (a *AccessLog) BeginH2(r *http.Request, q *accesslog.Query) *Entry {
+	e := a.pool.Get().(*Entry)
 	e.start = time.Now()
-	e.method = append(e.method[:0], r.Method...)
+	e.Method = append(e.Method[:0], r.Method...)
 	e.host = append(e.host[:0], r.Host...)
-	e.uri = q.AppendURIString(e.uri[:0], r.RequestURI)
+	e.Uri = q.AppendURIString(e.Uri[:0], r.RequestURI)
 	e.ua = append(e.ua[:0], r.Header.Get("User-Agent")...)
 	e.referer = append(e.referer[:0], r.Header.Get("Referer")...)
-	e.proto = append(e.proto[:0], r.Proto...)
+	e.Proto = append(e.Proto[:0], r.Proto...)
 	e.rule, e.outcome = "", ""
 	return e
 }
 
 // finishH2 writes the line of r, answered through w.
-func (a *accessLog) finishH2(e *entry, r *http.Request, w *accessWriter) {
+func (a *AccessLog) FinishH2(e *Entry, r *http.Request, w *AccessWriter) {
 	defer a.pool.Put(e)
 	var rbuf [64]byte
 	remote := rbuf[:0]
@@ -45,13 +45,13 @@ func (a *accessLog) finishH2(e *entry, r *http.Request, w *accessWriter) {
 // accessWriter is a ResponseWriter that counts the final status and the
 // body bytes for the access log. Unwrap lets http.ResponseController
 // (ReverseProxy's flushes) reach the writer under it.
-type accessWriter struct {
+type AccessWriter struct {
 	http.ResponseWriter
 	status, bytes int
 }
 
 // WriteHeader records the final status (not a 1xx) and writes it.
-func (w *accessWriter) WriteHeader(code int) {
+func (w *AccessWriter) WriteHeader(code int) {
 	if w.status == 0 && code >= 200 {
 		w.status = code
 	}
@@ -59,7 +59,7 @@ func (w *accessWriter) WriteHeader(code int) {
 }
 
 // Write counts b and writes it.
-func (w *accessWriter) Write(b []byte) (int, error) {
+func (w *AccessWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
@@ -69,4 +69,4 @@ func (w *accessWriter) Write(b []byte) (int, error) {
 }
 
 // Unwrap returns the writer under w.
-func (w *accessWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+func (w *AccessWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

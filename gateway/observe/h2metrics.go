@@ -7,16 +7,16 @@ const (
 	protoH1   = "h1"
 	protoH2   = "h2"
 	protoH2C  = "h2c"
-	protoGRPC = "grpc"
+	ProtoGRPC = "grpc"
 )
 
 // h2Metrics are the net/http data path's own collectors.
 type h2Metrics struct {
 	// requests by protocol: h1, h2, h2c, grpc.
 	requests          *prometheus.CounterVec
-	h1, h2, h2c, grpc prometheus.Counter
+	H1, H2, H2c, Grpc prometheus.Counter
 	protocolErrors    *prometheus.CounterVec // kind
-	grpcInvalid       prometheus.Counter
+	GrpcInvalid       prometheus.Counter
 }
 
 func newH2Metrics(reg *prometheus.Registry) h2Metrics {
@@ -29,22 +29,22 @@ func newH2Metrics(reg *prometheus.Registry) h2Metrics {
 			Name: "tollgate_http2_protocol_errors_total",
 			Help: "HTTP/2 protocol errors that reset a stream or closed a connection, by net/http's HTTP/2 error kind, e.g. conn_ENHANCE_YOUR_CALM_too_many_early_resets or stream_PROTOCOL_ERROR_bad_req_headers.",
 		}, []string{"kind"}),
-		grpcInvalid: prometheus.NewCounter(prometheus.CounterOpts{
+		GrpcInvalid: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tollgate_grpc_invalid_requests_total",
 			Help: "Requests to a gRPC route that were not gRPC (no application/grpc content type, or not HTTP/2), answered 415 or 505.",
 		}),
 	}
-	m.h1 = m.requests.WithLabelValues(protoH1)
-	m.h2 = m.requests.WithLabelValues(protoH2)
-	m.h2c = m.requests.WithLabelValues(protoH2C)
-	m.grpc = m.requests.WithLabelValues(protoGRPC)
-	reg.MustRegister(m.requests, m.protocolErrors, m.grpcInvalid)
+	m.H1 = m.requests.WithLabelValues(protoH1)
+	m.H2 = m.requests.WithLabelValues(protoH2)
+	m.H2c = m.requests.WithLabelValues(protoH2C)
+	m.Grpc = m.requests.WithLabelValues(ProtoGRPC)
+	reg.MustRegister(m.requests, m.protocolErrors, m.GrpcInvalid)
 	return m
 }
 
 // countH2Error is http.HTTP2Config.CountError: errType is one of a
 // fixed set of kinds in that package's code, so the label set is
 // bounded.
-func (m *metrics) countH2Error(errType string) {
-	m.h2.protocolErrors.WithLabelValues(errType).Inc()
+func (m *Metrics) CountH2Error(errType string) {
+	m.H2.protocolErrors.WithLabelValues(errType).Inc()
 }

@@ -12,11 +12,11 @@ import (
 // ruleTops are one rule's heavy hitters: its keys by requests and by
 // refusals (package topk), each with the key's remaining quota at its
 // last request. Their memory is fixed by admin.dashboard.counters.
-type ruleTops struct {
-	rule     string
-	shadow   bool
-	volume   *topk.Summary
-	refusals *topk.Summary
+type RuleTops struct {
+	Rule     string
+	Shadow   bool
+	Volume   *topk.Summary
+	Refusals *topk.Summary
 }
 
 // unknownRemaining tags a key whose last request another rule decided.
@@ -26,7 +26,7 @@ const unknownRemaining = -1
 // on one lock.
 const hitterShards = 4
 
-func newRuleTops(r *rules.Rule, counters int) *ruleTops {
+func newRuleTops(r *rules.Rule, counters int) *RuleTops {
 	shards := hitterShards
 	for shards > counters {
 		shards /= 2
@@ -38,19 +38,19 @@ func newRuleTops(r *rules.Rule, counters int) *ruleTops {
 	}
 	cfg.SeedOf = v // one hash per event serves both
 	f, _ := topk.New(cfg)
-	return &ruleTops{rule: r.Name, shadow: r.Shadow, volume: v, refusals: f}
+	return &RuleTops{Rule: r.Name, Shadow: r.Shadow, Volume: v, Refusals: f}
 }
 
 // observe counts one event of the rule.
-func (t *ruleTops) observe(ev *rules.Event) {
+func (t *RuleTops) Observe(ev *rules.Event) {
 	rem := int64(unknownRemaining)
 	if ev.Decisive {
 		rem = ev.Decision.Remaining
 	}
-	h := t.volume.Hash(ev.Key)
-	t.volume.AddHashed(h, ev.Key, 1, rem)
+	h := t.Volume.Hash(ev.Key)
+	t.Volume.AddHashed(h, ev.Key, 1, rem)
 	if ev.Outcome == rules.Refused || ev.Outcome == rules.ShadowRefused {
-		t.refusals.AddHashed(h, ev.Key, 1, rem)
+		t.Refusals.AddHashed(h, ev.Key, 1, rem)
 	}
 }
 
@@ -58,26 +58,26 @@ func (t *ruleTops) observe(ev *rules.Event) {
 // its name, key and shadow flag keeps its counts. Tops of rules no longer
 // running are dropped by keepOnly, once a new snapshot serves (a reload
 // that fails to build keeps the old rules' counts).
-type hitterSet struct {
-	mu   sync.Mutex
-	byID map[string]*ruleTops
+type HitterSet struct {
+	Mu   sync.Mutex
+	ByID map[string]*RuleTops
 }
 
 // forRules returns the tops of cfg's rules by position, kept or made.
-func (h *hitterSet) forRules(cfg *rules.Config, counters int) []*ruleTops {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.byID == nil {
-		h.byID = map[string]*ruleTops{}
+func (h *HitterSet) ForRules(cfg *rules.Config, counters int) []*RuleTops {
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
+	if h.ByID == nil {
+		h.ByID = map[string]*RuleTops{}
 	}
-	out := make([]*ruleTops, len(cfg.Rules))
+	out := make([]*RuleTops, len(cfg.Rules))
 	for i := range cfg.Rules {
 		r := &cfg.Rules[i]
 		id := strings.Join([]string{r.Name, strings.Join(r.Key, "+"), boolWord(r.Shadow)}, "\x00")
-		t := h.byID[id]
-		if t == nil || t.volume.Capacity() != counters {
+		t := h.ByID[id]
+		if t == nil || t.Volume.Capacity() != counters {
 			t = newRuleTops(r, counters)
-			h.byID[id] = t
+			h.ByID[id] = t
 		}
 		out[i] = t
 	}
@@ -85,12 +85,12 @@ func (h *hitterSet) forRules(cfg *rules.Config, counters int) []*ruleTops {
 }
 
 // keepOnly forgets every tops but those in use.
-func (h *hitterSet) keepOnly(use []*ruleTops) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for id, t := range h.byID {
+func (h *HitterSet) KeepOnly(use []*RuleTops) {
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
+	for id, t := range h.ByID {
 		if !slices.Contains(use, t) {
-			delete(h.byID, id)
+			delete(h.ByID, id)
 		}
 	}
 }

@@ -10,16 +10,16 @@ import (
 // How client keys are shown on the dashboard and in the refusal log
 // (config.Dashboard.Keys, config.RefusalLog.Keys).
 const (
-	keysPlain    = "plain"
-	keysHash     = "hash"
-	keysTruncate = "truncate"
+	KeysPlain    = "plain"
+	KeysHash     = "hash"
+	KeysTruncate = "truncate"
 )
 
 // keyPartSep joins a composite key's values in rules.Event.Key; the
 // anonymous bucket's value starts with anonymousMark.
 const (
-	keyPartSep    = "\x1f"
-	anonymousMark = "\x1e"
+	KeyPartSep    = "\x1f"
+	AnonymousMark = "\x1e"
 )
 
 // showKey returns the rule engine's key value k as mode shows it: plain
@@ -28,21 +28,21 @@ const (
 // address to its /24, an IPv6 address to its /48, any other value to its
 // first 4 characters, per part). The anonymous bucket is "(anonymous)"
 // whatever the mode.
-func showKey(mode, k string) string {
-	if strings.HasPrefix(k, anonymousMark) {
+func ShowKey(mode, k string) string {
+	if strings.HasPrefix(k, AnonymousMark) {
 		return "(anonymous)"
 	}
 	switch mode {
-	case keysHash:
+	case KeysHash:
 		return redact.Key(k)
-	case keysTruncate:
-		parts := strings.Split(k, keyPartSep)
+	case KeysTruncate:
+		parts := strings.Split(k, KeyPartSep)
 		for i, p := range parts {
 			parts[i] = truncateKey(p)
 		}
 		return strings.Join(parts, " + ")
 	}
-	return strings.ReplaceAll(k, keyPartSep, " + ")
+	return strings.ReplaceAll(k, KeyPartSep, " + ")
 }
 
 // truncateKey keeps an address's network and a value's first 4

@@ -10,30 +10,30 @@ import (
 // metrics are the gateway's Prometheus collectors, on a registry of its
 // own. Label values are bounded by the configuration: rule, policy and
 // route names, outcomes and status classes, never client keys.
-type metrics struct {
-	reg *prometheus.Registry
+type Metrics struct {
+	Reg *prometheus.Registry
 
 	decisions      *prometheus.CounterVec   // rule, policy, outcome
-	decisionTime   prometheus.Histogram     // seconds per Decide
+	DecisionTime   prometheus.Histogram     // seconds per Decide
 	storeErrors    *prometheus.CounterVec   // rule
-	upstreamTime   *prometheus.HistogramVec // route
-	upstreamStatus *prometheus.CounterVec   // route, class
-	shareRefused   *prometheus.CounterVec   // route
-	reloads        *prometheus.CounterVec   // result
-	reloadOK       prometheus.Gauge
-	h2             h2Metrics // the net/http data path's (h2metrics.go)
+	UpstreamTime   *prometheus.HistogramVec // route
+	UpstreamStatus *prometheus.CounterVec   // route, class
+	ShareRefused   *prometheus.CounterVec   // route
+	Reloads        *prometheus.CounterVec   // result
+	ReloadOK       prometheus.Gauge
+	H2             h2Metrics // the net/http data path's (h2metrics.go)
 }
 
 // newMetrics creates the collectors.
-func newMetrics() *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Reg: prometheus.NewRegistry(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_decisions_total",
 			Help: "Rate-limit decisions by rule, policy and outcome (allowed, delayed, refused, shadow_allowed, shadow_refused, error, not_charged). " +
 				"A refusal counts once, against the rule and policy that refused; the other rules the request matched count not_charged.",
 		}, []string{"rule", "policy", "outcome"}),
-		decisionTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+		DecisionTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tollgate_decision_duration_seconds",
 			Help:    "Time taken by the rule engine to decide one request, store included.",
 			Buckets: []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 5e-3, 0.025, 0.1},
@@ -42,45 +42,45 @@ func newMetrics() *metrics {
 			Name: "tollgate_store_errors_total",
 			Help: "Store failures met while deciding, by rule.",
 		}, []string{"rule"}),
-		upstreamTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		UpstreamTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "tollgate_upstream_duration_seconds",
 			Help:    "Time from sending a request upstream to its response headers, by route.",
 			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10),
 		}, []string{"route"}),
-		upstreamStatus: prometheus.NewCounterVec(prometheus.CounterOpts{
+		UpstreamStatus: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_upstream_responses_total",
 			Help: "Responses by route and status class (2xx, 3xx, 4xx, 5xx; error when no response came).",
 		}, []string{"route", "class"}),
-		shareRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+		ShareRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_upstream_client_share_refused_total",
 			Help: "Requests answered 503 by the gateway, by route, because their client already had upstream.max_conns_per_client requests in flight to the upstream.",
 		}, []string{"route"}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_config_reloads_total",
 			Help: "Configuration reloads by result (success, failure).",
 		}, []string{"result"}),
-		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
+		ReloadOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tollgate_config_last_reload_successful",
 			Help: "1 if the last reload attempt succeeded (or none was tried), 0 if it failed.",
 		}),
 	}
-	m.reloadOK.Set(1)
-	m.reg.MustRegister(m.decisions, m.decisionTime, m.storeErrors, m.upstreamTime,
-		m.upstreamStatus, m.shareRefused, m.reloads, m.reloadOK,
+	m.ReloadOK.Set(1)
+	m.Reg.MustRegister(m.decisions, m.DecisionTime, m.storeErrors, m.UpstreamTime,
+		m.UpstreamStatus, m.ShareRefused, m.Reloads, m.ReloadOK,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	for _, r := range []string{"success", "failure"} {
-		m.reloads.WithLabelValues(r)
+		m.Reloads.WithLabelValues(r)
 	}
-	m.h2 = newH2Metrics(m.reg)
+	m.H2 = newH2Metrics(m.Reg)
 	return m
 }
 
 // ruleCounters are one rule's decision counters, resolved once per
 // snapshot so that counting on the request path is an array index.
 type ruleCounters struct {
-	byPolicy    []outcomeCounters // by rules.Event.PolicyIndex
+	ByPolicy    []outcomeCounters // by rules.Event.PolicyIndex
 	storeErrors prometheus.Counter
 }
 
@@ -92,14 +92,14 @@ type outcomeCounters [rules.NotCharged + 1]prometheus.Counter
 // snapshot. Its counters are resolved when the snapshot is built (bind)
 // and found by the event's rule and policy indexes: no label or map
 // lookup per request.
-type observer struct {
-	m     *metrics
-	rules []ruleCounters // by position in rules.Config.Rules
+type Observer struct {
+	m     *Metrics
+	Rules []ruleCounters // by position in rules.Config.Rules
 }
 
 // newObserver returns an observer to set as a snapshot's
 // rules.Config.Observer; bind it to the engine once built.
-func (m *metrics) newObserver() *observer { return &observer{m: m} }
+func (m *Metrics) NewObserver() *Observer { return &Observer{m: m} }
 
 // enforcedOutcomes and shadowOutcomes are the outcomes an enforced or a
 // shadow rule's events can have.
@@ -111,33 +111,33 @@ var (
 // bind resolves the counters of every rule of cfg and of each of its
 // policies, as e (built from cfg) names them. It must happen before e
 // decides anything: the snapshot is published after.
-func (o *observer) bind(cfg *rules.Config, e *rules.Engine) {
-	o.rules = make([]ruleCounters, len(cfg.Rules))
+func (o *Observer) Bind(cfg *rules.Config, e *rules.Engine) {
+	o.Rules = make([]ruleCounters, len(cfg.Rules))
 	for i, r := range cfg.Rules {
-		rc := &o.rules[i]
+		rc := &o.Rules[i]
 		rc.storeErrors = o.m.storeErrors.WithLabelValues(r.Name)
 		outs := enforcedOutcomes
 		if r.Shadow {
 			outs = shadowOutcomes
 		}
 		names := e.PolicyNames(i)
-		rc.byPolicy = make([]outcomeCounters, len(names))
+		rc.ByPolicy = make([]outcomeCounters, len(names))
 		for j, p := range names {
 			for _, out := range outs {
-				rc.byPolicy[j][out] = o.m.decisions.WithLabelValues(r.Name, p, out.String())
+				rc.ByPolicy[j][out] = o.m.decisions.WithLabelValues(r.Name, p, out.String())
 			}
 		}
 	}
 }
 
 // Observe implements rules.Observer.
-func (o *observer) Observe(ev rules.Event) {
-	if uint(ev.RuleIndex) >= uint(len(o.rules)) || ev.Outcome > rules.NotCharged {
+func (o *Observer) Observe(ev rules.Event) {
+	if uint(ev.RuleIndex) >= uint(len(o.Rules)) || ev.Outcome > rules.NotCharged {
 		return
 	}
-	rc := &o.rules[ev.RuleIndex]
-	if uint(ev.PolicyIndex) < uint(len(rc.byPolicy)) {
-		if c := rc.byPolicy[ev.PolicyIndex][ev.Outcome]; c != nil {
+	rc := &o.Rules[ev.RuleIndex]
+	if uint(ev.PolicyIndex) < uint(len(rc.ByPolicy)) {
+		if c := rc.ByPolicy[ev.PolicyIndex][ev.Outcome]; c != nil {
 			c.Inc()
 		}
 	}
@@ -147,14 +147,14 @@ func (o *observer) Observe(ev rules.Event) {
 }
 
 // statusLabels are the upstream_responses_total classes, by statusIndex.
-var statusLabels = [7]string{"1xx", "2xx", "3xx", "4xx", "5xx", "error", "timeout"}
+var StatusLabels = [7]string{"1xx", "2xx", "3xx", "4xx", "5xx", "error", "timeout"}
 
 const (
-	idxError   = 5
-	idxTimeout = 6
+	IdxError   = 5
+	IdxTimeout = 6
 )
 
 // statusIndex maps a status code to its class's index in statusLabels.
-func statusIndex(code int) int {
+func StatusIndex(code int) int {
 	return min(max(code/100-1, 0), 4)
 }

@@ -9,8 +9,8 @@ import (
 
 // BenchmarkObserve is the metrics cost of one refused decision.
 func BenchmarkObserve(b *testing.B) {
-	m := newMetrics()
-	o := m.newObserver()
+	m := NewMetrics()
+	o := m.NewObserver()
 	rc := rules.Config{Rules: []rules.Rule{
 		{Name: "login", Policies: []rules.Policy{{Rate: "1/s"}}},
 		{Name: "per-ip", Policies: []rules.Policy{{Rate: "1/s"}}},
@@ -24,7 +24,7 @@ func BenchmarkObserve(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	o.bind(&rc, e)
+	o.Bind(&rc, e)
 	ev := rules.Event{Rule: "per-ip", RuleIndex: 1, Policy: "per-ip", Outcome: rules.Refused}
 	for b.Loop() {
 		o.Observe(ev)

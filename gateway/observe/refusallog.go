@@ -20,7 +20,7 @@ import (
 // refusals were not all written. So a flood of refusals writes at most
 // MaxLines + (rules) lines per Interval, and a refusal costs two atomic
 // additions unless it gets a line.
-type refusalLog struct {
+type RefusalLog struct {
 	log      *slog.Logger
 	keys     string
 	every    uint64
@@ -32,13 +32,13 @@ type refusalLog struct {
 
 	out    *lockedWriter
 	mu     sync.Mutex // guards byRule
-	byRule map[string]*refusalCount
+	byRule map[string]*RefusalCount
 	stop   chan struct{}
 	done   chan struct{}
 }
 
 // refusalCount is one rule's refusals in the current interval.
-type refusalCount struct {
+type RefusalCount struct {
 	rule             string
 	refused, written atomic.Uint64
 }
@@ -64,7 +64,7 @@ func (l *lockedWriter) flush() {
 }
 
 // openRefusalLog opens the log cfg describes; nil when it is off.
-func openRefusalLog(c *config.Config) (*refusalLog, error) {
+func OpenRefusalLog(c *config.Config) (*RefusalLog, error) {
 	rc := c.RefusalLog
 	if rc.Path == "" {
 		return nil, nil
@@ -82,9 +82,9 @@ func openRefusalLog(c *config.Config) (*refusalLog, error) {
 	if rc.Format == "text" {
 		h = slog.NewTextHandler(out, nil)
 	}
-	l := &refusalLog{
+	l := &RefusalLog{
 		log: slog.New(h), keys: rc.Keys, every: uint64(rc.SampleEvery), maxLines: int64(rc.MaxLines),
-		interval: rc.Interval, out: out, byRule: map[string]*refusalCount{},
+		interval: rc.Interval, out: out, byRule: map[string]*RefusalCount{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go l.run()
@@ -92,19 +92,19 @@ func openRefusalLog(c *config.Config) (*refusalLog, error) {
 }
 
 // counter returns rule's count, made once and kept across reloads.
-func (l *refusalLog) counter(rule string) *refusalCount {
+func (l *RefusalLog) Counter(rule string) *RefusalCount {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	c := l.byRule[rule]
 	if c == nil {
-		c = &refusalCount{rule: rule}
+		c = &RefusalCount{rule: rule}
 		l.byRule[rule] = c
 	}
 	return c
 }
 
 // refused records a refusal of the rule counted by c.
-func (l *refusalLog) refused(c *refusalCount, ev *rules.Event) {
+func (l *RefusalLog) Refused(c *RefusalCount, ev *rules.Event) {
 	c.refused.Add(1)
 	if l.every > 1 && l.seen.Add(1)%l.every != 0 {
 		return
@@ -118,7 +118,7 @@ func (l *refusalLog) refused(c *refusalCount, ev *rules.Event) {
 		slog.String("rule", ev.Rule),
 		slog.String("policy", ev.Policy),
 		slog.String("plan", ev.Plan),
-		slog.String("key", showKey(l.keys, ev.Key)),
+		slog.String("key", ShowKey(l.keys, ev.Key)),
 		slog.Int64("limit", d.Limit),
 		slog.Int64("remaining", d.Remaining),
 		slog.Duration("retry_after", d.RetryAfter),
@@ -128,7 +128,7 @@ func (l *refusalLog) refused(c *refusalCount, ev *rules.Event) {
 }
 
 // run flushes every second and writes the summaries every interval.
-func (l *refusalLog) run() {
+func (l *RefusalLog) run() {
 	defer close(l.done)
 	flush := time.NewTicker(min(time.Second, l.interval))
 	defer flush.Stop()
@@ -151,9 +151,9 @@ func (l *refusalLog) run() {
 
 // summarize writes one line per rule with refusals that got no line in
 // the interval ending, and starts the next.
-func (l *refusalLog) summarize() {
+func (l *RefusalLog) summarize() {
 	l.mu.Lock()
-	counts := make([]*refusalCount, 0, len(l.byRule))
+	counts := make([]*RefusalCount, 0, len(l.byRule))
 	for _, c := range l.byRule {
 		counts = append(counts, c)
 	}
@@ -170,7 +170,7 @@ func (l *refusalLog) summarize() {
 }
 
 // Close writes the last summary and closes the file.
-func (l *refusalLog) Close() error {
+func (l *RefusalLog) Close() error {
 	close(l.stop)
 	<-l.done
 	return l.out.f.Close()

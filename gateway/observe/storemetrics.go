@@ -13,7 +13,7 @@ import (
 // read once per scrape): whether decisions reach Redis, the breaker, the
 // failures and the decisions each failure mode answered. Without these a
 // Redis outage answered by the failure modes is invisible.
-type redisCollector struct{ s *redis.Store }
+type RedisCollector struct{ S *redis.Store }
 
 var (
 	redisUpDesc = prometheus.NewDesc("tollgate_redis_up",
@@ -38,7 +38,7 @@ var (
 )
 
 // Describe implements prometheus.Collector.
-func (redisCollector) Describe(ch chan<- *prometheus.Desc) {
+func (RedisCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{redisUpDesc, redisConnectedDesc, redisBreakerOpenDesc, redisBreakerTripsDesc,
 		redisFailuresDesc, redisFailoverDesc, redisShortCircuitsDesc, redisDecisionsDesc, redisCacheHitsDesc} {
 		ch <- d
@@ -46,8 +46,8 @@ func (redisCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector.
-func (c redisCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.s.Stats()
+func (c RedisCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.S.Stats()
 	gauge := func(d *prometheus.Desc, b bool) {
 		v := 0.0
 		if b {
@@ -78,7 +78,7 @@ func (c redisCollector) Collect(ch chan<- prometheus.Metric) {
 // once per scrape): its live keys, and what its bound cost: keys evicted
 // before they were idle, and new keys refused because every key that
 // could make room was being limited (limit.ErrFull).
-type memoryCollector struct{ s *memory.Store }
+type MemoryCollector struct{ S *memory.Store }
 
 var (
 	memoryKeysDesc = prometheus.NewDesc("tollgate_store_live_keys",
@@ -92,15 +92,15 @@ var (
 )
 
 // Describe implements prometheus.Collector.
-func (memoryCollector) Describe(ch chan<- *prometheus.Desc) {
+func (MemoryCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- memoryKeysDesc
 	ch <- memoryEvictionsDesc
 	ch <- memoryFullDesc
 }
 
 // Collect implements prometheus.Collector.
-func (c memoryCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.s.Stats()
+func (c MemoryCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.S.Stats()
 	ch <- prometheus.MustNewConstMetric(memoryKeysDesc, prometheus.GaugeValue, float64(st.Keys))
 	ch <- prometheus.MustNewConstMetric(memoryEvictionsDesc, prometheus.CounterValue, float64(st.Evictions))
 	ch <- prometheus.MustNewConstMetric(memoryFullDesc, prometheus.CounterValue, float64(st.Full))
@@ -109,9 +109,9 @@ func (c memoryCollector) Collect(ch chan<- prometheus.Metric) {
 // gossipCollector exports the gossip node's membership and traffic
 // (gossip.Stats, read once per scrape) and the gossip rules' decisions
 // answered before the node was warm (stores.Set.ColdDecisions).
-type gossipCollector struct {
-	s    *gossip.Store
-	cold func() stores.ColdDecisions
+type GossipCollector struct {
+	S    *gossip.Store
+	Cold func() stores.ColdDecisions
 }
 
 var (
@@ -143,7 +143,7 @@ var (
 )
 
 // Describe implements prometheus.Collector.
-func (gossipCollector) Describe(ch chan<- *prometheus.Desc) {
+func (GossipCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{gossipMembersDesc, gossipWarmDesc, gossipKeysDesc, gossipBytesDesc, gossipMessagesDesc,
 		gossipPushPullsDesc, gossipDroppedDesc, gossipEvictionsDesc, gossipMergeLagDesc, gossipUnsentDesc, gossipColdDesc} {
 		ch <- d
@@ -151,8 +151,8 @@ func (gossipCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector.
-func (c gossipCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.s.Stats()
+func (c GossipCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.S.Stats()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
@@ -185,10 +185,10 @@ func (c gossipCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(gossipDroppedDesc, st.Dropped.Full, "full")
 	counter(gossipDroppedDesc, st.Dropped.Oversize, "oversize")
 	counter(gossipDroppedDesc, st.Dropped.Busy, "busy")
-	counter(gossipDroppedDesc, c.s.ValueStats().Dropped, "value")
+	counter(gossipDroppedDesc, c.S.ValueStats().Dropped, "value")
 	gauge(gossipMergeLagDesc, st.MergeLag.Seconds())
 	gauge(gossipUnsentDesc, st.OldestUnsent.Seconds())
-	cold := c.cold()
+	cold := c.Cold()
 	counter(gossipColdDesc, cold.Open, "open")
 	counter(gossipColdDesc, cold.Closed, "closed")
 	counter(gossipColdDesc, cold.Local, "local")

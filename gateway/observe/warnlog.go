@@ -28,38 +28,38 @@ import (
 //
 // It is safe for concurrent use. Close writes the summaries still due and
 // stops the timers that write them.
-type warnLog struct{ l *logthrottle.Logger }
+type WarnLog struct{ l *logthrottle.Logger }
 
 // newWarnLog writes to log at most burst warnings of a kind per window.
 // now is the clock; nil means the real one, with summaries written by a
 // timer when a window ends (with another clock, by the kind's next line
 // or Close).
-func newWarnLog(log *slog.Logger, window time.Duration, burst int, now func() time.Time) *warnLog {
-	return &warnLog{logthrottle.New(log, logthrottle.Config{Every: window, Burst: burst, Now: now})}
+func NewWarnLog(log *slog.Logger, window time.Duration, burst int, now func() time.Time) *WarnLog {
+	return &WarnLog{logthrottle.New(log, logthrottle.Config{Every: window, Burst: burst, Now: now})}
 }
 
 // Printf logs one fasthttp message as a warning, redacted, unless its
 // kind has had its burst in this window.
-func (w *warnLog) Printf(format string, args ...any) {
-	w.l.LogKind(context.Background(), slog.LevelWarn, format, redactQuoted(fmt.Sprintf(format, args...)),
+func (w *WarnLog) Printf(format string, args ...any) {
+	w.l.LogKind(context.Background(), slog.LevelWarn, format, RedactQuoted(fmt.Sprintf(format, args...)),
 		slog.String("source", "fasthttp"))
 }
 
 // Warn logs msg with attrs as a warning unless kind has had its burst in
 // this window.
-func (w *warnLog) Warn(kind, msg string, attrs ...slog.Attr) {
+func (w *WarnLog) Warn(kind, msg string, attrs ...slog.Attr) {
 	w.l.LogKind(context.Background(), slog.LevelWarn, kind, msg, attrs...)
 }
 
 // Close writes the pending summaries and stops the timers.
-func (w *warnLog) Close() { w.l.Close() }
+func (w *WarnLog) Close() { w.l.Close() }
 
 // redactQuoted returns msg with the text of every double-quoted string in
 // it (as %q writes one, escapes included; an unterminated one runs to the
 // end) replaced by "…", and cut before a ", contents:" dump of a request.
 // fasthttp quotes with %q whatever it quotes from the wire, so this keeps
 // the kind of failure and drops what the client sent.
-func redactQuoted(msg string) string {
+func RedactQuoted(msg string) string {
 	if i := strings.Index(msg, ", contents:"); i >= 0 {
 		msg = msg[:i]
 	}

@@ -1,4 +1,4 @@
-package gateway
+package adapt
 
 import (
 	"testing"
@@ -10,11 +10,9 @@ import (
 	"github.com/tollgate-dev/tollgate/config"
 )
 
-func newTestConcLimits(t *testing.T) *concLimits {
+func newTestConcLimits(t *testing.T) *ConcLimits {
 	t.Helper()
-	g := &Gateway{m: &metrics{reg: prometheus.NewRegistry()}}
-	g.initConcLimits()
-	return &g.concs
+	return NewConcLimits(prometheus.NewRegistry())
 }
 
 // A request beyond the limit waits up to max_delay for a place: it
@@ -23,15 +21,15 @@ func newTestConcLimits(t *testing.T) *concLimits {
 func TestConcLimitWaitsMaxDelay(t *testing.T) {
 	cs := newTestConcLimits(t)
 	// min_concurrency 1: one place while minRTT is measured.
-	l := cs.forRoute("/", &config.AdaptiveConcurrency{MinConcurrency: 1, MaxDelay: 2 * time.Second})
-	if !l.acquire() {
+	l := cs.ForRoute("/", &config.AdaptiveConcurrency{MinConcurrency: 1, MaxDelay: 2 * time.Second})
+	if !l.Acquire() {
 		t.Fatal("first acquire refused")
 	}
 	got := make(chan bool)
-	go func() { got <- l.acquire() }()
+	go func() { got <- l.Acquire() }()
 	time.Sleep(20 * time.Millisecond)
 	began := time.Now()
-	l.release(began)
+	l.Release(began)
 	select {
 	case ok := <-got:
 		if !ok {
@@ -41,22 +39,22 @@ func TestConcLimitWaitsMaxDelay(t *testing.T) {
 		t.Fatal("the waiter did not take the freed place")
 	}
 
-	l.maxDelay = 50 * time.Millisecond
+	l.MaxDelay = 50 * time.Millisecond
 	start := time.Now()
-	if l.acquire() {
+	if l.Acquire() {
 		t.Fatal("acquired beyond the limit")
 	}
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Fatalf("refused after %v, want after max_delay 50ms", d)
 	}
 	var m dto.Metric
-	if err := l.refused.Write(&m); err != nil {
+	if err := l.Refused.Write(&m); err != nil {
 		t.Fatal(err)
 	}
 	if n := m.GetCounter().GetValue(); n != 1 {
 		t.Fatalf("refused counter %v, want 1", n)
 	}
-	l.release(time.Now())
+	l.Release(time.Now())
 }
 
 // When the limit rises by several places at once, every waiter that now
@@ -64,23 +62,23 @@ func TestConcLimitWaitsMaxDelay(t *testing.T) {
 // max_delay.
 func TestConcLimitRiseWakesEveryWaiterThatFits(t *testing.T) {
 	cs := newTestConcLimits(t)
-	l := cs.forRoute("/", &config.AdaptiveConcurrency{
+	l := cs.ForRoute("/", &config.AdaptiveConcurrency{
 		MinConcurrency: 1, MaxConcurrency: 10, MinRTTRequests: 1,
 		SampleWindow: time.Millisecond, MinRTTInterval: time.Hour, MaxDelay: 10 * time.Second,
 	})
 	// minRTT measured on one request of 10 ms: the limit stays 1.
-	if !l.acquire() {
+	if !l.Acquire() {
 		t.Fatal("first acquire refused")
 	}
-	l.release(time.Now().Add(-10 * time.Millisecond))
-	if !l.acquire() {
+	l.Release(time.Now().Add(-10 * time.Millisecond))
+	if !l.Acquire() {
 		t.Fatal("second acquire refused")
 	}
 	const waiters = 2
 	got := make(chan time.Time, waiters)
 	for range waiters {
 		go func() {
-			if l.acquire() {
+			if l.Acquire() {
 				got <- time.Now()
 			}
 		}()
@@ -89,8 +87,8 @@ func TestConcLimitRiseWakesEveryWaiterThatFits(t *testing.T) {
 	// A 1 ms request against a 10 ms minRTT: the gradient is 2, the limit
 	// goes from 1 to 3 (2 + √2) in one release, room for both waiters.
 	released := time.Now()
-	l.release(released.Add(-time.Millisecond))
-	if st := l.ctl.State(); st.Limit != 3 {
+	l.Release(released.Add(-time.Millisecond))
+	if st := l.Ctl.State(); st.Limit != 3 {
 		t.Fatalf("limit %d after the window, want 3", st.Limit)
 	}
 	for range waiters {
@@ -109,21 +107,21 @@ func TestConcLimitRiseWakesEveryWaiterThatFits(t *testing.T) {
 // make a new one.
 func TestConcLimitKeptAcrossReload(t *testing.T) {
 	cs := newTestConcLimits(t)
-	a := cs.forRoute("/", &config.AdaptiveConcurrency{MaxConcurrency: 50})
-	if b := cs.forRoute("/", &config.AdaptiveConcurrency{MaxConcurrency: 50}); b != a {
+	a := cs.ForRoute("/", &config.AdaptiveConcurrency{MaxConcurrency: 50})
+	if b := cs.ForRoute("/", &config.AdaptiveConcurrency{MaxConcurrency: 50}); b != a {
 		t.Fatal("same settings: a new controller")
 	}
-	if b := cs.forRoute("/", &config.AdaptiveConcurrency{MaxConcurrency: 60}); b == a {
+	if b := cs.ForRoute("/", &config.AdaptiveConcurrency{MaxConcurrency: 60}); b == a {
 		t.Fatal("new settings: the old controller")
 	}
 }
 
 func TestConcLimitNoAllocs(t *testing.T) {
 	cs := newTestConcLimits(t)
-	l := cs.forRoute("/", &config.AdaptiveConcurrency{MinRTTRequests: 1, SampleWindow: 10 * time.Millisecond})
+	l := cs.ForRoute("/", &config.AdaptiveConcurrency{MinRTTRequests: 1, SampleWindow: 10 * time.Millisecond})
 	allocs := testing.AllocsPerRun(1000, func() {
-		if l.acquire() {
-			l.release(time.Now())
+		if l.Acquire() {
+			l.Release(time.Now())
 		}
 	})
 	if allocs != 0 {

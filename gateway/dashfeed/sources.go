@@ -1,0 +1,17 @@
+package dashfeed
+
+import (
+	"github.com/tollgate-dev/tollgate/gateway/adapt"
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
+	"github.com/tollgate-dev/tollgate/stores"
+)
+
+// Sources are what the dashboard reads of the running gateway: the
+// snapshot and log (Core), the stores' state and the adaptive
+// controllers' and concurrency limits' status.
+type Sources struct {
+	*exchange.Core
+	Stores *stores.Set
+	Adapt  *adapt.Controllers
+	Concs  *adapt.ConcLimits
+}
