@@ -312,7 +312,6 @@ func (w netHTTPLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-
 // netHTTPLogger is the log.Logger for net/http's own messages.
 func (g *Server) netHTTPLogger() *log.Logger { return log.New(netHTTPLog{g}, "", 0) }
 
