@@ -13,7 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
-// controllers are the gateway's running adaptive controllers. A reload
+// Controllers are the gateway's running adaptive controllers. A reload
 // keeps a controller whose settings did not change (and so its factor),
 // replaces one that changed and stops one that went.
 type Controllers struct {
@@ -31,7 +31,7 @@ func NewControllers(reg *prometheus.Registry, log *slog.Logger, fleets map[strin
 	return &Controllers{m: newAdaptiveMetrics(reg), log: log, fleets: fleets}
 }
 
-// prepare returns the loops cfg needs: the running ones whose settings
+// Prepare returns the loops cfg needs: the running ones whose settings
 // are unchanged, new (unstarted) ones for the others.
 func (cs *Controllers) Prepare(cfg *config.Config) (map[string]*adaptive.Loop, error) {
 	cs.mu.Lock()
@@ -53,7 +53,7 @@ func (cs *Controllers) Prepare(cfg *config.Config) (map[string]*adaptive.Loop, e
 	return out, nil
 }
 
-// commit makes loops the running set: it starts the new ones and stops
+// Commit makes loops the running set: it starts the new ones and stops
 // those no longer in it. Called once the snapshot that uses loops is
 // in place.
 func (cs *Controllers) Commit(loops map[string]*adaptive.Loop) {
@@ -73,7 +73,7 @@ func (cs *Controllers) Commit(loops map[string]*adaptive.Loop) {
 	cs.running = loops
 }
 
-// closeAll stops every loop.
+// CloseAll stops every loop.
 func (cs *Controllers) CloseAll() {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -83,7 +83,7 @@ func (cs *Controllers) CloseAll() {
 	cs.running = nil
 }
 
-// scales is the rule engine's view of loops.
+// Scales is the rule engine's view of loops.
 func Scales(loops map[string]*adaptive.Loop) rules.ScaleFunc {
 	return func(name string) rules.Scale {
 		if l := loops[name]; l != nil {
@@ -93,7 +93,7 @@ func Scales(loops map[string]*adaptive.Loop) rules.ScaleFunc {
 	}
 }
 
-// metersFor returns the meters of the loops whose upstream is upstream.
+// MetersFor returns the meters of the loops whose upstream is upstream.
 func MetersFor(loops map[string]*adaptive.Loop, upstream string) []*adaptive.Meter {
 	var out []*adaptive.Meter
 	for _, l := range loops {

@@ -10,7 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway/dashboard"
 )
 
-// statuses are the running adaptive controllers as the dashboard shows
+// Statuses are the running adaptive controllers as the dashboard shows
 // them, by name: the factor in force between the floor and the base,
 // whether it is tightened, and how the fleet shares it.
 func (cs *Controllers) Statuses() []dashboard.Status {
@@ -46,7 +46,7 @@ func (cs *Controllers) Statuses() []dashboard.Status {
 	return out
 }
 
-// statuses are the routes' gradient concurrency limits as the dashboard
+// Statuses are the routes' gradient concurrency limits as the dashboard
 // shows them, by route.
 func (cs *ConcLimits) Statuses() []dashboard.Status {
 	cs.mu.Lock()

@@ -11,7 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/config"
 )
 
-// concLimit is a route's adaptive concurrency (routes[].
+// ConcLimit is a route's adaptive concurrency (routes[].
 // adaptive_concurrency): its gradient controller, the wait for a place
 // and the route's series.
 type ConcLimit struct {
@@ -28,7 +28,7 @@ type ConcLimit struct {
 	limit, minRTT, sampleRTT prometheus.Gauge
 }
 
-// acquire takes a place, waiting up to maxDelay for one, and reports
+// Acquire takes a place, waiting up to maxDelay for one, and reports
 // whether it did; a true is matched by one release.
 func (l *ConcLimit) Acquire() bool {
 	if l.Ctl.Acquire() {
@@ -56,7 +56,7 @@ func (l *ConcLimit) Acquire() bool {
 	return false
 }
 
-// release gives the place back: the exchange with the upstream began
+// Release gives the place back: the exchange with the upstream began
 // at began.
 func (l *ConcLimit) Release(began time.Time) {
 	now := time.Now()
@@ -77,7 +77,7 @@ func (l *ConcLimit) Release(began time.Time) {
 	}
 }
 
-// cancel gives the place back without a sample (adaptive.Gradient.Cancel).
+// Cancel gives the place back without a sample (adaptive.Gradient.Cancel).
 func (l *ConcLimit) Cancel() {
 	l.Ctl.Cancel()
 	select {
@@ -94,7 +94,7 @@ func (l *ConcLimit) publish() {
 	l.sampleRTT.Set(st.SampleRTT.Seconds())
 }
 
-// concLimits are the gateway's adaptive concurrency controllers by
+// ConcLimits are the gateway's adaptive concurrency controllers by
 // route. A reload keeps a route's controller (and so its limit and
 // minRTT) when its settings did not change.
 type ConcLimits struct {
@@ -106,7 +106,7 @@ type ConcLimits struct {
 	Refused                  *prometheus.CounterVec // route
 }
 
-// forRoute returns the controller of a route named name with ac, the
+// ForRoute returns the controller of a route named name with ac, the
 // running one when its settings are unchanged.
 func (c *ConcLimits) ForRoute(name string, ac *config.AdaptiveConcurrency) *ConcLimit {
 	s := ac.GradientSettings()

@@ -5,7 +5,7 @@ import "time"
 // monoBase anchors monoNow.
 var monoBase = time.Now()
 
-// monoNow returns the current time for measuring durations with one read
+// MonoNow returns the current time for measuring durations with one read
 // of the monotonic clock, where time.Now reads both the wall and the
 // monotonic clock (on this machine about 50 ns, for every request). Its
 // wall part drifts from the system clock's when that is set: use it only

@@ -19,12 +19,12 @@ func keyOf(local, remote net.Addr) (connKey, bool) {
 	return connKey{l.AddrPort(), r.AddrPort()}, true
 }
 
-// upstreamConns tracks the open upstream connections, so that once a
+// UpstreamConns tracks the open upstream connections, so that once a
 // response's headers have arrived within the response timeout, the rest
 // of a streamed body may take as long as it takes.
 type UpstreamConns struct{ m sync.Map } // connKey → *trackedConn
 
-// dial wraps a dial function so that its connections are tracked until
+// Dial wraps a dial function so that its connections are tracked until
 // they close and bound each exchange by timeout (none when zero).
 func (u *UpstreamConns) Dial(d *net.Dialer, timeout time.Duration) func(string) (net.Conn, error) {
 	return func(addr string) (net.Conn, error) {
@@ -41,7 +41,7 @@ func (u *UpstreamConns) Dial(d *net.Dialer, timeout time.Duration) func(string) 
 	}
 }
 
-// deadlineSlack is how much later than asked an exchange's deadline may
+// DeadlineSlack is how much later than asked an exchange's deadline may
 // fall: an eighth of the timeout, at most a second. It lets a
 // connection's deadline be set once for many quick exchanges instead of
 // twice for each.
@@ -49,7 +49,7 @@ func DeadlineSlack(timeout time.Duration) time.Duration {
 	return min(timeout/8, time.Second)
 }
 
-// liftDeadline removes the deadline of the connection between local and
+// LiftDeadline removes the deadline of the connection between local and
 // remote until its next exchange.
 func (u *UpstreamConns) LiftDeadline(local, remote net.Addr) {
 	k, ok := keyOf(local, remote)
@@ -139,7 +139,7 @@ func (c *trackedConn) Close() error {
 	return c.Conn.Close()
 }
 
-// clientHolds bounds what one client holds of an upstream's connection
+// ClientHolds bounds what one client holds of an upstream's connection
 // pool (upstream.max_conns_per_client): the exchanges with the upstream
 // each client network (rules.ClientNets) has in flight, from the request
 // sent to the last byte of the response written to the client. HTTP/1.1
@@ -165,7 +165,7 @@ func (h *ClientHolds) shard(p netip.Prefix) *holdShard {
 	return &h.shards[(a[15]^a[13]^a[11]^a[7])&15]
 }
 
-// acquire takes a place for p, or reports that p holds its share, max.
+// Acquire takes a place for p, or reports that p holds its share, max.
 func (h *ClientHolds) Acquire(p netip.Prefix, max int32) bool {
 	sh := h.shard(p)
 	sh.mu.Lock()
@@ -181,7 +181,7 @@ func (h *ClientHolds) Acquire(p netip.Prefix, max int32) bool {
 	return true
 }
 
-// release gives back a place acquire took for p.
+// Release gives back a place acquire took for p.
 func (h *ClientHolds) Release(p netip.Prefix) {
 	sh := h.shard(p)
 	sh.mu.Lock()
@@ -201,13 +201,13 @@ func (h *ClientHolds) held(p netip.Prefix) int {
 	return int(sh.n[p])
 }
 
-// clientHold is a place taken in a clientHolds, or none (h nil).
+// ClientHold is a place taken in a clientHolds, or none (h nil).
 type ClientHold struct {
 	h *ClientHolds
 	p netip.Prefix
 }
 
-// release gives the place back, once.
+// Release gives the place back, once.
 func (c *ClientHold) Release() {
 	if c.h != nil {
 		c.h.Release(c.p)

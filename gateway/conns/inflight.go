@@ -5,7 +5,7 @@ import (
 	"net"
 )
 
-// asYieldConn is the listener's own connection under c, or nil for a
+// AsYieldConn is the listener's own connection under c, or nil for a
 // connection it did not wrap.
 func AsYieldConn(c net.Conn) *YieldConn {
 	if t, ok := c.(*tls.Conn); ok {

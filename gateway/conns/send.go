@@ -16,7 +16,7 @@ import (
 // keeps its flow-control window shut writes nothing to the connection
 // and blocks only its handler: streamSend bounds those writes.
 
-// streamSend is an HTTP/2 stream's response writer whose every write and
+// StreamSend is an HTTP/2 stream's response writer whose every write and
 // flush must complete within send: before each, it moves the stream's
 // write deadline (http.ResponseController, which net/http keeps per
 // stream) to send from now when less than that is left, so that a
@@ -31,7 +31,7 @@ type StreamSend struct {
 	armed       int64 // the deadline set, Unix nanoseconds; 0 for none
 }
 
-// start makes w the bounded writer over rw.
+// Start makes w the bounded writer over rw.
 func (w *StreamSend) Start(rw http.ResponseWriter, send time.Duration) {
 	*w = StreamSend{ResponseWriter: rw, rc: http.NewResponseController(rw), send: send, slack: DeadlineSlack(send)}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
-// holdSlots keeps the concurrency slots of res until the exchange ends:
+// HoldSlots keeps the concurrency slots of res until the exchange ends:
 // the response's last byte written (a streamed body included), the
 // client gone, or the connection hijacked (connState). It runs when the
 // handler returns, whichever way: a refusal, an upstream error or
@@ -22,7 +22,7 @@ func HoldSlots(ctx *fasthttp.RequestCtx, res *rules.Result) {
 	y.slots, y.holding = *res, true
 }
 
-// releaseExchangeSlots releases what holdSlots kept on y.
+// ReleaseExchangeSlots releases what holdSlots kept on y.
 func ReleaseExchangeSlots(y *YieldConn) {
 	if !y.holding {
 		return

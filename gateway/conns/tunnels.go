@@ -5,7 +5,7 @@ import (
 	"sync"
 )
 
-// tunnels tracks the open WebSocket connections, so that Close can end
+// Tunnels tracks the open WebSocket connections, so that Close can end
 // them (fasthttp's Shutdown does not know hijacked connections).
 type Tunnels struct {
 	mu     sync.Mutex
@@ -16,7 +16,7 @@ type Tunnels struct {
 	open map[string]int
 }
 
-// reserve takes one of max tunnel places to addr (max 0: no limit),
+// Reserve takes one of max tunnel places to addr (max 0: no limit),
 // reporting false when all are taken. release gives it back.
 func (t *Tunnels) Reserve(addr string, max int) bool {
 	t.mu.Lock()

@@ -13,7 +13,7 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
-// yieldListener hands out connections that can be sent to the back of
+// YieldListener hands out connections that can be sent to the back of
 // the run queue: after a refusal, the connection's goroutine yields the
 // processor before it reads that client's next request.
 //
@@ -53,7 +53,7 @@ func (l YieldListener) Accept() (net.Conn, error) {
 	return c, nil
 }
 
-// yieldConn yields once before the first Read after yieldBeforeNextRead.
+// YieldConn yields once before the first Read after yieldBeforeNextRead.
 // Only the goroutine serving the connection touches the flag.
 //
 // It embeds the *net.TCPConn itself, not a net.Conn, so that the TCP
@@ -69,7 +69,7 @@ type YieldConn struct {
 	// released when the exchange ends (connState, slots.go).
 	slots   rules.Result
 	holding bool
-	// upstream is the exchange's place in its client's share of the
+	// Upstream is the exchange's place in its client's share of the
 	// upstream pool, released when the exchange ends (connState).
 	Upstream ClientHold
 
@@ -179,7 +179,7 @@ func (c *YieldConn) Read(b []byte) (int, error) {
 	return c.TCPConn.Read(b)
 }
 
-// yieldBeforeNextRead asks the connection serving ctx to yield before it
+// YieldBeforeNextRead asks the connection serving ctx to yield before it
 // reads the next request. Connections the listener did not wrap (a
 // test's in-memory ones) are left alone.
 func YieldBeforeNextRead(ctx *fasthttp.RequestCtx) {

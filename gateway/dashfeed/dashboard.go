@@ -22,7 +22,7 @@ import (
 	"github.com/tollgate-dev/tollgate/topk"
 )
 
-// dashState is what feeds the live dashboard: the heavy hitters, the
+// DashState is what feeds the live dashboard: the heavy hitters, the
 // history of decision rates, the open pages (hub), and the refusal log
 // that shares the observer. It samples the decision counters every
 // admin.dashboard.period, and builds a frame only while a page is open.
@@ -62,10 +62,10 @@ func NewDashState(g *Sources, cfg *config.Config) (*DashState, error) {
 	return d, nil
 }
 
-// enabled reports whether the running configuration has the dashboard.
+// Enabled reports whether the running configuration has the dashboard.
 func (d *DashState) Enabled() bool { return d.g.Snap.Load().Cfg.Admin.Dashboard.On() }
 
-// observer returns the rules.Observer for a snapshot of cfg: the metrics'
+// Observer returns the rules.Observer for a snapshot of cfg: the metrics'
 // own when neither the dashboard nor the refusal log is on, so that
 // neither costs anything then; else one that also feeds them. It also
 // returns the rules' heavy hitters, by position (nil when off).
@@ -87,7 +87,7 @@ func (d *DashState) Observer(m *observe.Observer, c *config.Config, rc *rules.Co
 	return w, tops
 }
 
-// watchedObserver passes each event to the metrics, the rule's heavy
+// WatchedObserver passes each event to the metrics, the rule's heavy
 // hitters and, for a refusal, the refusal log.
 type WatchedObserver struct {
 	m      *observe.Observer
@@ -108,13 +108,13 @@ func (w *WatchedObserver) Observe(ev rules.Event) {
 	}
 }
 
-// start runs the sampler.
+// Start runs the sampler.
 func (d *DashState) Start() {
 	d.started = true
 	go d.run()
 }
 
-// close stops the sampler, the open pages and the refusal log.
+// Close stops the sampler, the open pages and the refusal log.
 func (d *DashState) Close() {
 	close(d.stop)
 	if d.started {
@@ -168,7 +168,7 @@ func (d *DashState) tick(now time.Time) {
 	d.Hub.Publish(dashboard.EventFrame, b)
 }
 
-// frame is the EventFrame data for s with sample.
+// Frame is the EventFrame data for s with sample.
 func (d *DashState) Frame(s *exchange.Snapshot, sample dashboard.Sample) ([]byte, error) {
 	f := dashboard.Frame{Sample: sample, Rules: d.tops(s), Status: d.status()}
 	d.Mu.Lock()
@@ -180,7 +180,7 @@ func (d *DashState) Frame(s *exchange.Snapshot, sample dashboard.Sample) ([]byte
 	return json.Marshal(&f)
 }
 
-// sample reads the decision counters of s's rules and records their
+// Sample reads the decision counters of s's rules and records their
 // rates since the last sample in the history.
 func (d *DashState) Sample(s *exchange.Snapshot, now time.Time) dashboard.Sample {
 	smp := dashboard.Sample{Time: now.UnixMilli()}
@@ -383,7 +383,7 @@ func (d *DashState) status() []dashboard.Status {
 	return out
 }
 
-// observerOf is the observer s's engine reports to, for tests.
+// ObserverOf is the observer s's engine reports to, for tests.
 func (d *DashState) ObserverOf(s *exchange.Snapshot) rules.Observer { return s.Observer }
 
 // probeKey is the key the dashboard reads to time a Redis round trip (a

@@ -2,11 +2,11 @@ package exchange
 
 import "github.com/valyala/fasthttp"
 
-// demoBody is what the built-in demo origin answers.
+// DemoBody is what the built-in demo origin answers.
 const DemoBody = "Hello from tollgate's built-in demo origin.\n" +
 	"This response passed the rate limiter: see the RateLimit headers.\n"
 
-// demo is the built-in origin used by the embedded default configuration
+// Demo is the built-in origin used by the embedded default configuration
 // (upstream: demo). It answers every request with 200 and a short text.
 func Demo(ctx *fasthttp.RequestCtx) {
 	ctx.SetStatusCode(fasthttp.StatusOK)

@@ -15,7 +15,7 @@ import (
 
 const ClientShareDetail = "this client already has upstream.max_conns_per_client requests in flight to the upstream"
 
-// appendForwarded appends the Forwarded lines prior, joined, then this
+// AppendForwarded appends the Forwarded lines prior, joined, then this
 // hop's element: for= the peer (an IPv6 address quoted in brackets, as
 // RFC 7239 §6 writes it) and proto=.
 func AppendForwarded(dst []byte, prior [][]byte, peer netip.Addr, proto []byte) []byte {
@@ -37,7 +37,7 @@ func AppendForwarded(dst []byte, prior [][]byte, peer netip.Addr, proto []byte) 
 	return append(dst, proto...)
 }
 
-// hasDotSegment reports whether the raw path has a "." or ".." segment
+// HasDotSegment reports whether the raw path has a "." or ".." segment
 // once percent-decoded (%2e is a dot, %2f a slash).
 func HasDotSegment(raw []byte) bool {
 	if bytes.IndexByte(raw, '.') < 0 && bytes.IndexByte(raw, '%') < 0 {
@@ -79,10 +79,10 @@ func IsTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// errBodyTooLarge stops a request body past listen.max_request_body.
+// ErrBodyTooLarge stops a request body past listen.max_request_body.
 var ErrBodyTooLarge = errors.New("the request body exceeds listen.max_request_body")
 
-// clientBodyFault is the answer to a request whose body could not be
+// ClientBodyFault is the answer to a request whose body could not be
 // read from the client, on either data path: 413 past the limit, 408
 // when the client stalled past the read timeout, 400 for broken framing
 // or a body cut short. None of them is the upstream's fault.

@@ -8,14 +8,14 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// beginMeters counts an exchange with rt's upstream in flight.
+// BeginMeters counts an exchange with rt's upstream in flight.
 func BeginMeters(rt *Route) {
 	for _, m := range rt.Meters {
 		m.Begin()
 	}
 }
 
-// endMeters ends it: how long the upstream took to answer, whether it
+// EndMeters ends it: how long the upstream took to answer, whether it
 // failed (no response, or a 5xx) and the header fields the meters read.
 // An exchange that did not end by the upstream's doing (originsOutcome)
 // is cancelled instead: the origin signals measure the origin, and an
@@ -36,7 +36,7 @@ func EndMeters(rt *Route, took time.Duration, resp *fasthttp.Response, err, body
 	}
 }
 
-// originsOutcome reports whether an exchange with the upstream that
+// OriginsOutcome reports whether an exchange with the upstream that
 // ended with err (nil: a response) was the upstream's doing: its
 // response, or a failure to connect to it or to get its answer in
 // time. It was not when the client's request body failed (bodyErr:
@@ -54,7 +54,7 @@ func cancelMeters(rt *Route) {
 	}
 }
 
-// endMetersH2 is endMeters for the net/http path: the upstream's
+// EndMetersH2 is endMeters for the net/http path: the upstream's
 // response resp, or, with resp nil, a failure to get one, measured
 // unless it was the client's (clients: its request body failed, or it
 // went away before the answer).

@@ -18,44 +18,44 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
-// snapshot is everything one configuration serves with. It is immutable
+// Snapshot is everything one configuration serves with. It is immutable
 // once built and swapped whole on reload.
 type Snapshot struct {
 	Cfg    *config.Config
 	Engine *rules.Engine // nil when there are no rules
 	Routes []*Route      // most specific first
 	Cert   *tls.Certificate
-	// shown is the running configuration as /config serves it.
+	// Shown is the running configuration as /config serves it.
 	Shown []byte
-	// logAccess is whether requests are written to the access log.
+	// LogAccess is whether requests are written to the access log.
 	LogAccess bool
-	// accessQuery is what the access log keeps of a query string.
+	// AccessQuery is what the access log keeps of a query string.
 	AccessQuery accesslog.Query
-	// trusted are client_ip.trusted_proxies: only from them is an
+	// Trusted are client_ip.trusted_proxies: only from them is an
 	// incoming X-Forwarded-For kept (and appended to).
 	Trusted rules.Proxies
-	// nets finds a request's client network as the rule engine does, for
+	// Nets finds a request's client network as the rule engine does, for
 	// upstream.max_conns_per_client.
 	Nets *rules.ClientNets
-	// refusesWithoutRedis names the enforced rules on Redis whose failure
+	// RefusesWithoutRedis names the enforced rules on Redis whose failure
 	// mode is closed: while Redis is down they refuse, and /readyz says
 	// so. Empty when the store is in memory.
 	RefusesWithoutRedis []string
-	// loops are the adaptive controllers this configuration runs, by
+	// Loops are the adaptive controllers this configuration runs, by
 	// name (controllers.commit starts them once it is in place).
 	Loops map[string]*adaptive.Loop
-	// obs counts the decisions (the dashboard samples its counters);
+	// Obs counts the decisions (the dashboard samples its counters);
 	// tops are the rules' heavy hitters by position, nil when the
 	// dashboard is off.
 	Obs      *observe.Observer
 	Tops     []*observe.RuleTops
 	Observer rules.Observer // the engine's: obs, or one over it
-	// refusesWhileCold names the enforced gossip rules whose failure mode
+	// RefusesWhileCold names the enforced gossip rules whose failure mode
 	// is closed: the gateway is not ready until its gossip node is warm.
 	RefusesWhileCold []string
 }
 
-// route is one compiled config.Route.
+// Route is one compiled config.Route.
 type Route struct {
 	Name     string // metrics label: "host/path" as configured
 	Host     string // lower case, no port; "" matches all
@@ -75,23 +75,23 @@ type Route struct {
 	DialTimeout time.Duration
 	UpTime      prometheus.Observer
 	UpStatus    [7]prometheus.Counter // by statusIndex
-	// meters measure the exchanges for the adaptive controllers whose
+	// Meters measure the exchanges for the adaptive controllers whose
 	// upstream this route's is.
 	Meters []*adaptive.Meter
-	// conc bounds the requests in flight to the upstream
+	// Conc bounds the requests in flight to the upstream
 	// (adaptive_concurrency); nil without.
 	Conc *adapt.ConcLimit
-	// holds bounds what one client holds of the upstream's pool to
+	// Holds bounds what one client holds of the upstream's pool to
 	// share (upstream.max_conns_per_client); nil for the demo origin.
 	Holds        *conns.ClientHolds
 	Share        int32
 	ShareRefused prometheus.Counter
 }
 
-// isTrusted reports whether a is a trusted proxy.
+// IsTrusted reports whether a is a trusted proxy.
 func (s *Snapshot) IsTrusted(a netip.Addr) bool { return s.Trusted.Contains(a) }
 
-// match returns the route for ctx, or nil.
+// Match returns the route for ctx, or nil.
 func (s *Snapshot) Match(host, path []byte) *Route {
 	host = rules.HostOnly(host) // as the rule engine reads it
 	for _, r := range s.Routes {

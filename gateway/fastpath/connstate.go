@@ -7,7 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// connState is the traffic server's fasthttp.Server.ConnState hook: it
+// ConnState is the traffic server's fasthttp.Server.ConnState hook: it
 // counts the connections in the middle of an exchange, from the first
 // byte of a request to the last of its response (a streamed body
 // included), in g.inFlight. HTTP/1.1 carries one exchange at a time, so

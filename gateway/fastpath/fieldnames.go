@@ -21,7 +21,7 @@ var tchar = func() (t [256]bool) {
 	return t
 }()
 
-// validFieldNames reports whether every field name in raw, a request's
+// ValidFieldNames reports whether every field name in raw, a request's
 // header block as received (fasthttp's RequestHeader.RawHeaders, without
 // the request line), is a token. fasthttp refuses most bad names itself
 // but passes one with a space inside ("Transfer Encoding"), which an

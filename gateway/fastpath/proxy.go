@@ -33,7 +33,7 @@ var (
 	ValHTTPS      = []byte("https")
 )
 
-// removeRequestHop deletes the fields named in Connection, Connection
+// RemoveRequestHop deletes the fields named in Connection, Connection
 // itself, then the standard hop-by-hop ones. Fields are looked up before
 // deleting: most requests have none, and a lookup costs less than a
 // delete. PeekAll, as the first line may be empty (PeekCanonical reads
@@ -86,7 +86,7 @@ func removeResponseHop(h *fasthttp.ResponseHeader) {
 	}
 }
 
-// forEachToken calls f with each comma-separated token of v, trimmed.
+// ForEachToken calls f with each comma-separated token of v, trimmed.
 func ForEachToken(v []byte, f func([]byte)) {
 	for len(v) > 0 {
 		i := 0
@@ -110,7 +110,7 @@ func ForEachToken(v []byte, f func([]byte)) {
 	}
 }
 
-// setForwarded sets X-Forwarded-For to the peer's address, appended to
+// SetForwarded sets X-Forwarded-For to the peer's address, appended to
 // the incoming list (all its lines) only when the peer is a trusted proxy
 // (a client's own X-Forwarded-For is dropped, so an upstream reading the
 // list cannot be fooled by it), and sets X-Forwarded-Proto and
@@ -225,7 +225,7 @@ func (g *Server) proxy(ctx *fasthttp.RequestCtx, s *exchange.Snapshot, rt *excha
 	removeResponseHop(&resp.Header)
 }
 
-// setUpstreamPath prefixes the request's path with rt's base path. The
+// SetUpstreamPath prefixes the request's path with rt's base path. The
 // path goes as the client sent it, encodings kept, unless it has dot
 // segments: then it is the normalized path routing matched, re-encoded,
 // so that it cannot climb out of the base path at the upstream. As with
@@ -254,7 +254,7 @@ func SetUpstreamPath(req *fasthttp.Request, rt *exchange.Route, scratch []byte) 
 	uri.SetPathBytes(p)
 }
 
-// setUpstream points the request's URI and Host at rt's upstream, and
+// SetUpstream points the request's URI and Host at rt's upstream, and
 // makes it an HTTP/1.1 request: an intermediary sends its own version
 // (RFC 9110 §6.2), not the client's (1.0, or 0.0, 1.9 as fasthttp reads
 // them).

@@ -8,7 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// readError is the traffic server's fasthttp.Server.ErrorHandler: it
+// ReadError is the traffic server's fasthttp.Server.ErrorHandler: it
 // answers a request that could not be read. fasthttp's own handler tells
 // a timeout only when the error is a bare *net.OpError, so a head that
 // stalls midway (its timeout wrapped in a header error) got 400; here any
@@ -29,7 +29,7 @@ func ReadError(ctx *fasthttp.RequestCtx, err error) {
 	}
 }
 
-// expectContinue is the traffic server's fasthttp.Server.ExpectHandler.
+// ExpectContinue is the traffic server's fasthttp.Server.ExpectHandler.
 // A request announcing a body over listen.max_request_body is answered
 // 413 at once, before the client sends it, instead of 100 Continue
 // followed by a 413 and a reset. Others may send their body.

@@ -12,7 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
-// serve is the traffic listener's handler: route, decide, then proxy.
+// Serve is the traffic listener's handler: route, decide, then proxy.
 func (g *Server) Serve(ctx *fasthttp.RequestCtx) {
 	s := g.Snap.Load()
 	var ent *observe.Entry

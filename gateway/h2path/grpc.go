@@ -35,7 +35,7 @@ func (g *Server) checkGRPC(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// isGRPCContentType reports whether vals is one content type,
+// IsGRPCContentType reports whether vals is one content type,
 // application/grpc or application/grpc+FORMAT or ;PARAMETERS after it.
 func IsGRPCContentType(vals []string) bool {
 	if len(vals) != 1 {

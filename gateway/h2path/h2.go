@@ -36,7 +36,7 @@ type Listener struct {
 	conns connSet // every accepted connection, h2c's hijacked ones included
 }
 
-// alpnProtos are the protocols the TLS listener offers by ALPN.
+// AlpnProtos are the protocols the TLS listener offers by ALPN.
 func AlpnProtos(l config.Listen) []string {
 	if l.HTTP2 == config.HTTP2On {
 		return []string{"h2", "http/1.1"}
@@ -108,12 +108,12 @@ func upgradeH2C(h http.Handler, conf *http.HTTP2Config) http.Handler {
 	return h2c.NewHandler(h, h2s)
 }
 
-// serve serves ln until it is closed.
+// Serve serves ln until it is closed.
 func (hl *Listener) Serve(ln net.Listener) error {
 	return hl.hs.Serve(ln)
 }
 
-// shutdown sends GOAWAY to HTTP/2 clients, closes idle HTTP/1.1
+// Shutdown sends GOAWAY to HTTP/2 clients, closes idle HTTP/1.1
 // connections, and waits until the requests in flight (counted by
 // inFlight) are done or ctx ends.
 func (hl *Listener) Shutdown(ctx context.Context, inFlight func() int64) error {
@@ -132,7 +132,7 @@ func (hl *Listener) Shutdown(ctx context.Context, inFlight func() int64) error {
 	return err
 }
 
-// close closes the server and every connection it accepted.
+// Close closes the server and every connection it accepted.
 func (hl *Listener) Close() {
 	hl.hs.Close()
 	hl.conns.closeAll()

@@ -130,7 +130,7 @@ func (g *Server) proxyH2(w http.ResponseWriter, r *http.Request, ex *h2Exchange)
 	ex.rt.H2proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// newH2Proxy returns rt's ReverseProxy over transport.
+// NewH2Proxy returns rt's ReverseProxy over transport.
 func (g *Server) NewH2Proxy(rt *exchange.Route, transport http.RoundTripper) *httputil.ReverseProxy {
 	p := &httputil.ReverseProxy{
 		Rewrite:        rewriteH2,
@@ -329,7 +329,7 @@ func (p *bufferPool) Get() []byte { return *p.pool.Get().(*[]byte) }
 // Put returns b for reuse.
 func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }
 
-// transport returns the shared http.Transport for an upstream with these
+// Transport returns the shared http.Transport for an upstream with these
 // settings, so that a reload keeps warm connections: HTTP/1.1, h2 (TLS,
 // by ALPN) or h2c (prior knowledge), net/http's own HTTP/2. It is called
 // (under the reload lock) from the gateway's build.

@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
-// accessLog writes one line per request, as JSON lines or in the combined
+// AccessLog writes one line per request, as JSON lines or in the combined
 // format with the rule and outcome appended. Lines are buffered and
 // flushed every second and on Close.
 type AccessLog struct {
@@ -79,7 +79,7 @@ func (a *AccessLog) Close() error {
 	return a.f.Close()
 }
 
-// entry collects one request's fields before the proxy rewrites it.
+// Entry collects one request's fields before the proxy rewrites it.
 type Entry struct {
 	start                          time.Time
 	Method, host, Uri, ua, referer []byte
@@ -88,7 +88,7 @@ type Entry struct {
 	line                           []byte // the line written, its buffer reused with the entry
 }
 
-// begin collects ctx's fields before the proxy rewrites it, the query
+// Begin collects ctx's fields before the proxy rewrites it, the query
 // as q says.
 func (a *AccessLog) Begin(ctx *fasthttp.RequestCtx, q *accesslog.Query) *Entry {
 	e := a.pool.Get().(*Entry)
@@ -104,7 +104,7 @@ func (a *AccessLog) Begin(ctx *fasthttp.RequestCtx, q *accesslog.Query) *Entry {
 	return e
 }
 
-// result records the decisive rule and the outcome.
+// Result records the decisive rule and the outcome.
 func (e *Entry) Result(res *rules.Result) {
 	if !res.Matched() {
 		return

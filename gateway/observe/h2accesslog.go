@@ -12,7 +12,7 @@ import (
 // path's (accesslog.go), the protocol in the combined format's request
 // line being the request's (HTTP/1.1 or HTTP/2.0).
 
-// beginH2 collects r's fields before the proxy rewrites it, the query
+// BeginH2 collects r's fields before the proxy rewrites it, the query
 // as q says.
 func (a *AccessLog) BeginH2(r *http.Request, q *accesslog.Query) *Entry {
 	e := a.pool.Get().(*Entry)
@@ -27,7 +27,7 @@ func (a *AccessLog) BeginH2(r *http.Request, q *accesslog.Query) *Entry {
 	return e
 }
 
-// finishH2 writes the line of r, answered through w.
+// FinishH2 writes the line of r, answered through w.
 func (a *AccessLog) FinishH2(e *Entry, r *http.Request, w *AccessWriter) {
 	defer a.pool.Put(e)
 	var rbuf [64]byte
@@ -42,7 +42,7 @@ func (a *AccessLog) FinishH2(e *Entry, r *http.Request, w *AccessWriter) {
 	a.write(e, remote, status, w.bytes)
 }
 
-// accessWriter is a ResponseWriter that counts the final status and the
+// AccessWriter is a ResponseWriter that counts the final status and the
 // body bytes for the access log. Unwrap lets http.ResponseController
 // (ReverseProxy's flushes) reach the writer under it.
 type AccessWriter struct {

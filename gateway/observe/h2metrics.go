@@ -42,7 +42,7 @@ func newH2Metrics(reg *prometheus.Registry) h2Metrics {
 	return m
 }
 
-// countH2Error is http.HTTP2Config.CountError: errType is one of a
+// CountH2Error is http.HTTP2Config.CountError: errType is one of a
 // fixed set of kinds in that package's code, so the label set is
 // bounded.
 func (m *Metrics) CountH2Error(errType string) {

@@ -9,7 +9,7 @@ import (
 	"github.com/tollgate-dev/tollgate/topk"
 )
 
-// ruleTops are one rule's heavy hitters: its keys by requests and by
+// RuleTops are one rule's heavy hitters: its keys by requests and by
 // refusals (package topk), each with the key's remaining quota at its
 // last request. Their memory is fixed by admin.dashboard.counters.
 type RuleTops struct {
@@ -41,7 +41,7 @@ func newRuleTops(r *rules.Rule, counters int) *RuleTops {
 	return &RuleTops{Rule: r.Name, Shadow: r.Shadow, Volume: v, Refusals: f}
 }
 
-// observe counts one event of the rule.
+// Observe counts one event of the rule.
 func (t *RuleTops) Observe(ev *rules.Event) {
 	rem := int64(unknownRemaining)
 	if ev.Decisive {
@@ -54,7 +54,7 @@ func (t *RuleTops) Observe(ev *rules.Event) {
 	}
 }
 
-// hitterSet keeps each rule's ruleTops across reloads: a rule that keeps
+// HitterSet keeps each rule's ruleTops across reloads: a rule that keeps
 // its name, key and shadow flag keeps its counts. Tops of rules no longer
 // running are dropped by keepOnly, once a new snapshot serves (a reload
 // that fails to build keeps the old rules' counts).
@@ -63,7 +63,7 @@ type HitterSet struct {
 	ByID map[string]*RuleTops
 }
 
-// forRules returns the tops of cfg's rules by position, kept or made.
+// ForRules returns the tops of cfg's rules by position, kept or made.
 func (h *HitterSet) ForRules(cfg *rules.Config, counters int) []*RuleTops {
 	h.Mu.Lock()
 	defer h.Mu.Unlock()
@@ -84,7 +84,7 @@ func (h *HitterSet) ForRules(cfg *rules.Config, counters int) []*RuleTops {
 	return out
 }
 
-// keepOnly forgets every tops but those in use.
+// KeepOnly forgets every tops but those in use.
 func (h *HitterSet) KeepOnly(use []*RuleTops) {
 	h.Mu.Lock()
 	defer h.Mu.Unlock()

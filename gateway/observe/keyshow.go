@@ -22,7 +22,7 @@ const (
 	AnonymousMark = "\x1e"
 )
 
-// showKey returns the rule engine's key value k as mode shows it: plain
+// ShowKey returns the rule engine's key value k as mode shows it: plain
 // (the parts of a composite key joined by " + "), hash (redact.Key: a
 // keyed hash whose key is random per process) or truncate (an IPv4
 // address to its /24, an IPv6 address to its /48, any other value to its

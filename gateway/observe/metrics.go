@@ -7,7 +7,7 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
-// metrics are the gateway's Prometheus collectors, on a registry of its
+// Metrics are the gateway's Prometheus collectors, on a registry of its
 // own. Label values are bounded by the configuration: rule, policy and
 // route names, outcomes and status classes, never client keys.
 type Metrics struct {
@@ -24,7 +24,7 @@ type Metrics struct {
 	H2             h2Metrics // the net/http data path's (h2metrics.go)
 }
 
-// newMetrics creates the collectors.
+// NewMetrics creates the collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		Reg: prometheus.NewRegistry(),
@@ -88,7 +88,7 @@ type ruleCounters struct {
 // an outcome its rule never has (a shadow rule is never refused).
 type outcomeCounters [rules.NotCharged + 1]prometheus.Counter
 
-// observer counts the engine's events; it is the rules.Observer of one
+// Observer counts the engine's events; it is the rules.Observer of one
 // snapshot. Its counters are resolved when the snapshot is built (bind)
 // and found by the event's rule and policy indexes: no label or map
 // lookup per request.
@@ -97,7 +97,7 @@ type Observer struct {
 	Rules []ruleCounters // by position in rules.Config.Rules
 }
 
-// newObserver returns an observer to set as a snapshot's
+// NewObserver returns an observer to set as a snapshot's
 // rules.Config.Observer; bind it to the engine once built.
 func (m *Metrics) NewObserver() *Observer { return &Observer{m: m} }
 
@@ -108,7 +108,7 @@ var (
 	shadowOutcomes   = []rules.Outcome{rules.ShadowAllowed, rules.ShadowRefused, rules.NotCharged, rules.Errored}
 )
 
-// bind resolves the counters of every rule of cfg and of each of its
+// Bind resolves the counters of every rule of cfg and of each of its
 // policies, as e (built from cfg) names them. It must happen before e
 // decides anything: the snapshot is published after.
 func (o *Observer) Bind(cfg *rules.Config, e *rules.Engine) {
@@ -146,7 +146,7 @@ func (o *Observer) Observe(ev rules.Event) {
 	}
 }
 
-// statusLabels are the upstream_responses_total classes, by statusIndex.
+// StatusLabels are the upstream_responses_total classes, by statusIndex.
 var StatusLabels = [7]string{"1xx", "2xx", "3xx", "4xx", "5xx", "error", "timeout"}
 
 const (
@@ -154,7 +154,7 @@ const (
 	IdxTimeout = 6
 )
 
-// statusIndex maps a status code to its class's index in statusLabels.
+// StatusIndex maps a status code to its class's index in statusLabels.
 func StatusIndex(code int) int {
 	return min(max(code/100-1, 0), 4)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
-// refusalLog writes a line per refused request, as nginx's "limiting
+// RefusalLog writes a line per refused request, as nginx's "limiting
 // requests" lines, sampled (one in SampleEvery) and capped (MaxLines per
 // Interval); every Interval it writes one summary line per rule whose
 // refusals were not all written. So a flood of refusals writes at most
@@ -37,7 +37,7 @@ type RefusalLog struct {
 	done   chan struct{}
 }
 
-// refusalCount is one rule's refusals in the current interval.
+// RefusalCount is one rule's refusals in the current interval.
 type RefusalCount struct {
 	rule             string
 	refused, written atomic.Uint64
@@ -63,7 +63,7 @@ func (l *lockedWriter) flush() {
 	l.mu.Unlock()
 }
 
-// openRefusalLog opens the log cfg describes; nil when it is off.
+// OpenRefusalLog opens the log cfg describes; nil when it is off.
 func OpenRefusalLog(c *config.Config) (*RefusalLog, error) {
 	rc := c.RefusalLog
 	if rc.Path == "" {
@@ -91,7 +91,7 @@ func OpenRefusalLog(c *config.Config) (*RefusalLog, error) {
 	return l, nil
 }
 
-// counter returns rule's count, made once and kept across reloads.
+// Counter returns rule's count, made once and kept across reloads.
 func (l *RefusalLog) Counter(rule string) *RefusalCount {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -103,7 +103,7 @@ func (l *RefusalLog) Counter(rule string) *RefusalCount {
 	return c
 }
 
-// refused records a refusal of the rule counted by c.
+// Refused records a refusal of the rule counted by c.
 func (l *RefusalLog) Refused(c *RefusalCount, ev *rules.Event) {
 	c.refused.Add(1)
 	if l.every > 1 && l.seen.Add(1)%l.every != 0 {

@@ -9,7 +9,7 @@ import (
 	"github.com/tollgate-dev/tollgate/stores"
 )
 
-// redisCollector exports a Redis store's state and counters (redis.Stats,
+// RedisCollector exports a Redis store's state and counters (redis.Stats,
 // read once per scrape): whether decisions reach Redis, the breaker, the
 // failures and the decisions each failure mode answered. Without these a
 // Redis outage answered by the failure modes is invisible.
@@ -74,7 +74,7 @@ func (c RedisCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(redisCacheHitsDesc, st.CacheHits)
 }
 
-// memoryCollector exports the memory store's counts (memory.Stats, read
+// MemoryCollector exports the memory store's counts (memory.Stats, read
 // once per scrape): its live keys, and what its bound cost: keys evicted
 // before they were idle, and new keys refused because every key that
 // could make room was being limited (limit.ErrFull).
@@ -106,7 +106,7 @@ func (c MemoryCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(memoryFullDesc, prometheus.CounterValue, float64(st.Full))
 }
 
-// gossipCollector exports the gossip node's membership and traffic
+// GossipCollector exports the gossip node's membership and traffic
 // (gossip.Stats, read once per scrape) and the gossip rules' decisions
 // answered before the node was warm (stores.Set.ColdDecisions).
 type GossipCollector struct {

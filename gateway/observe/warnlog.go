@@ -10,7 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/logthrottle"
 )
 
-// warnLog writes warnings that can repeat once per request, limited by
+// WarnLog writes warnings that can repeat once per request, limited by
 // internal/logthrottle: each kind of warning is written at most burst
 // times per window; the rest are counted and summed up in one line when
 // the window ends.
@@ -30,7 +30,7 @@ import (
 // stops the timers that write them.
 type WarnLog struct{ l *logthrottle.Logger }
 
-// newWarnLog writes to log at most burst warnings of a kind per window.
+// NewWarnLog writes to log at most burst warnings of a kind per window.
 // now is the clock; nil means the real one, with summaries written by a
 // timer when a window ends (with another clock, by the kind's next line
 // or Close).
@@ -54,7 +54,7 @@ func (w *WarnLog) Warn(kind, msg string, attrs ...slog.Attr) {
 // Close writes the pending summaries and stops the timers.
 func (w *WarnLog) Close() { w.l.Close() }
 
-// redactQuoted returns msg with the text of every double-quoted string in
+// RedactQuoted returns msg with the text of every double-quoted string in
 // it (as %q writes one, escapes included; an unterminated one runs to the
 // end) replaced by "…", and cut before a ", contents:" dump of a request.
 // fasthttp quotes with %q whatever it quotes from the wire, so this keeps
