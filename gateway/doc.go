@@ -2,6 +2,16 @@
 // every request through the rule engine (package rules) before it reaches
 // an upstream, built from one config.Config.
 //
+// This package is the gateway's lifecycle: New, Start, Reload and the
+// file watcher, Shutdown and Close, the admin listener, and the build of
+// each configuration's snapshot. It wires packages that hold one concern
+// each and never import it: gateway/fastpath and gateway/h2path (the two
+// data paths), over gateway/exchange (the snapshot and route types and
+// the Core state they share with this package), gateway/observe
+// (metrics and logs), gateway/adapt (adaptive controllers and
+// concurrency limits) and gateway/conns (connection plumbing);
+// gateway/dashfeed feeds the dashboard of gateway/dashboard.
+//
 // A listener has one of two data paths. By default (listen.http2 off, the
 // default without tls) it is served by fasthttp, HTTP/1.1 only, the rule
 // engine adapted by package fastlimit. With listen.http2 on (the default
