@@ -130,7 +130,7 @@ func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*exchange.Rou
 	for i, class := range observe.StatusLabels {
 		r.UpStatus[i] = g.core.M.UpstreamStatus.WithLabelValues(r.Name, class)
 	}
-	r.Grpc, r.Protocol = rc.GRPC, rc.Protocol
+	r.GRPC, r.Protocol = rc.GRPC, rc.Protocol
 	if rc.Upstream == "demo" {
 		r.Demo = true
 		return r, nil
@@ -139,23 +139,23 @@ func (g *Gateway) buildRoute(cfg *config.Config, rc config.Route) (*exchange.Rou
 	if err != nil {
 		return nil, fmt.Errorf("route %s: %w", r.Name, err)
 	}
-	r.Tls = u.Scheme == "https"
+	r.TLS = u.Scheme == "https"
 	r.Addr = u.Host
 	if u.Port() == "" {
 		port := "80"
-		if r.Tls {
+		if r.TLS {
 			port = "443"
 		}
 		r.Addr = net.JoinHostPort(u.Hostname(), port)
 	}
 	r.HostHdr = u.Host
 	r.BasePath = strings.TrimSuffix(u.Path, "/")
-	r.Client = g.client(cfg.Upstream, r.Addr, r.Tls)
+	r.Client = g.client(cfg.Upstream, r.Addr, r.TLS)
 	if share := min(cfg.Upstream.MaxConnsPerClient, cfg.Upstream.MaxConns, 1<<30); share > 0 {
 		r.Holds, r.Share = g.holdsFor(r.Addr), int32(share)
 	}
 	if cfg.Listen.HTTP2 == config.HTTP2On {
-		r.H2proxy = g.h2.NewH2Proxy(r, g.h2.Transport(cfg.Upstream, r.Addr, r.Protocol, r.Tls))
+		r.H2Proxy = g.h2.NewH2Proxy(r, g.h2.Transport(cfg.Upstream, r.Addr, r.Protocol, r.TLS))
 	}
 	return r, nil
 }

@@ -52,7 +52,7 @@ type Gateway struct {
 	h2ln     *h2path.Listener // the net/http listener, with listen.http2 on
 	admin    *http.Server
 	adminLn  net.Listener
-	dash     *dashfeed.DashState // the dashboard's feed and the refusal log
+	dash     *dashfeed.Feed // the dashboard's feed and the refusal log
 	ready    atomic.Bool
 	serveErr chan error
 	serving  sync.WaitGroup // the listeners' Serve goroutines
@@ -109,7 +109,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if gs := g.stores.Gossip(); gs != nil {
 		g.core.M.Reg.MustRegister(observe.GossipCollector{S: gs, Cold: g.stores.ColdDecisions})
 	}
-	if g.dash, err = dashfeed.NewDashState(&dashfeed.Sources{Core: g.core, Stores: g.stores, Adapt: g.adapt, Concs: g.concs}, cfg); err != nil {
+	if g.dash, err = dashfeed.New(&dashfeed.Sources{Core: g.core, Stores: g.stores, Adapt: g.adapt, Concs: g.concs}, cfg); err != nil {
 		g.closeSlots()
 		g.stores.Close()
 		return nil, err
@@ -153,7 +153,7 @@ func (g *Gateway) Start() error {
 	if cfg.Listen.TLS != nil {
 		ln = tls.NewListener(ln, &tls.Config{
 			MinVersion: tls.VersionTLS12,
-			NextProtos: h2path.AlpnProtos(cfg.Listen),
+			NextProtos: h2path.ALPNProtos(cfg.Listen),
 			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 				return g.core.Snap.Load().Cert, nil
 			},

@@ -22,11 +22,11 @@ import (
 	"github.com/tollgate-dev/tollgate/topk"
 )
 
-// DashState is what feeds the live dashboard: the heavy hitters, the
+// Feed is what feeds the live dashboard: the heavy hitters, the
 // history of decision rates, the open pages (hub), and the refusal log
 // that shares the observer. It samples the decision counters every
 // admin.dashboard.period, and builds a frame only while a page is open.
-type DashState struct {
+type Feed struct {
 	g       *Sources
 	Hub     *dashboard.Hub
 	Hitters observe.HitterSet
@@ -52,8 +52,10 @@ type DashState struct {
 // rateCounts are a series' cumulative decisions by outcome.
 type rateCounts [4]float64
 
-func NewDashState(g *Sources, cfg *config.Config) (*DashState, error) {
-	d := &DashState{g: g, prev: map[string]rateCounts{}, stop: make(chan struct{}), done: make(chan struct{})}
+// New returns the feed of the gateway g, with the refusal log cfg
+// names opened; Start begins sampling.
+func New(g *Sources, cfg *config.Config) (*Feed, error) {
+	d := &Feed{g: g, prev: map[string]rateCounts{}, stop: make(chan struct{}), done: make(chan struct{})}
 	d.Hub = dashboard.NewHub(d.hello)
 	var err error
 	if d.refuse, err = observe.OpenRefusalLog(cfg); err != nil {
@@ -63,13 +65,13 @@ func NewDashState(g *Sources, cfg *config.Config) (*DashState, error) {
 }
 
 // Enabled reports whether the running configuration has the dashboard.
-func (d *DashState) Enabled() bool { return d.g.Snap.Load().Cfg.Admin.Dashboard.On() }
+func (d *Feed) Enabled() bool { return d.g.Snap.Load().Cfg.Admin.Dashboard.On() }
 
 // Observer returns the rules.Observer for a snapshot of cfg: the metrics'
 // own when neither the dashboard nor the refusal log is on, so that
 // neither costs anything then; else one that also feeds them. It also
 // returns the rules' heavy hitters, by position (nil when off).
-func (d *DashState) Observer(m *observe.Observer, c *config.Config, rc *rules.Config) (rules.Observer, []*observe.RuleTops) {
+func (d *Feed) Observer(m *observe.Observer, c *config.Config, rc *rules.Config) (rules.Observer, []*observe.RuleTops) {
 	var tops []*observe.RuleTops
 	if c.Admin.Dashboard.On() && c.Admin.Addr != "off" {
 		tops = d.Hitters.ForRules(rc, c.Admin.Dashboard.Counters)
@@ -109,13 +111,13 @@ func (w *WatchedObserver) Observe(ev rules.Event) {
 }
 
 // Start runs the sampler.
-func (d *DashState) Start() {
+func (d *Feed) Start() {
 	d.started = true
 	go d.run()
 }
 
 // Close stops the sampler, the open pages and the refusal log.
-func (d *DashState) Close() {
+func (d *Feed) Close() {
 	close(d.stop)
 	if d.started {
 		<-d.done
@@ -126,7 +128,7 @@ func (d *DashState) Close() {
 	}
 }
 
-func (d *DashState) run() {
+func (d *Feed) run() {
 	defer close(d.done)
 	period := d.g.Snap.Load().Cfg.Admin.Dashboard.Period
 	t := time.NewTicker(period)
@@ -151,7 +153,7 @@ func (d *DashState) run() {
 
 // tick takes a sample of the decision rates and, with a page open, sends
 // a frame.
-func (d *DashState) tick(now time.Time) {
+func (d *Feed) tick(now time.Time) {
 	s := d.g.Snap.Load()
 	if !s.Cfg.Admin.Dashboard.On() {
 		return
@@ -169,7 +171,7 @@ func (d *DashState) tick(now time.Time) {
 }
 
 // Frame is the EventFrame data for s with sample.
-func (d *DashState) Frame(s *exchange.Snapshot, sample dashboard.Sample) ([]byte, error) {
+func (d *Feed) Frame(s *exchange.Snapshot, sample dashboard.Sample) ([]byte, error) {
 	f := dashboard.Frame{Sample: sample, Rules: d.tops(s), Status: d.status()}
 	d.Mu.Lock()
 	if d.shown != s.Cfg {
@@ -182,7 +184,7 @@ func (d *DashState) Frame(s *exchange.Snapshot, sample dashboard.Sample) ([]byte
 
 // Sample reads the decision counters of s's rules and records their
 // rates since the last sample in the history.
-func (d *DashState) Sample(s *exchange.Snapshot, now time.Time) dashboard.Sample {
+func (d *Feed) Sample(s *exchange.Snapshot, now time.Time) dashboard.Sample {
 	smp := dashboard.Sample{Time: now.UnixMilli()}
 	d.Mu.Lock()
 	defer d.Mu.Unlock()
@@ -237,7 +239,7 @@ func (d *DashState) Sample(s *exchange.Snapshot, now time.Time) dashboard.Sample
 }
 
 // capacity is how many samples the history holds.
-func (d *DashState) capacity(c *config.Config) int {
+func (d *Feed) capacity(c *config.Config) int {
 	return max(int(c.Admin.Dashboard.History/c.Admin.Dashboard.Period), 1)
 }
 
@@ -255,7 +257,7 @@ func counterValue(c prometheus.Counter) float64 {
 
 // hello is the first event of every page: the history and the rules in
 // words.
-func (d *DashState) hello() []byte {
+func (d *Feed) hello() []byte {
 	s := d.g.Snap.Load()
 	dc := s.Cfg.Admin.Dashboard
 	h := dashboard.Hello{Capacity: d.capacity(s.Cfg), Period: dc.Period.Seconds(), Keys: dc.Keys, Words: describe(s.Cfg)}
@@ -279,7 +281,7 @@ func describe(c *config.Config) string {
 }
 
 // tops lists each rule's heaviest keys, shown as configured.
-func (d *DashState) tops(s *exchange.Snapshot) []dashboard.RuleTops {
+func (d *Feed) tops(s *exchange.Snapshot) []dashboard.RuleTops {
 	dc := s.Cfg.Admin.Dashboard
 	out := make([]dashboard.RuleTops, 0, len(s.Tops))
 	var buf []topk.Entry
@@ -302,7 +304,7 @@ func (d *DashState) tops(s *exchange.Snapshot) []dashboard.RuleTops {
 }
 
 // status is the store's state, then that of each added provider.
-func (d *DashState) status() []dashboard.Status {
+func (d *Feed) status() []dashboard.Status {
 	var out []dashboard.Status
 	if ms := d.g.Stores.Memory(); ms != nil {
 		st := ms.Stats()
@@ -384,7 +386,7 @@ func (d *DashState) status() []dashboard.Status {
 }
 
 // ObserverOf is the observer s's engine reports to, for tests.
-func (d *DashState) ObserverOf(s *exchange.Snapshot) rules.Observer { return s.Observer }
+func (d *Feed) ObserverOf(s *exchange.Snapshot) rules.Observer { return s.Observer }
 
 // probeKey is the key the dashboard reads to time a Redis round trip (a
 // zero charge: it changes nothing).
@@ -396,7 +398,7 @@ var probePolicy = limit.FixedWindow{Limit: 1, Window: time.Second}
 // next timing in the background (one at a time), so that a slow Redis
 // never holds up a frame: one script call per frame while a page is open,
 // never on the request path.
-func (d *DashState) redisRoundTrip(rs *redis.Store) string {
+func (d *Feed) redisRoundTrip(rs *redis.Store) string {
 	if d.probing.CompareAndSwap(false, true) {
 		timeout := time.Second
 		if r := d.g.Snap.Load().Cfg.Store.Redis; r != nil && r.Timeout > 0 {

@@ -62,15 +62,15 @@ type Route struct {
 	Path     string
 	Demo     bool
 	Client   *fasthttp.HostClient
-	Tls      bool
+	TLS      bool
 	Addr     string // upstream host:port, for WebSocket tunnels
 	HostHdr  string // upstream Host header
 	BasePath string // upstream URL path prefix, without trailing slash
 
 	// The net/http data path's (listen.http2 on): see h2proxy.go.
-	Grpc     bool                   // a gRPC route
+	GRPC     bool                   // a gRPC route
 	Protocol string                 // towards the upstream: http1 or http2
-	H2proxy  *httputil.ReverseProxy // nil unless listen.http2 is on
+	H2Proxy  *httputil.ReverseProxy // nil unless listen.http2 is on
 
 	DialTimeout time.Duration
 	UpTime      prometheus.Observer

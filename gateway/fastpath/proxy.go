@@ -263,7 +263,7 @@ func SetUpstream(req *fasthttp.Request, rt *exchange.Route) {
 		req.Header.SetProtocol("HTTP/1.1")
 	}
 	uri := req.URI()
-	if rt.Tls {
+	if rt.TLS {
 		uri.SetScheme("https")
 	} else {
 		uri.SetScheme("http")

@@ -84,7 +84,7 @@ func (g *Server) websocket(ctx *fasthttp.RequestCtx, s *exchange.Snapshot, rt *e
 // HTTP/1.1 exchange).
 func dialUpstream(rt *exchange.Route) (net.Conn, error) {
 	d := &net.Dialer{Timeout: rt.DialTimeout}
-	if rt.Tls {
+	if rt.TLS {
 		host, _, _ := net.SplitHostPort(rt.Addr)
 		return tls.DialWithDialer(d, "tcp", rt.Addr, &tls.Config{ServerName: host, NextProtos: []string{"http/1.1"}})
 	}

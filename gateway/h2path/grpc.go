@@ -24,11 +24,11 @@ const (
 func (g *Server) checkGRPC(w http.ResponseWriter, r *http.Request) bool {
 	switch {
 	case r.ProtoMajor != 2:
-		g.M.H2.GrpcInvalid.Inc()
+		g.M.H2.GRPCInvalid.Inc()
 		problemH2(w, r, http.StatusHTTPVersionNotSupported, "HTTP Version Not Supported", "gRPC needs HTTP/2")
 		return false
 	case !IsGRPCContentType(r.Header["Content-Type"]):
-		g.M.H2.GrpcInvalid.Inc()
+		g.M.H2.GRPCInvalid.Inc()
 		problemH2(w, r, http.StatusUnsupportedMediaType, "Unsupported Media Type", "a gRPC route takes application/grpc requests")
 		return false
 	}

@@ -36,8 +36,8 @@ type Listener struct {
 	conns connSet // every accepted connection, h2c's hijacked ones included
 }
 
-// AlpnProtos are the protocols the TLS listener offers by ALPN.
-func AlpnProtos(l config.Listen) []string {
+// ALPNProtos are the protocols the TLS listener offers by ALPN.
+func ALPNProtos(l config.Listen) []string {
 	if l.HTTP2 == config.HTTP2On {
 		return []string{"h2", "http/1.1"}
 	}

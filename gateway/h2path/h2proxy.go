@@ -127,7 +127,7 @@ func (g *Server) proxyH2(w http.ResponseWriter, r *http.Request, ex *h2Exchange)
 		r.Body = &ex.body
 	}
 	ex.start = conns.MonoNow()
-	ex.rt.H2proxy.ServeHTTP(w, r.WithContext(ctx))
+	ex.rt.H2Proxy.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // NewH2Proxy returns rt's ReverseProxy over transport.
@@ -140,7 +140,7 @@ func (g *Server) NewH2Proxy(rt *exchange.Route, transport http.RoundTripper) *ht
 		BufferPool:     proxyBuffers,
 		ErrorLog:       g.netHTTPLogger(),
 	}
-	if rt.Grpc {
+	if rt.GRPC {
 		// Every message as it comes: a stream's are not batched.
 		p.FlushInterval = -1
 	}
@@ -155,7 +155,7 @@ func (g *Server) NewH2Proxy(rt *exchange.Route, transport http.RoundTripper) *ht
 func rewriteH2(pr *httputil.ProxyRequest) {
 	ex := exchangeOf(pr.In)
 	rt, out := ex.rt, pr.Out
-	if rt.Tls {
+	if rt.TLS {
 		out.URL.Scheme = "https"
 	} else {
 		out.URL.Scheme = "http"
@@ -298,14 +298,14 @@ func (g *Server) upstreamErrorH2(w http.ResponseWriter, r *http.Request, err err
 	}
 	if timedOut || exchange.IsTimeout(err) {
 		rt.UpStatus[observe.IdxTimeout].Inc()
-		if rt.Grpc {
+		if rt.GRPC {
 			writeGRPCStatus(w, grpcDeadlineExceeded, "the upstream did not answer in time")
 		} else {
 			problemH2(w, r, http.StatusGatewayTimeout, "Gateway Timeout", "the upstream did not answer in time")
 		}
 	} else {
 		rt.UpStatus[observe.IdxError].Inc()
-		if rt.Grpc {
+		if rt.GRPC {
 			writeGRPCStatus(w, grpcUnavailable, "the upstream could not be reached")
 		} else {
 			problemH2(w, r, http.StatusBadGateway, "Bad Gateway", "the upstream could not be reached")

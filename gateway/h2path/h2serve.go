@@ -59,7 +59,7 @@ func (g *Server) serveH2(w http.ResponseWriter, r *http.Request) {
 		problemH2(w, r, http.StatusNotFound, "No route", "no route matches this host and path")
 		return
 	}
-	if rt.Grpc && !g.checkGRPC(w, r) {
+	if rt.GRPC && !g.checkGRPC(w, r) {
 		return
 	}
 	if max := s.Cfg.Listen.MaxRequestBody; max > 0 {
@@ -89,7 +89,7 @@ func (g *Server) serveH2(w http.ResponseWriter, r *http.Request) {
 			ent.Result(&res)
 		}
 		if res.Refused() {
-			if rt.Grpc {
+			if rt.GRPC {
 				writeGRPCRefusal(w, &res)
 			} else {
 				httplimit.SetHeaders(w.Header(), &res)
@@ -144,8 +144,8 @@ func (g *Server) countProtocol(r *http.Request, rt *exchange.Route) {
 	switch {
 	case r.ProtoMajor != 2:
 		m.H1.Inc()
-	case rt != nil && rt.Grpc:
-		m.Grpc.Inc()
+	case rt != nil && rt.GRPC:
+		m.GRPC.Inc()
 	case r.TLS == nil:
 		m.H2c.Inc()
 	default:

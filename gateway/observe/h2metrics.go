@@ -14,9 +14,9 @@ const (
 type h2Metrics struct {
 	// requests by protocol: h1, h2, h2c, grpc.
 	requests          *prometheus.CounterVec
-	H1, H2, H2c, Grpc prometheus.Counter
+	H1, H2, H2c, GRPC prometheus.Counter
 	protocolErrors    *prometheus.CounterVec // kind
-	GrpcInvalid       prometheus.Counter
+	GRPCInvalid       prometheus.Counter
 }
 
 func newH2Metrics(reg *prometheus.Registry) h2Metrics {
@@ -29,7 +29,7 @@ func newH2Metrics(reg *prometheus.Registry) h2Metrics {
 			Name: "tollgate_http2_protocol_errors_total",
 			Help: "HTTP/2 protocol errors that reset a stream or closed a connection, by net/http's HTTP/2 error kind, e.g. conn_ENHANCE_YOUR_CALM_too_many_early_resets or stream_PROTOCOL_ERROR_bad_req_headers.",
 		}, []string{"kind"}),
-		GrpcInvalid: prometheus.NewCounter(prometheus.CounterOpts{
+		GRPCInvalid: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tollgate_grpc_invalid_requests_total",
 			Help: "Requests to a gRPC route that were not gRPC (no application/grpc content type, or not HTTP/2), answered 415 or 505.",
 		}),
@@ -37,8 +37,8 @@ func newH2Metrics(reg *prometheus.Registry) h2Metrics {
 	m.H1 = m.requests.WithLabelValues(protoH1)
 	m.H2 = m.requests.WithLabelValues(protoH2)
 	m.H2c = m.requests.WithLabelValues(protoH2C)
-	m.Grpc = m.requests.WithLabelValues(ProtoGRPC)
-	reg.MustRegister(m.requests, m.protocolErrors, m.GrpcInvalid)
+	m.GRPC = m.requests.WithLabelValues(ProtoGRPC)
+	reg.MustRegister(m.requests, m.protocolErrors, m.GRPCInvalid)
 	return m
 }
 
