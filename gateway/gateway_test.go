@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
-	"github.com/tollgate-dev/tollgate/gateway/fastpath"
 	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 )
@@ -202,14 +201,6 @@ func TestUpstreamConnLimit(t *testing.T) {
 	code, body, _ := get(t, base+"/second", "")
 	if code != 503 && code != 504 {
 		t.Fatalf("second request: %d %q, want 503 or 504", code, body)
-	}
-}
-
-func TestForEachToken(t *testing.T) {
-	var got []string
-	fastpath.ForEachToken([]byte(" close , X-Foo,,X-Bar\t"), func(b []byte) { got = append(got, string(b)) })
-	if strings.Join(got, "|") != "close|X-Foo|X-Bar" {
-		t.Fatalf("tokens = %q", got)
 	}
 }
 

@@ -18,7 +18,6 @@ import (
 
 	"github.com/tollgate-dev/tollgate/client"
 	"github.com/tollgate-dev/tollgate/client/grpcretry"
-	"github.com/tollgate-dev/tollgate/gateway/h2path"
 	"github.com/tollgate-dev/tollgate/gateway/observe"
 )
 
@@ -206,20 +205,6 @@ func TestGRPCRouteRefusesWhatIsNotGRPC(t *testing.T) {
 	}
 	if hits != 0 {
 		t.Errorf("%d requests reached the upstream", hits)
-	}
-}
-
-func TestIsGRPCContentType(t *testing.T) {
-	for v, want := range map[string]bool{
-		"application/grpc": true, "application/grpc+proto": true, "Application/GRPC;charset=x": true,
-		"application/grpc-web": false, "application/json": false, "": false, "application/grp": false,
-	} {
-		if got := h2path.IsGRPCContentType([]string{v}); got != want {
-			t.Errorf("%q: %t", v, got)
-		}
-	}
-	if h2path.IsGRPCContentType([]string{"application/grpc", "application/grpc"}) {
-		t.Error("two content types accepted")
 	}
 }
 

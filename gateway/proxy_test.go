@@ -125,13 +125,6 @@ func TestForwardedAndRealIPTrust(t *testing.T) {
 	}
 }
 
-func TestAppendForwarded(t *testing.T) {
-	got := exchange.AppendForwarded(nil, [][]byte{[]byte("for=a"), nil}, netip.MustParseAddr("2001:db8::1"), fastpath.ValHTTPS)
-	if string(got) != `for=a, for="[2001:db8::1]";proto=https` {
-		t.Fatalf("appendForwarded: %s", got)
-	}
-}
-
 // Connection and the fields it names are removed both ways, and an
 // upstream's Connection: close does not close the client's connection;
 // a client's own Connection: close still does.
@@ -248,18 +241,6 @@ func TestUpstreamRequestIsHTTP11(t *testing.T) {
 		rawExchange(t, g.Addr().String(), "GET /v HTTP/"+version[5:]+"\r\nHost: a\r\n\r\n", 1, false)
 		if got := <-lines; got != "GET /v HTTP/1.1" {
 			t.Errorf("client %s: upstream request line %q, want GET /v HTTP/1.1", version, got)
-		}
-	}
-}
-
-func TestHasDotSegment(t *testing.T) {
-	for path, want := range map[string]bool{
-		"/": false, "/a/b": false, "/file.txt": false, "/a/..b": false, "/.a": false, "/a%2Fb": false,
-		"/.": true, "/..": true, "/./a": true, "/a/../b": true, "/%2e%2e/a": true, "/%2E/a": true,
-		"/a/..%2Fb": true, "/a%2f..": true, "/a/.%2e": true,
-	} {
-		if got := exchange.HasDotSegment([]byte(path)); got != want {
-			t.Errorf("hasDotSegment(%q) = %v, want %v", path, got, want)
 		}
 	}
 }
