@@ -23,7 +23,7 @@ func TestCLFEscapedPathPassesTheFilter(t *testing.T) {
 	}
 }
 
-// The gateway's own JSON access log, as gateway/accesslog.go writes it.
+// The gateway's own JSON access log, as gateway/observe/accesslog.go writes it.
 const gatewayJSON = `{"time":"2026-11-30T01:00:00.5Z","remote_addr":"192.0.2.7","method":"GET","host":"api.example.com","uri":"/v1/items?page=2","status":200,"bytes":512,"duration_ms":1.250,"user_agent":"curl/8","rule":"","decision":"allowed"}
 {"time":"2026-11-30T01:00:00.6Z","remote_addr":"192.0.2.7","method":"GET","host":"api.example.com","uri":"/v1/items","status":200,"bytes":512,"duration_ms":1.250,"user_agent":"curl/8","rule":"","decision":"allowed"}
 {"time":"2026-11-30T01:00:00.7Z","remote_addr":"192.0.2.8","method":"POST","host":"api.example.com","uri":"/v1/orders","status":429,"bytes":0,"duration_ms":0.1,"user_agent":"x","rule":"per-ip","decision":"refused"}

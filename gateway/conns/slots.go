@@ -8,7 +8,7 @@ import (
 
 // HoldSlots keeps the concurrency slots of res until the exchange ends:
 // the response's last byte written (a streamed body included), the
-// client gone, or the connection hijacked (connState). It runs when the
+// client gone, or the connection hijacked (fastpath.Server.ConnState). It runs when the
 // handler returns, whichever way: a refusal, an upstream error or
 // timeout, a panic. Without a connection of the gateway's own (a test
 // serving a RequestCtx directly) it releases at once.

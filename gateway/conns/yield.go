@@ -64,13 +64,13 @@ func (l YieldListener) Accept() (net.Conn, error) {
 type YieldConn struct {
 	*net.TCPConn
 	yield  bool
-	Active bool // in the middle of an exchange (connState)
+	Active bool // in the middle of an exchange (fastpath.Server.ConnState)
 	// slots is the exchange's decision while it holds concurrency slots,
-	// released when the exchange ends (connState, slots.go).
+	// released when the exchange ends (fastpath.Server.ConnState, slots.go).
 	slots   rules.Result
 	holding bool
 	// Upstream is the exchange's place in its client's share of the
-	// upstream pool, released when the exchange ends (connState).
+	// upstream pool, released when the exchange ends (fastpath.Server.ConnState).
 	Upstream ClientHold
 
 	// send bounds each write (listen.send_timeout), 0 for no bound;

@@ -67,7 +67,7 @@ type Route struct {
 	HostHdr  string // upstream Host header
 	BasePath string // upstream URL path prefix, without trailing slash
 
-	// The net/http data path's (listen.http2 on): see h2proxy.go.
+	// The net/http data path's (listen.http2 on): see package h2path.
 	GRPC     bool                   // a gRPC route
 	Protocol string                 // towards the upstream: http1 or http2
 	H2Proxy  *httputil.ReverseProxy // nil unless listen.http2 is on
