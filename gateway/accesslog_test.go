@@ -9,8 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/gateway/observe"
 )
 
 // The combined format is nginx's, with the rule and the decision

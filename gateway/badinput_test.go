@@ -13,9 +13,10 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/net/http2"
+
 	"github.com/tollgate-dev/tollgate/gateway/exchange"
 	"github.com/tollgate-dev/tollgate/gateway/observe"
-	"golang.org/x/net/http2"
 )
 
 // The table of bad input that both data paths answer alike, run against

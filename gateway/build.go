@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/tollgate-dev/tollgate/accesslog"
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/gateway/adapt"
@@ -17,7 +19,6 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway/exchange"
 	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/rules"
-	"github.com/valyala/fasthttp"
 )
 
 // holdsFor returns the clientHolds of the upstream at addr, shared by the

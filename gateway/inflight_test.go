@@ -7,9 +7,6 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
-
-	"github.com/tollgate-dev/tollgate/gateway/conns"
-	"github.com/valyala/fasthttp"
 )
 
 // Shutdown says how many requests its deadline cut: the exchanges still
@@ -71,17 +68,5 @@ func TestShutdownWithOnlyIdleConnectionsCutsNothing(t *testing.T) {
 	}
 	if n := g.core.InFlight.Load(); n != 0 {
 		t.Fatalf("%d requests counted in flight after shutdown", n)
-	}
-}
-
-// BenchmarkConnState is the in-flight count's cost per request: the
-// Active and Idle reports of one exchange.
-func BenchmarkConnState(b *testing.B) {
-	g := &Gateway{}
-	c := &conns.YieldConn{}
-	b.ReportAllocs()
-	for b.Loop() {
-		g.fast.ConnState(c, fasthttp.StateActive)
-		g.fast.ConnState(c, fasthttp.StateIdle)
 	}
 }

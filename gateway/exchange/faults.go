@@ -9,8 +9,9 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/tollgate-dev/tollgate/internal/escape"
 	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/internal/escape"
 )
 
 const ClientShareDetail = "this client already has upstream.max_conns_per_client requests in flight to the upstream"

@@ -4,8 +4,9 @@ import (
 	"io"
 	"sync"
 
-	"github.com/tollgate-dev/tollgate/gateway/exchange"
 	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
 )
 
 // clientBody is a request body on its way from the client to the

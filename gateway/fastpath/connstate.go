@@ -3,8 +3,9 @@ package fastpath
 import (
 	"net"
 
-	"github.com/tollgate-dev/tollgate/gateway/conns"
 	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/gateway/conns"
 )
 
 // ConnState is the traffic server's fasthttp.Server.ConnState hook: it

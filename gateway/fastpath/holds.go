@@ -1,10 +1,11 @@
 package fastpath
 
 import (
+	"github.com/valyala/fasthttp"
+
 	"github.com/tollgate-dev/tollgate/fastlimit"
 	"github.com/tollgate-dev/tollgate/gateway/conns"
 	"github.com/tollgate-dev/tollgate/gateway/exchange"
-	"github.com/valyala/fasthttp"
 )
 
 // holdUpstream takes a place in rt's upstream pool share for ctx's

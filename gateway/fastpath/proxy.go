@@ -7,11 +7,12 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/tollgate-dev/tollgate/gateway/conns"
 	"github.com/tollgate-dev/tollgate/gateway/exchange"
 	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/internal/escape"
-	"github.com/valyala/fasthttp"
 )
 
 // hopHeaders are the hop-by-hop fields (RFC 9110 §7.6.1) a proxy must not

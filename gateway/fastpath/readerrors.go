@@ -4,8 +4,9 @@ import (
 	"errors"
 	"net"
 
-	"github.com/tollgate-dev/tollgate/gateway/exchange"
 	"github.com/valyala/fasthttp"
+
+	"github.com/tollgate-dev/tollgate/gateway/exchange"
 )
 
 // ReadError is the traffic server's fasthttp.Server.ErrorHandler: it

@@ -8,9 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/tollgate-dev/tollgate/gateway/exchange"
 	"github.com/tollgate-dev/tollgate/gateway/observe"
-	"github.com/valyala/fasthttp"
 )
 
 // isUpgrade reports a request asking to switch to WebSocket. Other
