@@ -14,7 +14,7 @@
 // (responses 200 per second) and the refusals; it writes a JSON file of
 // every window and an SVG chart of the runs.
 //
-//	go run ./internal/flashcrowd -out bench/out/flashcrowd
+//	cd bench && go run ./flashcrowd -out out/flashcrowd
 package main
 
 import (
@@ -61,7 +61,7 @@ type run struct {
 }
 
 func main() {
-	out := flag.String("out", "bench/out/flashcrowd", "directory for results.json and chart.svg")
+	out := flag.String("out", "out/flashcrowd", "directory for results.json and chart.svg (relative to bench/ when run from there)")
 	normal := flag.Float64("normal", 40, "normal rate, requests/s (the flash crowd is 10x)")
 	phase := flag.Duration("phase", 4*time.Second, "length of the normal phases (the flash crowd lasts twice that)")
 	win := flag.Duration("window", 500*time.Millisecond, "measurement window")
