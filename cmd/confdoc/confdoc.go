@@ -135,24 +135,12 @@ var durationType = reflect.TypeFor[time.Duration]()
 
 // walk appends the keys of struct type t under prefix.
 func walk(t reflect.Type, prefix string, docs map[string]string, keys *[]Key) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if tag == "-" || !f.IsExported() {
-			continue
-		}
-		if opts == "inline" {
-			walk(f.Type, prefix, docs, keys)
-			continue
-		}
-		if tag == "" {
-			tag = strings.ToLower(f.Name)
-		}
+	yamlFields(t, func(owner reflect.Type, tag string, f reflect.StructField) {
 		path := tag
 		if prefix != "" {
 			path = prefix + "." + tag
 		}
-		d := docs[t.PkgPath()+"."+t.Name()+"."+f.Name]
+		d := docs[owner.PkgPath()+"."+owner.Name()+"."+f.Name]
 		text := strings.Join(strings.Fields(d), " ")
 		if rest, ok := strings.CutPrefix(text, f.Name+" "); ok {
 			text = "`" + tag + "` " + rest // the operator's name, not Go's
@@ -167,6 +155,27 @@ func walk(t reflect.Type, prefix string, docs map[string]string, keys *[]Key) {
 		if sub != nil {
 			walk(sub, path+suffix, docs, keys)
 		}
+	})
+}
+
+// yamlFields calls fn for each field of struct type t that is a YAML key,
+// in order, with its key and the struct type declaring it: an inline
+// struct's fields are t's own.
+func yamlFields(t reflect.Type, fn func(owner reflect.Type, tag string, f reflect.StructField)) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if tag == "-" || !f.IsExported() {
+			continue
+		}
+		if opts == "inline" {
+			yamlFields(f.Type, fn)
+			continue
+		}
+		if tag == "" {
+			tag = strings.ToLower(f.Name)
+		}
+		fn(t, tag, f)
 	}
 }
 
@@ -316,21 +325,7 @@ func collectValue(val *yaml.Node, t reflect.Type, path, file string, out map[str
 }
 
 func indexFields(t reflect.Type, fields map[string]reflect.Type) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if tag == "-" || !f.IsExported() {
-			continue
-		}
-		if opts == "inline" {
-			indexFields(f.Type, fields)
-			continue
-		}
-		if tag == "" {
-			tag = strings.ToLower(f.Name)
-		}
-		fields[tag] = f.Type
-	}
+	yamlFields(t, func(_ reflect.Type, tag string, f reflect.StructField) { fields[tag] = f.Type })
 }
 
 // render shows a YAML value on one line, in flow style, cut at 100 bytes.
