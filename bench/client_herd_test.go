@@ -101,14 +101,7 @@ func runClientHerd(b *testing.B, blind bool, mk func(base http.RoundTripper) *ht
 	start := time.Now()
 	for _, c := range clients {
 		wg.Go(func() {
-			resp, err := c.Get(s.srv.URL)
-			if err != nil {
-				failed.Add(1)
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
+			if !getOK(c, s.srv.URL) {
 				failed.Add(1)
 			}
 		})
@@ -245,14 +238,7 @@ func runThousand(b *testing.B, mk func(http.RoundTripper) *http.Client) (time.Du
 	for range 8 {
 		wg.Go(func() {
 			for next.Add(1) <= 1000 {
-				resp, err := c.Get(s.srv.URL)
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
+				if !getOK(c, s.srv.URL) {
 					failed.Add(1)
 				}
 			}
@@ -264,4 +250,16 @@ func runThousand(b *testing.B, mk func(http.RoundTripper) *http.Client) (time.Du
 		b.Fatalf("%d requests failed", n)
 	}
 	return elapsed, s.wire.Load(), s.refused.Load()
+}
+
+// getOK fetches url with c, reads the body, and reports whether the
+// answer was 200.
+func getOK(c *http.Client, url string) bool {
+	resp, err := c.Get(url)
+	if err != nil {
+		return false
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }

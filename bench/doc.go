@@ -5,5 +5,6 @@
 // are the Go baselines that ../scripts/bench-gateway.sh serves beside the
 // gateway (net/http, fasthttp, gnet). envoyproxy/ratelimit is pinned as a
 // tool (go.mod's tool directive): rlsload measures it and envoyrls's
-// parity test runs it (scripts/test.sh builds it).
+// parity test runs it (scripts/test.sh builds it). flashcrowd is the
+// adaptive limits' flash-crowd benchmark (../scripts/bench-adaptive.sh).
 package bench

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/sethvargo/go-limiter/memorystore"
 
 	"github.com/tollgate-dev/tollgate/httplimit"
+	"github.com/tollgate-dev/tollgate/internal/httpbench"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
@@ -18,39 +18,10 @@ import (
 // bare, behind tollgate's httplimit with one rule keyed by client IP, and
 // behind go-limiter's httplimit (its IP key func and memory store), each
 // never refusing. The ResponseWriter gets a fresh header map per request
-// as net/http gives every response, so header insertion is counted.
+// as net/http gives every response, so header insertion is counted
+// (internal/httpbench, the harness of httplimit's own benchmarks too).
 
-type hlWriter struct {
-	h      http.Header
-	status int
-}
-
-func (w *hlWriter) Header() http.Header         { return w.h }
-func (w *hlWriter) WriteHeader(code int)        { w.status = code }
-func (w *hlWriter) Write(b []byte) (int, error) { return len(b), nil }
-
-var hlBody = []byte("ok\n")
-
-var hlBare = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	w.Header()["Content-Type"] = []string{"text/plain"}
-	w.Write(hlBody)
-})
-
-func hlServe(b *testing.B, h http.Handler) {
-	r := httptest.NewRequest("GET", "/items/42", nil)
-	r.RemoteAddr = "192.0.2.1:4711"
-	w := &hlWriter{}
-	b.ReportAllocs()
-	for b.Loop() {
-		w.h = make(http.Header)
-		h.ServeHTTP(w, r)
-	}
-	if w.status != 0 && w.status != 200 {
-		b.Fatalf("status %d", w.status)
-	}
-}
-
-func BenchmarkHTTPBare(b *testing.B) { hlServe(b, hlBare) }
+func BenchmarkHTTPBare(b *testing.B) { httpbench.Serve(b, httpbench.Bare) }
 
 func tollgateHandler(b *testing.B, styles []string) http.Handler {
 	st, err := memory.New(memory.Config{})
@@ -65,17 +36,17 @@ func tollgateHandler(b *testing.B, styles []string) http.Handler {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return httplimit.New(e, httplimit.Config{}).Handler(hlBare)
+	return httplimit.New(e, httplimit.Config{}).Handler(httpbench.Bare)
 }
 
 // BenchmarkHTTPTollgateDraft10: the default headers (RateLimit-Policy,
 // RateLimit).
-func BenchmarkHTTPTollgateDraft10(b *testing.B) { hlServe(b, tollgateHandler(b, nil)) }
+func BenchmarkHTTPTollgateDraft10(b *testing.B) { httpbench.Serve(b, tollgateHandler(b, nil)) }
 
 // BenchmarkHTTPTollgateLegacy: X-RateLimit-Limit/Remaining/Reset, the
 // headers go-limiter sends.
 func BenchmarkHTTPTollgateLegacy(b *testing.B) {
-	hlServe(b, tollgateHandler(b, []string{rules.StyleLegacy}))
+	httpbench.Serve(b, tollgateHandler(b, []string{rules.StyleLegacy}))
 }
 
 func BenchmarkHTTPGoLimiter(b *testing.B) {
@@ -88,5 +59,5 @@ func BenchmarkHTTPGoLimiter(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hlServe(b, m.Handle(hlBare))
+	httpbench.Serve(b, m.Handle(httpbench.Bare))
 }

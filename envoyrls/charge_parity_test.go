@@ -3,16 +3,12 @@ package envoyrls
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	rlv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/common/ratelimit/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 
-	"github.com/tollgate-dev/tollgate/internal/envoyratelimit"
-	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
@@ -49,27 +45,10 @@ func TestCountingKnobsParity(t *testing.T) {
 		{"both", []string{"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true", "LOCAL_CACHE_SIZE_IN_BYTES=1048576"}, Charging{StopIncrementWhenOverLimit: true, LocalCacheBytes: 1 << 20}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			root := t.TempDir()
-			dir := filepath.Join(root, "rl", "config")
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			writeFile(t, filepath.Join(dir, "edge.yaml"), e2eConfig)
-			upRedis, ourRedis := redistest.Start(t), redistest.Start(t)
-			up := envoyratelimit.Start(t, append([]string{"REDIS_SOCKET_TYPE=tcp", "REDIS_URL=" + upRedis.Addr, "RUNTIME_ROOT=" + root, "RUNTIME_SUBDIRECTORY=rl"}, c.env...)...)
+			p := startParity(t, Config{Charging: c.cfg}, redis.Config{}, c.env...)
+			svc, theirs, upRedis, ourRedis := p.ours, p.theirs, p.upRedis, p.ourRedis
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			st, err := redis.New(ctx, redis.Config{Addrs: []string{ourRedis.Addr}, Timeout: 2 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			svc, err := New(Config{Store: st, Charging: c.cfg})
-			if err != nil {
-				t.Fatal(err)
-			}
-			svc.SetLimits(mustBuild(t, Source{Name: "edge.yaml", Data: []byte(e2eConfig)}))
-			theirs := rlsv3.NewRateLimitServiceClient(dialGRPC(t, up.GRPC))
 			if s := time.Now().Second(); s > 55 { // one minute's window for the whole sequence
 				time.Sleep(time.Duration(61-s) * time.Second)
 			}

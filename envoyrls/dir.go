@@ -26,27 +26,15 @@ func ReadDir(dir string) ([]Source, error) { return ReadDirWith(dir, Options{}) 
 // and directories whose name starts with '.' are read too.
 func ReadDirWith(dir string, o Options) ([]Source, error) {
 	var out []Source
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if skipDot(dir, path, d, o) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	err := walkDir(dir, o, func(path string, d fs.DirEntry) error {
 		if !d.Type().IsRegular() {
-			if d.Type()&fs.ModeSymlink != 0 {
-				if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
-					data, _, err := stableread.ReadFile(path)
-					if err != nil {
-						return err
-					}
-					out = append(out, Source{Name: path, Data: data})
-				}
+			// A symbolic link is read when it leads to a regular file.
+			if d.Type()&fs.ModeSymlink == 0 {
+				return nil
 			}
-			return nil
+			if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+				return nil
+			}
 		}
 		data, _, err := stableread.ReadFile(path)
 		if err != nil {
@@ -74,10 +62,23 @@ func LoadDirWith(dir string, o Options) (*Limits, error) {
 	return BuildWith(srcs, o)
 }
 
-// skipDot reports whether path, under dir, is a file or directory
-// whose name starts with '.' that o does not read.
-func skipDot(dir, path string, d fs.DirEntry, o Options) bool {
-	return !o.DotFiles && path != dir && strings.HasPrefix(d.Name(), ".")
+// walkDir calls fn for every entry under dir (dir itself included) in
+// lexical order, but for the files and directories whose name starts
+// with '.' that o does not read: what ReadDirWith reads and statDir
+// watches.
+func walkDir(dir string, o Options, fn func(path string, d fs.DirEntry) error) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !o.DotFiles && path != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		return fn(path, d)
+	})
 }
 
 // statDir is a digest of the names, sizes, modes and modification times
@@ -85,16 +86,7 @@ func skipDot(dir, path string, d fs.DirEntry, o Options) bool {
 // without reading them: what a watcher compares between two looks.
 func statDir(dir string, o Options) (digest, error) {
 	h := sha256.New()
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if skipDot(dir, path, d, o) {
-			if d.IsDir() {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	err := walkDir(dir, o, func(path string, d fs.DirEntry) error {
 		fi, err := os.Stat(path)
 		if err != nil {
 			return err

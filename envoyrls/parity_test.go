@@ -2,7 +2,6 @@ package envoyrls
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -27,31 +26,11 @@ import (
 // is skipped. No difference is expected (a refused request is counted
 // by both).
 func TestParityWithEnvoyproxyRatelimit(t *testing.T) {
-	srv := redistest.Start(t)
-	root := t.TempDir()
-	dir := filepath.Join(root, "rl", "config")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, filepath.Join(dir, "edge.yaml"), e2eConfig)
-	upstream := envoyratelimit.Start(t, "REDIS_SOCKET_TYPE=tcp", "REDIS_URL="+srv.Addr, "RUNTIME_ROOT="+root, "RUNTIME_SUBDIRECTORY=rl")
-
+	p := startParity(t, Config{}, redis.Config{OnFailure: redis.FailClosed})
+	ours, _ := startGRPC(t, p.ours)
+	theirs := p.theirs
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// A redis-server of its own: the two count under the same keys.
-	st, err := redis.New(ctx, redis.Config{Addrs: []string{redistest.Start(t).Addr}, Timeout: 2 * time.Second, OnFailure: redis.FailClosed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	svc, err := New(Config{Store: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc.SetLimits(mustBuild(t, Source{Name: "edge.yaml", Data: []byte(e2eConfig)}))
-	ours, _ := startGRPC(t, svc)
-	theirsConn := dialGRPC(t, upstream.GRPC)
-	theirs := rlsv3.NewRateLimitServiceClient(theirsConn)
 
 	five := desc("remote_address", "10.0.0.3")
 	five.HitsAddend = wrapperspb.UInt64(5)
@@ -81,13 +60,6 @@ func TestParityWithEnvoyproxyRatelimit(t *testing.T) {
 	if s := time.Now().Second(); s > 50 {
 		time.Sleep(time.Duration(61-s) * time.Second)
 	}
-	summary := func(r *rlsv3.RateLimitResponse) string {
-		out := r.GetOverallCode().String()
-		for _, s := range r.GetStatuses() {
-			out += fmt.Sprintf(" [%v %v/%v %d]", s.GetCode(), s.GetCurrentLimit().GetRequestsPerUnit(), s.GetCurrentLimit().GetUnit(), s.GetLimitRemaining())
-		}
-		return out
-	}
 	var differ []int
 	for i, req := range seq {
 		a, err := theirs.ShouldRateLimit(ctx, req)
@@ -98,7 +70,7 @@ func TestParityWithEnvoyproxyRatelimit(t *testing.T) {
 		if err != nil {
 			t.Fatalf("request %d: tollgate: %v", i, err)
 		}
-		if sa, sb := summary(a), summary(b); sa != sb {
+		if sa, sb := countSummary(a), countSummary(b); sa != sb {
 			t.Logf("request %d differs:\n  envoyproxy/ratelimit %s\n  tollgate             %s", i, sa, sb)
 			differ = append(differ, i)
 		}
@@ -106,4 +78,44 @@ func TestParityWithEnvoyproxyRatelimit(t *testing.T) {
 	if len(differ) != 0 {
 		t.Fatalf("requests differing: %v, want none", differ)
 	}
+}
+
+// parity is envoyproxy/ratelimit and tollgate's Service, both on
+// e2eConfig, each counting in a redis-server of its own under the same
+// keys.
+type parity struct {
+	theirs            rlsv3.RateLimitServiceClient
+	ours              *Service
+	upRedis, ourRedis *redistest.Server
+}
+
+// startParity starts the pair: envoyproxy/ratelimit with env added to
+// its environment (the test is skipped without ENVOY_RATELIMIT_BIN), and
+// the Service with cfg on a Redis store configured as rc (its address
+// and a 2s timeout set here).
+func startParity(t *testing.T, cfg Config, rc redis.Config, env ...string) parity {
+	t.Helper()
+	root := t.TempDir()
+	dir := filepath.Join(root, "rl", "config")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "edge.yaml"), e2eConfig)
+	p := parity{upRedis: redistest.Start(t), ourRedis: redistest.Start(t)}
+	up := envoyratelimit.Start(t, append([]string{"REDIS_SOCKET_TYPE=tcp", "REDIS_URL=" + p.upRedis.Addr, "RUNTIME_ROOT=" + root, "RUNTIME_SUBDIRECTORY=rl"}, env...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rc.Addrs, rc.Timeout = []string{p.ourRedis.Addr}, 2*time.Second
+	st, err := redis.New(ctx, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg.Store = st
+	if p.ours, err = New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	p.ours.SetLimits(mustBuild(t, Source{Name: "edge.yaml", Data: []byte(e2eConfig)}))
+	p.theirs = rlsv3.NewRateLimitServiceClient(dialGRPC(t, up.GRPC))
+	return p
 }

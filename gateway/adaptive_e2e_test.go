@@ -25,23 +25,17 @@ func TestAdaptiveLimitFollowsTheOrigin(t *testing.T) {
 	// 4 workers × 40ms: 100 requests/s; 48 clients in a closed loop
 	// keep about 48 in the origin, a p99 near 700ms. The times are long
 	// enough to stand out of the scheduling noise of a loaded machine.
-	origin := originsim.New(originsim.Config{Workers: 4, Queue: 100, Service: 40 * time.Millisecond})
+	scenario := originsim.FlashCrowd{
+		Origin:   originsim.Config{Workers: 4, Queue: 100, Service: 40 * time.Millisecond},
+		Interval: 200 * time.Millisecond, Threshold: 300 * time.Millisecond,
+	}
+	origin := originsim.New(scenario.Origin)
 	osrv := httptest.NewServer(origin)
 	defer osrv.Close()
 	g, base := startTestGateway(t, `routes:
   - {path: /, upstream: "`+osrv.URL+`"}
 headers: {styles: [draft10, legacy]}
-adaptive:
-  origin:
-    upstream: "`+osrv.URL+`"
-    interval: 200ms
-    floor: 5%
-    recovery: 5%
-    signals:
-      - {measure: latency, quantile: p99, threshold: 300ms}
-      - {measure: in_flight, threshold: "8"}
-      - {measure: error_rate, threshold: 5%}
-rules:
+`+scenario.Controller(osrv.URL)+`rules:
   - name: all
     key: global
     policies:

@@ -92,16 +92,10 @@ func (r *Result) slotAt(i int) *slot {
 // collectConcurrency adds rule r's concurrency policies to res if it
 // matches, with their keys.
 func (e *Engine) collectConcurrency(d *decision, res *Result, r *compiledRule) {
-	if !r.match.match(d.req, d.method, d.host, d.path) {
-		return
-	}
 	var kb [192]byte
-	val, ok := d.appendKey(kb[:0], r.key)
-	if !ok {
-		if !r.anonymous {
-			return
-		}
-		val = append(val[:0], anonymousValue...)
+	val, _, applies := d.ruleKey(kb[:0], r)
+	if !applies {
+		return
 	}
 	for _, p := range r.conc {
 		p = p.current()

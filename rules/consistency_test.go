@@ -417,13 +417,7 @@ func TestConsistencyAllowedPathAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := get("/items/1", "192.0.2.1")
-	ctx := context.Background()
-	decide(t, e, r)
-	n := testing.AllocsPerRun(1000, func() {
-		if res, err := e.Decide(ctx, r); err != nil || res.Outcome != Allowed {
-			t.Fatal(res.Outcome, err)
-		}
-	})
+	n := allowedAllocs(t, e, r)
 	if n != 0 {
 		t.Fatalf("%v allocs, want 0", n)
 	}

@@ -184,18 +184,30 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 	return res, err
 }
 
+// ruleKey is rule r's key value for the request, appended to dst:
+// applies is false when r does not apply (it does not match, or its key
+// is missing and it does not count anonymous requests); found tells
+// whether the key was there (else the value is the anonymous one).
+func (d *decision) ruleKey(dst []byte, r *compiledRule) (val []byte, found, applies bool) {
+	if !r.match.match(d.req, d.method, d.host, d.path) {
+		return dst, false, false
+	}
+	val, found = d.appendKey(dst, r.key)
+	if !found {
+		if !r.anonymous {
+			return val, false, false
+		}
+		val = append(val[:len(dst)], anonymousValue...)
+	}
+	return val, found, true
+}
+
 // collect appends rule r's requests to b if it matches.
 func (e *Engine) collect(d *decision, res *Result, b *batch, r *compiledRule) {
-	if !r.match.match(d.req, d.method, d.host, d.path) {
-		return
-	}
 	var kb [192]byte
-	val, ok := d.appendKey(kb[:0], r.key)
-	if !ok {
-		if !r.anonymous {
-			return
-		}
-		val = append(val[:0], anonymousValue...)
+	val, ok, applies := d.ruleKey(kb[:0], r)
+	if !applies {
+		return
 	}
 	valLen := len(val)
 	policies := r.policies

@@ -77,6 +77,19 @@ func newEngine(t testing.TB, cfg Config) (*Engine, *clock) {
 	return e, c
 }
 
+// allowedAllocs is the allocations of one decision of r by e, which
+// must allow it, after a first decision built its key.
+func allowedAllocs(t testing.TB, e *Engine, r Request) float64 {
+	t.Helper()
+	decide(t, e, r)
+	ctx := context.Background()
+	return testing.AllocsPerRun(1000, func() {
+		if res, err := e.Decide(ctx, r); err != nil || res.Outcome != Allowed {
+			t.Fatal(res.Outcome, err)
+		}
+	})
+}
+
 func decide(t testing.TB, e *Engine, r Request) Result {
 	t.Helper()
 	res, err := e.Decide(context.Background(), r)

@@ -85,13 +85,7 @@ func TestAdaptiveDecideAllocatesNothing(t *testing.T) {
 		Name: "api", Policies: []Policy{{Rate: "1000000/s", Adaptive: "origin"}},
 	}}, Scales: func(string) Scale { return sc }})
 	r := get("/x", "192.0.2.1")
-	ctx := context.Background()
-	decide(t, e, r)
-	n := testing.AllocsPerRun(1000, func() {
-		if res, err := e.Decide(ctx, r); err != nil || res.Outcome != Allowed {
-			t.Fatal(res.Outcome, err)
-		}
-	})
+	n := allowedAllocs(t, e, r)
 	if n != 0 {
 		t.Fatalf("%v allocs per decision of an adaptive policy, want 0", n)
 	}

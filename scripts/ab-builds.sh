@@ -26,17 +26,14 @@ EDGE=${EDGE:-$ROOT/scripts/nginx}
 [ -f "$EDGE/nginx-proxy.conf.in" ] || { echo "$(basename "$0"): no nginx templates in $EDGE" >&2; exit 1; }
 RUN=$(mktemp -d /tmp/ab-builds.XXXXXX)
 PIDS=()
+. "$ROOT/scripts/bench-lib.sh" # need_tools, stop_servers, cputicks, median
 cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for f in "$RUN"/*/*.pid; do [ -f "$f" ] && kill "$(cat "$f" 2>/dev/null)" 2>/dev/null || true; done
-	wait 2>/dev/null || true
+	stop_servers
 	for w in "$RUN"/wt-*; do [ -d "$w" ] && git -C "$ROOT" worktree remove --force "$w" 2>/dev/null || true; done
 	rm -rf "$RUN"
 }
 trap cleanup EXIT
-for tool in wrk nginx go git; do
-	command -v $tool >/dev/null || { echo "ab-builds: $tool is not installed" >&2; exit 1; }
-done
+need_tools ab-builds wrk nginx go git
 
 # The origin, and nginx as the peer.
 mkdir -p "$RUN/origin/tmp" "$RUN/nginx/tmp"
@@ -79,7 +76,6 @@ for p in "${PORTS[@]}"; do
 	for _ in $(seq 100); do curl -m 2 -s -o /dev/null "http://127.0.0.1:$p/" && break; sleep 0.1; done
 done
 
-. "$ROOT/scripts/bench-lib.sh" # cputicks, median
 HZ=$(getconf CLK_TCK)
 for p in "${PORTS[@]}"; do wrk -t2 -c64 -d1s "http://127.0.0.1:$p/" >/dev/null; done
 RES="$RUN/results"

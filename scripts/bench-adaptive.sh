@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The adaptive limits' flash-crowd benchmark (internal/flashcrowd): the
+# The adaptive limits' flash-crowd benchmark (bench/flashcrowd): the
 # origin simulator behind the gateway, a normal rate then ten times it,
 # four configurations one after the other in one run (static token
 # bucket, the same bucket scaled by an adaptive controller, a concurrency
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 commit=false
 if [ "${1:-}" = "-commit" ]; then commit=true; shift; fi
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-go run ./internal/flashcrowd -out bench/out/flashcrowd "$@"
+(cd bench && go run ./flashcrowd -out out/flashcrowd "$@")
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 if $commit; then
   cp bench/out/flashcrowd/chart.svg docs/adaptive-flash-crowd.svg

@@ -31,17 +31,15 @@ RUN=$(mktemp -d /tmp/bench-gateway.XXXXXX)
 PIDS=()
 declare -A PIDOF # port -> process id of the server on it (nginx: the master)
 
+. "$ROOT/scripts/bench-lib.sh" # need_tools, stop_servers, only_configs, start_tollgate, cputicks, median
+
 cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for f in "$RUN"/*/*.pid; do [ -f "$f" ] && kill "$(cat "$f" 2>/dev/null)" 2>/dev/null || true; done
-	wait 2>/dev/null || true
+	stop_servers
 	rm -rf "$RUN"
 }
 trap cleanup EXIT
 
-for tool in wrk nginx go; do
-	command -v $tool >/dev/null || { echo "bench-gateway: $tool is not installed" >&2; exit 1; }
-done
+need_tools bench-gateway wrk nginx go
 
 # --- the origin: nginx answering 200 "ok" on :18081 -------------------------
 mkdir -p "$RUN/origin/tmp"
@@ -67,7 +65,6 @@ nginx_proxy deny 18084 'limit_req_zone $binary_remote_addr zone=z:10m rate=100r/
 
 # --- tollgate: no rule, a rule that never refuses, a rule that always does ---
 (cd "$ROOT" && go build -o "$RUN/tollgate" ./cmd/tollgate)
-. "$ROOT/scripts/bench-lib.sh" # start_tollgate, cputicks, median
 tollgate() { start_tollgate "$1" "$2" 18081 "" "$3"; } # name port rules-yaml
 tollgate norule 18090 ""
 tollgate allow 18091 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1000000/s, burst: 1000}]}]'
@@ -140,13 +137,7 @@ if [ -n "${PIDOF[18099]:-}" ]; then
 	CONFIGS+=("gnet-429 18099" "gnet-proxy 18093" "gnet-proxy-safe 18094")
 fi
 
-if [ -n "${ONLY:-}" ]; then
-	kept=()
-	for c in "${CONFIGS[@]}"; do
-		case " $ONLY " in *" ${c%% *} "*) kept+=("$c") ;; esac
-	done
-	CONFIGS=("${kept[@]}")
-fi
+only_configs
 
 # Check the refusing configurations refuse and the others do not.
 for c in "${CONFIGS[@]}"; do

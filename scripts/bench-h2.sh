@@ -25,15 +25,11 @@ RUN=$(mktemp -d /tmp/bench-h2.XXXXXX)
 PIDS=()
 declare -A PIDOF
 cleanup() {
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	for f in "$RUN"/*/*.pid; do [ -f "$f" ] && kill "$(cat "$f" 2>/dev/null)" 2>/dev/null || true; done
-	wait 2>/dev/null || true
+	stop_servers
 	rm -rf "$RUN"
 }
 trap cleanup EXIT
-for tool in h2load nginx caddy go curl; do
-	command -v $tool >/dev/null || { echo "bench-h2: $tool is not installed" >&2; exit 1; }
-done
+need_tools bench-h2 h2load nginx caddy go curl
 SCHEME=http
 if [ "${TLS:-}" = 1 ]; then
 	SCHEME=https
@@ -133,13 +129,7 @@ CONFIGS=("nginx-h2-limit-allow 18383" "tollgate-h2-rule-allow 18385" "caddy-reve
 [ "$SCHEME" = http ] && CONFIGS+=("nethttp-reverseproxy-h2c 18388")
 CONFIGS+=("nginx-h2-limit-deny 18384" "tollgate-h2-rule-deny 18386")
 [ "$SCHEME" = http ] && CONFIGS+=("nethttp-429-h2c 18389")
-if [ -n "${ONLY:-}" ]; then
-	kept=()
-	for c in "${CONFIGS[@]}"; do
-		case " $ONLY " in *" ${c%% *} "*) kept+=("$c") ;; esac
-	done
-	CONFIGS=("${kept[@]}")
-fi
+only_configs
 for c in "${CONFIGS[@]}"; do
 	set -- $c
 	echo "# $1: $(curl -s -o /dev/null -w '%{http_code} %{http_version}' $CURLPROTO "$SCHEME://127.0.0.1:$2/") $(curl -s -o /dev/null -w '%{http_code}' $CURLPROTO "$SCHEME://127.0.0.1:$2/")" >&2

@@ -1,5 +1,34 @@
 # bench-lib.sh: helpers shared by the load scripts (sourced, not run).
 
+# need_tools WHO TOOL...: exits, naming WHO, when a TOOL is not installed.
+need_tools() {
+	local who=$1 tool
+	shift
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null || { echo "$who: $tool is not installed" >&2; exit 1; }
+	done
+}
+
+# stop_servers: kills the processes in PIDS and those named by the pid
+# files under $RUN/*/ (nginx's masters), and waits for them.
+stop_servers() {
+	local p f
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	for f in "$RUN"/*/*.pid; do [ -f "$f" ] && kill "$(cat "$f" 2>/dev/null)" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+}
+
+# only_configs: when ONLY is set ("name ..."), keeps in CONFIGS (entries
+# "name port ...") only those it names.
+only_configs() {
+	[ -n "${ONLY:-}" ] || return 0
+	local kept=() c
+	for c in "${CONFIGS[@]}"; do
+		case " $ONLY " in *" ${c%% *} "*) kept+=("$c") ;; esac
+	done
+	CONFIGS=("${kept[@]}")
+}
+
 # cputicks PID: CPU clock ticks (user + system) used so far by PID and its
 # children (nginx's workers).
 cputicks() {

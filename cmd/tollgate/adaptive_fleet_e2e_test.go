@@ -1,12 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,14 +34,7 @@ func TestAdaptiveGossipFleetTightensTogether(t *testing.T) {
 		t.Skip("starts three gateway processes")
 	}
 	ports := []int{gossipPort(t), gossipPort(t), gossipPort(t)}
-	var seeds []string
-	for _, p := range ports {
-		seeds = append(seeds, fmt.Sprintf("%q", fmt.Sprintf("127.0.0.1:%d", p)))
-	}
-	store := func(i int) string {
-		return fmt.Sprintf("store:\n  gossip: {name: n%d, bind_addr: 127.0.0.1, bind_port: %d, seeds: [%s]}\n",
-			i, ports[i], strings.Join(seeds, ", "))
-	}
+	store := func(i int) string { return gossipNode(i, ports, ", bind_addr: 127.0.0.1") }
 	var fleet []*proc
 	fleetTightening(t, "gossip", store, func(nodes []*proc) {
 		fleet = nodes

@@ -5,17 +5,19 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/redistest"
 )
 
 // The end-to-end tests build the real binary once and run it as a child
@@ -256,15 +258,10 @@ func get(t *testing.T, url string, hdr ...string) (*http.Response, string) {
 	return resp, string(body)
 }
 
-// freeAddr returns a loopback address nothing listens on.
+// freeAddr returns a loopback address nothing listened on a moment ago.
 func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := ln.Addr().String()
-	ln.Close()
-	return a
+	t.Helper()
+	return "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
 }
 
 var _ = syscall.SIGHUP

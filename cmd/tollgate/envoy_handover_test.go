@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +61,7 @@ func TestEnvoyRLSCarriesOnEnvoyproxyRatelimitsCounts(t *testing.T) {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	grpcAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	grpcAddr := freeAddr(t)
 	startEnvoyRLS(t, "-grpc", grpcAddr, "-http", "off", "-debug", "off")
 	type want struct {
 		code      rlsv3.RateLimitResponse_Code

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +28,7 @@ func envoyDir(t *testing.T) (dir, grpcAddr string, flags []string) {
 	if err := os.WriteFile(filepath.Join(dir, "edge.yaml"), []byte("domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: hour, requests_per_unit: 2}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	grpcAddr = "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	grpcAddr = freeAddr(t)
 	// A Redis timeout a loaded machine meets (the handshake and the
 	// scripts' first load included).
 	return dir, grpcAddr, []string{"-config-dir", dir, "-grpc", grpcAddr, "-http", "off", "-debug", "off", "-redis-timeout", "2s"}

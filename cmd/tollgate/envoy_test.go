@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,13 +50,9 @@ func TestEnvoyRLSServesADirectory(t *testing.T) {
 	redisSrv := redistest.Start(t)
 	for _, store := range []string{"", redisSrv.Addr} {
 		t.Run("redis="+store, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "edge.yaml"), []byte("domain: edge\ndescriptors:\n  - key: remote_address\n    rate_limit: {unit: hour, requests_per_unit: 2}\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			grpcAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-			httpAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-			debugAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+			dir, grpcAddr, _ := envoyDir(t)
+			httpAddr := freeAddr(t)
+			debugAddr := freeAddr(t)
 			startEnvoyRLS(t, "-config-dir", dir, "-grpc", grpcAddr, "-http", httpAddr, "-debug", debugAddr, "-redis", store)
 
 			conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -247,7 +242,7 @@ func TestEnvoyRLSLogLevelFromEnvironment(t *testing.T) {
 		t.Run("LOG_LEVEL="+lv, func(t *testing.T) {
 			t.Setenv("LOG_LEVEL", lv)
 			t.Setenv("USE_STATSD", "true")
-			grpcAddr := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+			grpcAddr := freeAddr(t)
 			logs := startEnvoyRLS(t, "-config-dir", dir, "-grpc", grpcAddr, "-http", "off", "-debug", "off")
 			eventually(t, "the warning at start", func() bool { return strings.Contains(logs.String(), "USE_STATSD") })
 			if lv == "info" {

@@ -21,13 +21,8 @@ import (
 // sealed with the key in TOLLGATE_E2E_GOSSIP_KEY, with extra appended to
 // its gossip section and the rules given.
 func gossipFleetCfg(i int, ports []int, extra, rules string) string {
-	var seeds []string
-	for _, p := range ports {
-		seeds = append(seeds, fmt.Sprintf("%q", fmt.Sprintf("127.0.0.1:%d", p)))
-	}
 	return baseCfg + "routes: [{path: /, upstream: demo}]\n" +
-		fmt.Sprintf("store:\n  gossip: {name: n%d, bind_port: %d, interval: 100ms, seeds: [%s], secret_key_env: TOLLGATE_E2E_GOSSIP_KEY%s}\n",
-			i, ports[i], strings.Join(seeds, ", "), extra) +
+		gossipNode(i, ports, ", interval: 100ms, secret_key_env: TOLLGATE_E2E_GOSSIP_KEY"+extra) +
 		"rules:\n" + rules
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,30 @@ func gossipPort(t *testing.T) int {
 	}
 	t.Fatal("no port free for TCP and UDP")
 	return 0
+}
+
+// gossipNode is node i's store section in a fleet gossiping on ports,
+// each node seeded with them all, with extra (", key: value" pairs)
+// added to its gossip mapping.
+func gossipNode(i int, ports []int, extra string) string {
+	seeds := make([]string, len(ports))
+	for j, p := range ports {
+		seeds[j] = strconv.Quote(fmt.Sprintf("127.0.0.1:%d", p))
+	}
+	return fmt.Sprintf("store:\n  gossip: {name: n%d, bind_port: %d, seeds: [%s]%s}\n", i, ports[i], strings.Join(seeds, ", "), extra)
+}
+
+// fleetRule is the rules section the fleet tests count under: one rule,
+// fleet, keyed by path at the gossip tier (closed on a store error),
+// limit requests per window.
+func fleetRule(limit int, window string) string {
+	return fmt.Sprintf(`rules:
+  - name: fleet
+    key: path
+    consistency: gossip
+    on_error: closed
+    policies: [{algorithm: fixed_window, limit: %d, window: %s}]
+`, limit, window)
 }
 
 // load is what steady traffic met on one node.
@@ -148,21 +173,10 @@ func TestE2EGossipFleet(t *testing.T) {
 	rate, iv, limit, phase := *gossipRate, *gossipInterval, *gossipLimit, *gossipPhase
 	key := hex.EncodeToString([]byte("e2e gossip key32")) // 16 bytes
 	ports := []int{gossipPort(t), gossipPort(t), gossipPort(t)}
-	var seeds []string
-	for _, p := range ports {
-		seeds = append(seeds, fmt.Sprintf("%q", fmt.Sprintf("127.0.0.1:%d", p)))
-	}
 	cfgOf := func(i int) string {
 		return baseCfg + "routes: [{path: /, upstream: demo}]\n" +
-			fmt.Sprintf("store:\n  gossip: {name: n%d, bind_port: %d, interval: %v, seeds: [%s], secret_key_env: TOLLGATE_E2E_GOSSIP_KEY}\n",
-				i, ports[i], iv, strings.Join(seeds, ", ")) +
-			fmt.Sprintf(`rules:
-  - name: fleet
-    key: path
-    consistency: gossip
-    on_error: closed
-    policies: [{algorithm: fixed_window, limit: %d, window: 1h}]
-`, limit)
+			gossipNode(i, ports, fmt.Sprintf(", interval: %v, secret_key_env: TOLLGATE_E2E_GOSSIP_KEY", iv)) +
+			fleetRule(limit, "1h")
 	}
 	env := "TOLLGATE_E2E_GOSSIP_KEY=" + key
 	nodes := []*proc{startServeEnv(t, cfgOf(0), env), startServeEnv(t, cfgOf(1), env), startServeEnv(t, cfgOf(2), env)}

@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -66,20 +64,8 @@ func TestE2EGossipForgedOwnWindow(t *testing.T) {
 	tollgateBinary(t)
 	const lim = 20
 	ports := []int{gossipPort(t), gossipPort(t), gossipPort(t)}
-	var seeds []string
-	for _, p := range ports {
-		seeds = append(seeds, strconv.Quote(fmt.Sprintf("127.0.0.1:%d", p)))
-	}
 	cfgOf := func(i int) string {
-		return baseCfg + "routes: [{path: /, upstream: demo}]\n" +
-			fmt.Sprintf("store:\n  gossip: {name: n%d, bind_port: %d, interval: 100ms, seeds: [%s]}\n", i, ports[i], strings.Join(seeds, ", ")) +
-			fmt.Sprintf(`rules:
-  - name: fleet
-    key: path
-    consistency: gossip
-    on_error: closed
-    policies: [{algorithm: fixed_window, limit: %d, window: 1s}]
-`, lim)
+		return baseCfg + "routes: [{path: /, upstream: demo}]\n" + gossipNode(i, ports, ", interval: 100ms") + fleetRule(lim, "1s")
 	}
 	nodes := []*proc{startServe(t, cfgOf(0)), startServe(t, cfgOf(1)), startServe(t, cfgOf(2))}
 	for _, p := range nodes {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -36,21 +34,10 @@ func TestE2EGossipSkewedClocks(t *testing.T) {
 	for _, offs := range [][]time.Duration{{0, 1500 * time.Millisecond, -3 * time.Second}, {0, 20 * time.Second, -500 * time.Millisecond}} {
 		t.Run(fmt.Sprint(offs), func(t *testing.T) {
 			ports := []int{gossipPort(t), gossipPort(t), gossipPort(t)}
-			var seeds []string
-			for _, p := range ports {
-				seeds = append(seeds, strconv.Quote(fmt.Sprintf("127.0.0.1:%d", p)))
-			}
 			var nodes []*proc
 			for i, off := range offs {
 				cfg := baseCfg + "routes: [{path: /, upstream: demo}]\n" +
-					fmt.Sprintf("store:\n  gossip: {name: n%d, bind_port: %d, interval: %v, seeds: [%s]}\n", i, ports[i], iv, strings.Join(seeds, ", ")) +
-					fmt.Sprintf(`rules:
-  - name: fleet
-    key: path
-    consistency: gossip
-    on_error: closed
-    policies: [{algorithm: fixed_window, limit: %d, window: 1s}]
-`, lim)
+					gossipNode(i, ports, fmt.Sprintf(", interval: %v", iv)) + fleetRule(lim, "1s")
 				file := filepath.Join(t.TempDir(), "tollgate.yaml")
 				if err := os.WriteFile(file, []byte(cfg), 0o644); err != nil {
 					t.Fatal(err)

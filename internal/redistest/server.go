@@ -213,17 +213,9 @@ func (s *Server) Kill() {
 // server is resumed at t.Cleanup.
 func (s *Server) Pause(t testing.TB) {
 	t.Helper()
-	s.mu.Lock()
-	cmd := s.cmd
-	s.mu.Unlock()
-	if cmd == nil {
-		t.Fatal("redistest: Pause: the server is not running")
-	}
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatalf("redistest: Pause: %v", err)
-	}
-	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGCONT) })
-	task := fmt.Sprintf("/proc/%d/task", cmd.Process.Pid)
+	proc := s.signal(t, "Pause", syscall.SIGSTOP)
+	t.Cleanup(func() { proc.Signal(syscall.SIGCONT) })
+	task := fmt.Sprintf("/proc/%d/task", proc.Pid)
 	deadline := time.Now().Add(10 * time.Second)
 	for !allStopped(task) {
 		if time.Now().After(deadline) {
@@ -258,15 +250,23 @@ func allStopped(task string) bool {
 // Resume continues a paused server (SIGCONT).
 func (s *Server) Resume(t testing.TB) {
 	t.Helper()
+	s.signal(t, "Resume", syscall.SIGCONT)
+}
+
+// signal sends sig to the running server's process, which it returns;
+// op names the caller in a failure.
+func (s *Server) signal(t testing.TB, op string, sig os.Signal) *os.Process {
+	t.Helper()
 	s.mu.Lock()
 	cmd := s.cmd
 	s.mu.Unlock()
 	if cmd == nil {
-		t.Fatal("redistest: Resume: the server is not running")
+		t.Fatalf("redistest: %s: the server is not running", op)
 	}
-	if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatalf("redistest: Resume: %v", err)
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("redistest: %s: %v", op, err)
 	}
+	return cmd.Process
 }
 
 // Restart starts a killed server again on the same port and directory.

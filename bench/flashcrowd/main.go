@@ -14,7 +14,7 @@
 // (responses 200 per second) and the refusals; it writes a JSON file of
 // every window and an SVG chart of the runs.
 //
-//	go run ./internal/flashcrowd -out bench/out/flashcrowd
+//	cd bench && go run ./flashcrowd -out out/flashcrowd
 package main
 
 import (
@@ -61,7 +61,7 @@ type run struct {
 }
 
 func main() {
-	out := flag.String("out", "bench/out/flashcrowd", "directory for results.json and chart.svg")
+	out := flag.String("out", "out/flashcrowd", "directory for results.json and chart.svg (relative to bench/ when run from there)")
 	normal := flag.Float64("normal", 40, "normal rate, requests/s (the flash crowd is 10x)")
 	phase := flag.Duration("phase", 4*time.Second, "length of the normal phases (the flash crowd lasts twice that)")
 	win := flag.Duration("window", 500*time.Millisecond, "measurement window")
@@ -87,7 +87,7 @@ func main() {
 	if err := os.WriteFile(filepath.Join(*out, "results.json"), b, 0o644); err != nil {
 		fail(err)
 	}
-	if err := os.WriteFile(filepath.Join(*out, "chart.svg"), chart(runs, threshold*1000), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(*out, "chart.svg"), chart(runs, float64(scenario.Threshold.Milliseconds())), 0o644); err != nil {
 		fail(err)
 	}
 }
@@ -97,9 +97,11 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-// threshold is the controller's latency threshold (s), and the p99 the
-// origin should stay within.
-const threshold = 0.250
+// scenario is the flash crowd's origin and controller.
+var scenario = originsim.FlashCrowd{
+	Origin:   originsim.Config{Workers: 4, Queue: 200, Service: 40 * time.Millisecond},
+	Interval: 250 * time.Millisecond, Threshold: 250 * time.Millisecond,
+}
 
 func configFor(name, originURL string, normal float64) string {
 	head := `listen: {addr: "127.0.0.1:0"}
@@ -108,17 +110,7 @@ reload: {watch: false}
 upstream: {max_conns: 4096, response_timeout: 10s}
 routes:
   - {path: /, upstream: "` + originURL + `"}
-adaptive:
-  origin:
-    upstream: "` + originURL + `"
-    interval: 250ms
-    floor: 5%
-    recovery: 5%
-    signals:
-      - {measure: latency, quantile: p99, threshold: 250ms}
-      - {measure: in_flight, threshold: "8"}
-      - {measure: error_rate, threshold: 5%}
-rules:
+` + scenario.Controller(originURL) + `rules:
   - name: api
     key: global
     policies:
@@ -145,7 +137,7 @@ routes:
 }
 
 func bench(name string, normal float64, phase, win time.Duration) (run, error) {
-	origin := originsim.New(originsim.Config{Workers: 4, Queue: 200, Service: 40 * time.Millisecond})
+	origin := originsim.New(scenario.Origin)
 	osrv := httptest.NewServer(origin)
 	defer osrv.Close()
 	cfg, err := config.Parse(name+".yaml", []byte(configFor(name, osrv.URL, normal)))

@@ -1,4 +1,4 @@
-package confdoc
+package main
 
 import (
 	"bytes"
