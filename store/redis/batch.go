@@ -22,7 +22,7 @@ import (
 const (
 	// batchCalls is how many batch calls may be in flight at once: enough
 	// to keep Redis busy while the replies of the others travel back.
-	batchCalls = 2
+	batchCalls = 4
 	// batchMax bounds the decisions in one call (and so the time one call
 	// holds Redis: about a µs each).
 	batchMax = 64

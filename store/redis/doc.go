@@ -16,7 +16,7 @@
 // # Batching
 //
 // Token-bucket decisions on a standalone Redis (or through Sentinel) are
-// gathered: while two such script calls are in flight, the decisions that
+// gathered: while four such script calls are in flight, the decisions that
 // arrive wait together and go in the next call, up to 64 in one, decided
 // one after another by one script (each saved before the next, as separate
 // Applys would be) at one instant. A script call's own cost is most of what
