@@ -22,12 +22,14 @@
 // Applys would be) at one instant. A script call's own cost is most of what
 // a decision costs Redis, so under load a decision costs Redis less than
 // half the CPU it costs alone (BENCHMARKS.md); a lone caller finds a call
-// free and waits for nothing. A waiting decision is bounded by
-// Config.Timeout, not by its caller's context (the call is every waiting
-// decision's): a caller whose context ends meanwhile waits for the call. A key
-// holding something else than a bucket's state is answered by the failure
-// mode alone, the others in its call decided. Other algorithms, ApplyAll,
-// ApplyEach and a Redis Cluster make one call per decision as before.
+// free and waits for nothing. A decision that waits is bounded by the
+// calls ahead of it (one in flight, more when over 64 decisions wait) and
+// its own, each bounded by Config.Timeout, not by its caller's context
+// (the call is every waiting decision's): a caller whose context ends
+// meanwhile waits for the call. A key holding something else
+// than a bucket's state is answered by the failure mode alone, the others
+// in its call decided. Other algorithms and a Redis Cluster make one call
+// per decision, ApplyAll and ApplyEach one per set of requests, as before.
 //
 // # Exactness
 //
