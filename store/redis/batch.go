@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,10 @@ type batch struct {
 	done sync.WaitGroup
 	refs atomic.Int32 // decisions still to read the reply
 }
+
+// errSkipped is the error of a batch not sent: the breaker opened while
+// it waited for a call slot.
+var errSkipped = errors.New("redis: batch not sent: the circuit breaker opened")
 
 // errNotState reports a key that holds something else than a token
 // bucket's state (the batch script's allowed value -1).
@@ -92,6 +97,14 @@ func (s *Store) join(c *conn, rkey, cost string, a args) (*batch, int) {
 	}
 	if bt.open == b {
 		bt.open = nil
+	}
+	if !s.breaker.closed() {
+		// The breaker opened while b waited: its decisions follow the
+		// failure mode now, as they would have had they come now.
+		bt.mu.Unlock()
+		b.err = errSkipped
+		b.done.Done()
+		return b, i
 	}
 	bt.inflight++
 	bt.mu.Unlock()
@@ -146,6 +159,10 @@ func (s *Store) applyBatched(ctx context.Context, c *conn, key string, p limit.P
 	s.batch.release(b)
 	if err == nil && v[0] < 0 {
 		err = errNotState{rkey}
+	}
+	if err == errSkipped {
+		s.shortCircuit()
+		return s.fail(ctx, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})
 	}
 	if err != nil {
 		return s.failedCall(ctx, err, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})

@@ -132,6 +132,13 @@ func TestContendedDecisionsShareScriptCalls(t *testing.T) {
 // errors in the order of reqs.
 func held(t *testing.T, s *Store, mode FailMode, reqs []limit.Request) ([]limit.Decision, []error) {
 	t.Helper()
+	return heldThen(t, s, mode, reqs, func() {})
+}
+
+// heldThen is held, calling then once every request has joined, before
+// the slots are freed.
+func heldThen(t *testing.T, s *Store, mode FailMode, reqs []limit.Request, then func()) ([]limit.Decision, []error) {
+	t.Helper()
 	bt := &s.batch
 	bt.mu.Lock()
 	bt.inflight = batchCalls
@@ -158,6 +165,7 @@ func held(t *testing.T, s *Store, mode FailMode, reqs []limit.Request) ([]limit.
 			time.Sleep(100 * time.Microsecond)
 		}
 	}
+	then()
 	bt.mu.Lock()
 	bt.inflight = 0
 	bt.slot.Broadcast()
@@ -238,6 +246,41 @@ func TestOneBatch(t *testing.T) {
 		}
 	}
 	if st := s.Stats(); st.ReplyErrors != 2 || st.FailClosed != 2 || st.Decisions != 1+8 || st.Failures != 0 {
+		t.Fatalf("stats: %+v", st)
+	}
+}
+
+// TestBatchWaitingWhenTheBreakerOpensIsNotSent: decisions waiting for a
+// call slot when the breaker opens follow the failure mode at once,
+// without a call, as decisions arriving then would (they would otherwise
+// wait for a call to a Redis just found failing).
+func TestBatchWaitingWhenTheBreakerOpensIsNotSent(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := open(t, srv.Addr, Config{Clock: func() int64 { return now }, CacheSize: -1, BreakerFailures: 3, BreakerCooldown: time.Hour})
+	p := limit.TokenBucket{Rate: limit.Per(10, time.Second), Burst: 10}
+	if _, err := s.Apply(context.Background(), "warm", p, 1); err != nil {
+		t.Fatal(err)
+	}
+	srv.CLI(t, "CONFIG", "RESETSTAT")
+	reqs := make([]limit.Request, 5)
+	for i := range reqs {
+		reqs[i] = limit.Request{Key: "k" + strconv.Itoa(i), Policy: p, Cost: 1}
+	}
+	got, errs := heldThen(t, s, FailClosed, reqs, func() {
+		for range 3 {
+			s.breaker.done(false)
+		}
+	})
+	for i, d := range got {
+		if errs[i] != nil || d.Allowed {
+			t.Fatalf("request %d with the breaker open, fail closed: %+v, %v", i, d, errs[i])
+		}
+	}
+	if n := scriptCalls(t, srv); n != 0 {
+		t.Fatalf("%d script calls with the breaker open, want 0", n)
+	}
+	if st := s.Stats(); st.FailClosed != 5 || st.ShortCircuits != 5 || st.Failures != 0 {
 		t.Fatalf("stats: %+v", st)
 	}
 }
