@@ -32,7 +32,7 @@ const (
 // batcher gathers concurrent token-bucket decisions into batches.
 type batcher struct {
 	mu       sync.Mutex
-	slot     sync.Cond // signalled when a call in flight returns
+	slot     sync.Cond // on mu (New sets L): signalled when a call in flight returns
 	inflight int       // batch calls in flight
 	open     *batch    // the batch decisions join, nil when none is
 	pool     sync.Pool // *batch
@@ -88,9 +88,6 @@ func (s *Store) join(c *conn, rkey, cost string, a args) (*batch, int) {
 		bt.mu.Unlock()
 		b.done.Wait()
 		return b, i
-	}
-	if bt.slot.L == nil {
-		bt.slot.L = &bt.mu
 	}
 	for bt.inflight >= batchCalls {
 		bt.slot.Wait()

@@ -93,6 +93,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		deadline: newDeadlines(cfg.Timeout),
 		cache:    newOverLimit(cfg.CacheSize),
 	}
+	s.batch.slot.L = &s.batch.mu
 	if s.now == nil {
 		s.now = memory.NewClock()
 		s.floorMS = "0"
