@@ -37,9 +37,11 @@ var redisKeyNames = func() []string {
 }()
 
 // BenchmarkRedisDecisions compares tollgate's Redis store (rueidis,
-// auto-pipelined EVALSHA, over-limit cache off) with go-redis/redis_rate v10
-// (go-redis v9 pool, EVALSHA) on the same server. Metrics: decisions/s, and
-// p50/p99 latency of one decision in µs.
+// auto-pipelined EVALSHA, concurrent decisions batched into one call,
+// over-limit cache off) with go-redis/redis_rate v10 (go-redis v9 pool,
+// EVALSHA) on the same server. Metrics: decisions/s, p50/p99 latency of
+// one decision in µs, and Redis's own cost (serverCost). bench/redis_rounds.sh
+// runs it in interleaved rounds.
 func BenchmarkRedisDecisions(b *testing.B) {
 	srv := redistest.Start(b)
 	ctx := context.Background()
@@ -86,28 +88,35 @@ func BenchmarkRedisDecisions(b *testing.B) {
 		return res.Allowed > 0
 	}
 
-	// serverCost wraps a sub-benchmark to report the server's own CPU time
-	// per script call (INFO commandstats), which the machine's noise
-	// disturbs less than throughput.
+	// serverCost wraps a sub-benchmark to report the server's own cost,
+	// which the machine's noise disturbs less than throughput: its CPU
+	// time per decision (user + system, INFO cpu, the whole process:
+	// reading, running and answering), the time per script call (INFO
+	// commandstats: running it only) and the decisions per call.
 	serverCost := func(f func(b *testing.B)) func(b *testing.B) {
 		return func(b *testing.B) {
 			rdb.ConfigResetStat(ctx)
+			cpu0 := redisCPU(b, rdb)
 			f(b)
+			cpu := redisCPU(b, rdb) - cpu0
 			info, err := rdb.Info(ctx, "commandstats").Result()
 			if err != nil {
 				b.Fatal(err)
 			}
+			var calls float64
 			for _, line := range strings.Split(info, "\n") {
+				if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+					continue
+				}
+				calls += infoField(line, "calls=")
 				if strings.HasPrefix(line, "cmdstat_evalsha:") {
-					if i := strings.Index(line, "usec_per_call="); i >= 0 {
-						v := line[i+len("usec_per_call="):]
-						v = v[:strings.IndexByte(v, ',')]
-						if x, err := strconv.ParseFloat(v, 64); err == nil {
-							b.ReportMetric(x, "server-µs/call")
-						}
-					}
+					b.ReportMetric(infoField(line, "usec_per_call="), "server-µs/call")
 				}
 			}
+			if calls > 0 {
+				b.ReportMetric(float64(b.N)/calls, "decisions/call")
+			}
+			b.ReportMetric(cpu.Seconds()*1e6/float64(b.N), "redis-cpu-µs/decision")
 		}
 	}
 	for _, conc := range []int{1, 16, 64} {
@@ -138,6 +147,43 @@ func BenchmarkRedisDecisions(b *testing.B) {
 	if st.Stats().Failures != 0 {
 		b.Fatalf("tollgate store failures: %+v", st.Stats())
 	}
+}
+
+// redisCPU is redis-server's CPU time so far, user + system (INFO cpu).
+func redisCPU(b *testing.B, rdb *goredis.Client) time.Duration {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sec float64
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(line, f); ok {
+				x, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					b.Fatalf("INFO cpu: %q: %v", line, err)
+				}
+				sec += x
+			}
+		}
+	}
+	return time.Duration(sec * float64(time.Second))
+}
+
+// infoField is the number after name in an INFO line ("calls=12,..."), 0
+// when it has none.
+func infoField(line, name string) float64 {
+	i := strings.Index(line, name)
+	if i < 0 {
+		return 0
+	}
+	v := line[i+len(name):]
+	if j := strings.IndexAny(v, ",\r"); j >= 0 {
+		v = v[:j]
+	}
+	x, _ := strconv.ParseFloat(v, 64)
+	return x
 }
 
 // redisBenchmark runs redis-benchmark (64 connections, keys among 10,000)

@@ -229,5 +229,5 @@ func pendingKey(reqs []limit.Request, pending []int, key string) bool {
 // a: now, the TTL floor, the cost (capped above the capacity), no force,
 // and the policy's four parameters.
 func (s *Store) scriptArgs(clock string, cost int64, a args) []string {
-	return []string{clock, s.floorMS, strconv.FormatInt(min(cost, a.capacity+1), 10), "0", a.strs[0], a.strs[1], a.strs[2], a.strs[3]}
+	return []string{clock, s.floorMS, costArg(cost, a), "0", a.strs[0], a.strs[1], a.strs[2], a.strs[3]}
 }

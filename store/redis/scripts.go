@@ -29,13 +29,14 @@ const width = 7
 
 // scripts holds the five one-request scripts, indexed by limit.Algorithm,
 // their SHA-1 digests (for EVALSHA in a pipeline: ApplyEach on a
-// cluster), the all-or-nothing script for ApplyAll and the each-on-its-own
-// script for ApplyEach.
+// cluster), the all-or-nothing script for ApplyAll, the each-on-its-own
+// script for ApplyEach and the token-bucket batch script.
 type scripts struct {
 	one    [6]*rueidis.Lua
 	oneSHA [6]string
 	all    *rueidis.Lua
 	each   *rueidis.Lua
+	many   *rueidis.Lua // token buckets, several in one call (batch.go)
 }
 
 // scriptSource returns the source of the one-request script for alg.
@@ -75,7 +76,8 @@ func batchSource(name string) string {
 }
 
 func newScripts() *scripts {
-	s := &scripts{all: rueidis.NewLuaScript(allSource()), each: rueidis.NewLuaScript(eachSource())}
+	s := &scripts{all: rueidis.NewLuaScript(allSource()), each: rueidis.NewLuaScript(eachSource()),
+		many: rueidis.NewLuaScript(luaFile("token_bucket_many"))}
 	for _, a := range []limit.Algorithm{limit.AlgFixedWindow, limit.AlgSlidingLog, limit.AlgSlidingWindow, limit.AlgTokenBucket, limit.AlgLeakyBucket} {
 		src := scriptSource(a)
 		s.one[a] = rueidis.NewLuaScript(src)

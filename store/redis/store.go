@@ -52,6 +52,7 @@ type Store struct {
 	onNow   func(us int64) // tests: the script's instant of each decision
 	enc     encoded
 	argv    sync.Pool // *[]string
+	batch   batcher   // token-bucket decisions, gathered (batch.go)
 }
 
 // conn is the store's connection, once made.
@@ -92,6 +93,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		deadline: newDeadlines(cfg.Timeout),
 		cache:    newOverLimit(cfg.CacheSize),
 	}
+	s.batch.slot.L = &s.batch.mu
 	if s.now == nil {
 		s.now = memory.NewClock()
 		s.floorMS = "0"
@@ -302,8 +304,11 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 		s.shortCircuit()
 		return s.fail(ctx, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})
 	}
+	if a.alg == limit.AlgTokenBucket && !c.cluster {
+		return s.applyBatched(ctx, c, key, p, cost, a, mode, now, epoch)
+	}
 	argv := s.getArgv()
-	args := append((*argv)[:0], s.redisKey(key), s.clockArg(), s.floorMS, strconv.FormatInt(min(cost, a.capacity+1), 10), "0",
+	args := append((*argv)[:0], s.redisKey(key), s.clockArg(), s.floorMS, costArg(cost, a), "0",
 		a.strs[0], a.strs[1], a.strs[2], a.strs[3])
 	cctx, cancel := s.deadline.with(ctx)
 	vals, err := s.scripts.one[a.alg].Exec(cctx, c.client, args[:1], args[1:]).AsIntSlice()
@@ -320,6 +325,16 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 	if err != nil {
 		return s.failedCall(ctx, err, mode, []limit.Request{{Key: key, Policy: p, Cost: cost}})
 	}
+	return s.decided(key, p, cost, a, vals, now, epoch), nil
+}
+
+// costArg is a one-request script's cost argument: cost, capped above the
+// capacity (any cost beyond it is refused alike).
+func costArg(cost int64, a args) string { return strconv.FormatInt(min(cost, a.capacity+1), 10) }
+
+// decided is Apply's decision from a script's reply vals (the decision's
+// values, then the script's now), recorded as one.
+func (s *Store) decided(key string, p limit.Policy, cost int64, a args, vals []int64, now int64, epoch uint64) limit.Decision {
 	s.breaker.done(true)
 	s.stats.decisions.Add(1)
 	if s.onNow != nil {
@@ -330,7 +345,7 @@ func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int6
 	if s.cache != nil {
 		s.cache.record(key, p, cost, now, epoch, d)
 	}
-	return d, nil
+	return d
 }
 
 // maxTries bounds the calls othersDeadline lets a decision make.
@@ -418,10 +433,12 @@ func (s *Store) failedCall(ctx context.Context, err error, mode FailMode, reqs [
 type errShortReply struct{ error }
 
 // isLocal reports an error the store raised about a reply it could read
-// (too few values): an error reply in effect.
+// (too few values, a key holding no state of the batch's algorithm): an
+// error reply in effect.
 func isLocal(err error) bool {
 	var e errShortReply
-	return errors.As(err, &e)
+	var n errNotState
+	return errors.As(err, &e) || errors.As(err, &n)
 }
 
 // decode reads a script's decision {allowed, remaining, reset, retry,
