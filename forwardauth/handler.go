@@ -169,10 +169,8 @@ func printable(b []byte) bool {
 	return true
 }
 
-// writeProblem answers an auth request that was not decided on, with a
-// problem+json body written as httplimit writes a refusal.
+// writeProblem answers an auth request that was not decided on with
+// httplimit.WriteProblem, as httplimit writes a refusal.
 func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail string) {
-	body := rules.AppendProblem(nil, status, http.StatusText(status), detail)
-	w.Header().Set("Cache-Control", "no-store")
-	httplimit.WriteRefusal(w, r, rules.Response{Status: status, ContentType: rules.ContentTypeProblem, Body: body})
+	httplimit.WriteProblem(w, r, status, http.StatusText(status), detail)
 }

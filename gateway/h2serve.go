@@ -164,12 +164,10 @@ func requestPath(r *http.Request) string {
 }
 
 // problemH2 answers with an RFC 9457 application/problem+json body, as
-// problem does on the fasthttp path, written by httplimit.WriteRefusal
-// (nosniff, no body for HEAD).
+// problem does on the fasthttp path: httplimit.WriteProblem (nosniff,
+// no-store, no body for HEAD).
 func problemH2(w http.ResponseWriter, r *http.Request, status int, title, detail string) {
-	w.Header().Set("Cache-Control", "no-store")
-	httplimit.WriteRefusal(w, r, rules.Response{Status: status, ContentType: rules.ContentTypeProblem,
-		Body: rules.AppendProblem(nil, status, title, detail)})
+	httplimit.WriteProblem(w, r, status, title, detail)
 }
 
 // demoH2 is the built-in demo origin on the net/http path.

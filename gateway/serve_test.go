@@ -127,3 +127,44 @@ func TestServeAnswersAsFastlimitMiddleware(t *testing.T) {
 		}
 	}
 }
+
+// Every answer the gateway writes itself (no route, a gRPC route asked
+// for HTTP/1.1) is problem+json with X-Content-Type-Options: nosniff and
+// Cache-Control: no-store, on each front end: HTTP/1.1 (fasthttp), HTTP/2
+// (h2c) and the gRPC route's refusal of what is not gRPC. The HTTP/1.1
+// problem() lacked nosniff before it was written by
+// fastlimit.WriteProblem.
+func TestProblemsSendNosniff(t *testing.T) {
+	_, h1 := startTestGateway(t, "routes: [{host: a.test, path: /, upstream: demo}]\n")
+	_, h2 := startH2Gateway(t, false, "routes: [{host: grpc.test, path: /, upstream: \"http://127.0.0.1:9\", grpc: true}, {host: a.test, path: /, upstream: demo}]\n")
+	for _, c := range []struct {
+		name, base, host string
+		client           *http.Client
+		want             int
+	}{
+		{"HTTP/1.1 no route", h1, "nowhere.test", http.DefaultClient, http.StatusNotFound},
+		{"HTTP/2 no route", h2, "nowhere.test", h2cClient(), http.StatusNotFound},
+		{"HTTP/2 gRPC route, not gRPC", h2, "grpc.test", h2cClient(), http.StatusUnsupportedMediaType},
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			req, _ := http.NewRequest(method, c.base+"/x", nil)
+			req.Host = c.host
+			resp, err := c.client.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.name, method, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			h := resp.Header
+			if resp.StatusCode != c.want || h.Get("X-Content-Type-Options") != "nosniff" ||
+				h.Get("Content-Type") != rules.ContentTypeProblem || h.Get("Cache-Control") != "no-store" {
+				t.Errorf("%s %s: %d, X-Content-Type-Options %q, Content-Type %q, Cache-Control %q; want %d, nosniff, %s, no-store",
+					c.name, method, resp.StatusCode, h.Get("X-Content-Type-Options"), h.Get("Content-Type"), h.Get("Cache-Control"),
+					c.want, rules.ContentTypeProblem)
+			}
+			if method == http.MethodHead && len(body) != 0 || method == http.MethodGet && !strings.HasPrefix(string(body), `{"type":"about:blank"`) {
+				t.Errorf("%s %s: body %q", c.name, method, body)
+			}
+		}
+	}
+}

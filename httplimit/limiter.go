@@ -142,6 +142,17 @@ func WriteRefusal(w http.ResponseWriter, r *http.Request, resp rules.Response) {
 	w.Write(resp.Body) //nolint:errcheck // the client may have gone; nothing to do
 }
 
+// WriteProblem answers r with what the engine did not decide (no route, a
+// malformed request, a peer not trusted): an RFC 9457
+// application/problem+json body (rules.AppendProblem) of status, title
+// and detail, with Cache-Control: no-store, written by WriteRefusal
+// (nosniff, no body for HEAD).
+func WriteProblem(w http.ResponseWriter, r *http.Request, status int, title, detail string) {
+	w.Header().Set("Cache-Control", "no-store")
+	WriteRefusal(w, r, rules.Response{Status: status, ContentType: rules.ContentTypeProblem,
+		Body: rules.AppendProblem(nil, status, title, detail)})
+}
+
 // delayEndedBody is the problem answered when a delayed request's context
 // ends before its wait does.
 var delayEndedBody = rules.AppendProblem(nil, http.StatusServiceUnavailable, "Service Unavailable",
