@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -69,13 +68,12 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// Decided into a local Result: a refusal allocates no exchange.
+	// httplimit's sequence, its steps called here to time the decision
+	// and log it.
 	var res rules.Result
 	if s.engine != nil {
 		t0 := monoNow()
-		// A stream its client reset is still decided and charged:
-		// opening and cancelling streams (CVE-2023-44487's rapid
-		// reset) costs a client its allowance as requests do.
-		res, _ = s.engine.Decide(context.WithoutCancel(r.Context()), httplimit.Request{Req: r})
+		res = httplimit.Decide(r, s.engine)
 		g.m.decisionTime.Observe(time.Since(t0).Seconds())
 		if res.Holds() {
 			// Concurrency slots: the handler returns once the exchange
@@ -85,30 +83,29 @@ func (g *Gateway) serveH2(w http.ResponseWriter, r *http.Request) {
 		if ent != nil {
 			ent.result(&res)
 		}
-		if res.Refused() {
-			if rt.grpc {
-				writeGRPCRefusal(w, &res)
-			} else {
-				httplimit.SetHeaders(w.Header(), &res)
-				httplimit.WriteRefusal(w, r, res.Refusal())
-			}
-			return
+		steps := &h2Steps
+		if rt.grpc {
+			steps = &grpcSteps
 		}
-		if res.Delay > 0 {
-			if httplimit.Sleep(r.Context(), res.Delay) != nil {
-				return // the client went away: it reads nothing
-			}
+		if !httplimit.Enforce(w, r, &res, steps) {
+			return
 		}
 	}
 	if rt.demo {
-		if res.Matched() {
-			httplimit.SetHeaders(w.Header(), &res)
-		}
+		httplimit.Finish(w.Header(), &res)
 		demoH2(w, r)
 		return
 	}
 	g.proxyH2(w, r, &exchange{s: s, rt: rt, rawPath: raw, res: res})
 }
+
+// h2Steps and grpcSteps are how httplimit.Enforce carries out a decision
+// on the net/http path: a refusal as httplimit writes it, or on a gRPC
+// route as a gRPC status (writeGRPCRefusal).
+var (
+	h2Steps   httplimit.Config
+	grpcSteps = httplimit.Config{Refuse: func(w http.ResponseWriter, _ *http.Request, res *rules.Result) { writeGRPCRefusal(w, res) }}
+)
 
 // headerReadLimit is the net/http server's MaxHeaderBytes for a
 // listener's max_header_list_size: Go's HTTP/2 server decodes a header

@@ -9,9 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/fastlimit"
+	"github.com/tollgate-dev/tollgate/internal/frontendtest"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -167,4 +170,69 @@ func TestProblemsSendNosniff(t *testing.T) {
 			}
 		}
 	}
+}
+
+// The gateway's HTTP/1.1 (fasthttp), HTTP/2 (h2c) and gRPC paths answer
+// the front ends' one table of cases (frontendtest) as the middleware and
+// forward-auth do: they carry out the decision with fastlimit's and
+// httplimit's steps. A delayed request whose client went away reaches no
+// upstream on any of them.
+func TestFrontEndTable(t *testing.T) {
+	start := func(t *testing.T, http2, grpc bool, rc rules.Config) *frontendtest.Running {
+		origin, served := frontendtest.Origin()
+		var up, listen string
+		switch {
+		case grpc:
+			up = h2cUpstream(t, origin)
+			listen = `listen: {addr: "127.0.0.1:0", http2: on}`
+		case http2:
+			up = h1Upstream(t, origin)
+			listen = `listen: {addr: "127.0.0.1:0", http2: on}`
+		default:
+			up = h1Upstream(t, origin)
+			listen = `listen: {addr: "127.0.0.1:0"}`
+		}
+		cfg, err := config.Parse("test.yaml", []byte(listen+"\nadmin: {addr: off}\nreload: {watch: false}\n"+
+			"routes: [{path: /, upstream: \""+up+"\", grpc: "+strconv.FormatBool(grpc)+"}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Config = rc
+		g, err := New(cfg, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		run := &frontendtest.Running{URL: "http://" + g.Addr().String(), Served: served}
+		decided := func() uint64 {
+			var m dto.Metric
+			g.m.decisionTime.Write(&m) //nolint:errcheck // a histogram's Write does not fail
+			return m.GetHistogram().GetSampleCount()
+		}
+		if http2 {
+			run.Client = h2cClient()
+			run.Ended = func(t *testing.T, n int) {
+				frontendtest.Until(t, func() bool { return decided() >= uint64(n) && g.inFlight.Load() == 0 })
+			}
+		} else {
+			// One connection a request: its close is its end.
+			run.Client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			run.Ended = func(t *testing.T, n int) {
+				frontendtest.Until(t, func() bool { return decided() >= uint64(n) && g.server.GetOpenConnectionsCount() == 0 })
+			}
+		}
+		return run
+	}
+	frontendtest.Run(t, frontendtest.FrontEnd{Name: "gateway HTTP/1.1", Start: func(t *testing.T, rc rules.Config) *frontendtest.Running {
+		return start(t, false, false, rc)
+	}})
+	frontendtest.Run(t, frontendtest.FrontEnd{Name: "gateway HTTP/2", Start: func(t *testing.T, rc rules.Config) *frontendtest.Running {
+		return start(t, true, false, rc)
+	}})
+	frontendtest.Run(t, frontendtest.FrontEnd{Name: "gateway gRPC", GRPC: true, Start: func(t *testing.T, rc rules.Config) *frontendtest.Running {
+		return start(t, true, true, rc)
+	}})
 }
