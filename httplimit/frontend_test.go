@@ -46,3 +46,32 @@ func TestFrontEndTable(t *testing.T) {
 			Ended: ended, Cancelled: l.DelaysCancelled}
 	}})
 }
+
+// Decide gives the engine the request's context without its
+// cancellation, its values kept, and allocates nothing for it
+// (context.WithoutCancel cost one allocation a request).
+func TestDecideUncancelledAllocatesNothing(t *testing.T) {
+	st, _ := memory.New(memory.Config{})
+	defer st.Close()
+	e, err := rules.New(rules.Config{Rules: []rules.Rule{{Name: "per-ip", Policies: []rules.Policy{{Rate: "1000000/s"}}}}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	cancel()
+	r := httptest.NewRequestWithContext(ctx, "GET", "/items/1", nil)
+	r.RemoteAddr = "192.0.2.1:4711"
+	Decide(r, e) // build the key once
+	if n := testing.AllocsPerRun(1000, func() {
+		if res := Decide(r, e); res.Outcome != rules.Allowed {
+			t.Fatal(res.Outcome)
+		}
+	}); n != 0 {
+		t.Errorf("Decide: %v allocs, want 0", n)
+	}
+	c := context.Context((*uncancelled)(r))
+	if c.Err() != nil || c.Done() != nil || c.Value(key{}) != "v" {
+		t.Errorf("the engine's context: err %v, done %v, value %v; want nil, nil, v", c.Err(), c.Done(), c.Value(key{}))
+	}
+}

@@ -119,9 +119,28 @@ func Decide(r *http.Request, e *rules.Engine) rules.Result {
 // DecideOn is Decide on another view v of r's request: forward-auth's
 // original request, which the proxy describes in r's header fields.
 func DecideOn(r *http.Request, v rules.Request, e *rules.Engine) rules.Result {
-	res, _ := e.Decide(context.WithoutCancel(r.Context()), v)
+	res, _ := e.Decide((*uncancelled)(r), v)
 	return res
 }
+
+// uncancelled is r's context without its cancellation, as
+// context.WithoutCancel makes it (its values, no deadline, never done),
+// but as a view of the request itself, so that it allocates nothing.
+type uncancelled http.Request
+
+var _ context.Context = (*uncancelled)(nil)
+
+// Deadline reports none.
+func (c *uncancelled) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done returns nil: the context is never done.
+func (c *uncancelled) Done() <-chan struct{} { return nil }
+
+// Err returns nil.
+func (c *uncancelled) Err() error { return nil }
+
+// Value is the request context's value for key.
+func (c *uncancelled) Value(key any) any { return (*http.Request)(c).Context().Value(key) }
 
 // Enforce carries out res before the request is served, as cfg (nil: the
 // zero Config) says. A refused request is answered with the refusal
