@@ -154,7 +154,9 @@
 //   - tollgate's draft-10 headers (RateLimit-Policy and RateLimit, one
 //     item per limited descriptor, named by the rate_limit's name or its
 //     configured path, never by a request value) are opt-in:
-//     HeadersDraft10, TOLLGATE_RESPONSE_HEADERS=draft10.
+//     HeadersDraft10, TOLLGATE_RESPONSE_HEADERS=draft10. Both styles
+//     are written by the rule engine's one field writer (rules'
+//     AppendTrio, AppendRateLimitMember), in the upstream's spellings.
 //   - Metric labels are the configured descriptor paths; with
 //     detailed_metric or value_to_metric the request's path, for at most
 //     MaxDetailed distinct ones. The dynamic metadata of

@@ -2,8 +2,8 @@ package envoyrls
 
 import (
 	"math"
-	"strconv"
 	"time"
+	"unsafe"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
@@ -69,60 +69,78 @@ func (h *headerBuilder) add(l *Limit, st *rlsv3.RateLimitResponse_DescriptorStat
 	h.items = append(h.items, it)
 }
 
-// headerValues are a response's headers and the slice of pointers to
-// them that the response holds, allocated together.
-type headerValues[T any] struct {
-	v T
+// headerValues are a response's headers, the slice of pointers to them
+// that the response holds and the bytes of their values, allocated
+// together.
+type headerValues struct {
+	v [3]corev3.HeaderValue
 	p [3]*corev3.HeaderValue
+	b [128]byte
 }
 
-// headers returns the headers in the style of c.
+// headers returns the headers in the style of c, written by the one
+// writer of the rate-limit fields (rules.FieldWriter) in envoy-rls's
+// modes: envoyproxy/ratelimit's trio under its configurable names for
+// the picked descriptor (HeadersLegacy), or RateLimit-Policy and
+// RateLimit, spelled so, listing every descriptor (HeadersDraft10).
 func (h *headerBuilder) headers(c *Config) []*corev3.HeaderValue {
 	if len(h.items) == 0 {
 		return nil
 	}
+	if c.Headers == HeadersLegacy && !h.hasPick || c.Headers != HeadersLegacy && c.Headers != HeadersDraft10 {
+		return nil
+	}
+	// The values are written into the block the response holds (a longer
+	// list grows out of it) by the one field writer (rules' fields.go).
+	hv := new(headerValues)
+	var rb [3]rules.RawHeader
+	raw, buf := rb[:0], hv.b[:0]
 	switch c.Headers {
 	case HeadersLegacy:
-		if !h.hasPick {
-			return nil
-		}
-		it := h.picked
-		hv := new(headerValues[[3]corev3.HeaderValue])
-		hv.v[0].Key, hv.v[0].Value = c.LimitHeader, strconv.FormatUint(uint64(it.limit), 10)
-		hv.v[1].Key, hv.v[1].Value = c.RemainingHeader, strconv.FormatUint(uint64(it.remaining), 10)
-		hv.v[2].Key, hv.v[2].Value = c.ResetHeader, strconv.FormatInt(rules.CeilSeconds(it.reset), 10)
-		hv.p = [3]*corev3.HeaderValue{&hv.v[0], &hv.v[1], &hv.v[2]}
-		return hv.p[:]
+		it := &h.picked
+		names := rules.TrioNames{Limit: c.LimitHeader, Remaining: c.RemainingHeader, Reset: c.ResetHeader}
+		raw, buf = rules.AppendTrio(raw, buf, &names, "", int64(it.limit), int64(it.remaining), rules.CeilSeconds(it.reset))
 	case HeadersDraft10:
-		var buf [256]byte
-		pol := h.items[0].policyItem
-		if len(h.items) > 1 {
-			b := buf[:0]
-			for i, it := range h.items {
-				if i > 0 {
-					b = append(b, ", "...)
-				}
-				b = append(b, it.policyItem...)
+		if len(h.items) == 1 {
+			raw = append(raw, rules.RawHeader{Name: fieldPolicy, Value: h.items[0].policyItem})
+		} else {
+			for i := range h.items {
+				buf = rules.AppendMember(buf, i > 0, h.items[i].policyItem)
 			}
-			pol = string(b)
+			raw = append(raw, rules.RawHeader{Name: fieldPolicy, Start: 0, End: len(buf)})
 		}
-		b := buf[:0]
-		for i, it := range h.items {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = append(b, it.name...)
-			b = strconv.AppendUint(append(b, ";r="...), uint64(it.remaining), 10)
-			b = strconv.AppendInt(append(b, ";t="...), rules.CeilSeconds(it.reset), 10)
+		start := len(buf)
+		for i := range h.items {
+			it := &h.items[i]
+			buf = rules.AppendRateLimitMember(buf, i > 0, it.name, int64(it.remaining), rules.CeilSeconds(it.reset))
 		}
-		hv := new(headerValues[[2]corev3.HeaderValue])
-		hv.v[0].Key, hv.v[0].Value = "RateLimit-Policy", pol
-		hv.v[1].Key, hv.v[1].Value = "RateLimit", string(b)
-		hv.p = [3]*corev3.HeaderValue{&hv.v[0], &hv.v[1]}
-		return hv.p[:2]
+		raw = append(raw, rules.RawHeader{Name: fieldRateLimit, Start: start, End: len(buf)})
 	}
-	return nil
+	// The values view hv.b, never written again, unless they outgrew it
+	// (read from hv.b, not buf, so that rb stays on the stack).
+	var vals string
+	if n := len(buf); n <= len(hv.b) {
+		vals = unsafe.String(&hv.b[0], n)
+	} else {
+		vals = string(buf)
+	}
+	for i, f := range raw {
+		v := f.Value
+		if f.End > 0 {
+			v = vals[f.Start:f.End]
+		}
+		hv.v[i].Key, hv.v[i].Value = f.Name, v
+		hv.p[i] = &hv.v[i]
+	}
+	return hv.p[:len(raw)]
 }
+
+// The draft-10 field names as envoy-rls spells them (as the upstream
+// does), not in Go's canonical form.
+const (
+	fieldPolicy    = "RateLimit-Policy"
+	fieldRateLimit = "RateLimit"
+)
 
 // sfName is the limit's name as a structured-field String: its
 // rate_limit name, else its configured path, with anything but printable

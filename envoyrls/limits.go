@@ -100,12 +100,7 @@ func (l *Limit) prepare() {
 		window = l.Policy.Quota().Window
 		d.keyTag = l.Policy.Algorithm().String() + "/" + strconv.FormatInt(int64(window), 10)
 	}
-	b := append([]byte(d.name), ";q="...)
-	b = strconv.AppendUint(b, uint64(l.RequestsPerUnit), 10)
-	if w := rules.CeilSeconds(window); w > 0 {
-		b = strconv.AppendInt(append(b, ";w="...), w, 10)
-	}
-	d.policyItem = string(b)
+	d.policyItem = string(rules.AppendPolicyItem(nil, d.name, int64(l.RequestsPerUnit), window))
 	l.derived = d
 }
 

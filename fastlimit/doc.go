@@ -11,7 +11,11 @@
 // problem+json body, no body for HEAD). [Middleware] puts them together
 // around a fasthttp.RequestHandler.
 //
-// fasthttp has no per-request cancellation when a client goes away, so a
-// shaped (delayed) request waits its whole delay, which the engine caps by
-// rules.Config.MaxDelay.
+// [Middleware]'s sequence is [Decide], [Enforce], the handler, [Finish],
+// httplimit's three steps for fasthttp; the gateway's HTTP/1.1 path calls
+// them itself. fasthttp has no per-request cancellation when a client
+// goes away, so a shaped (delayed) request waits its whole delay, which
+// the engine caps by rules.Config.MaxDelay; a client that closed its
+// connection meanwhile is seen then, and its request is not served, as
+// on every front end (nginx's 499).
 package fastlimit

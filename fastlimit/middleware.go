@@ -60,8 +60,17 @@ func Decide(ctx *fasthttp.RequestCtx, e *rules.Engine) rules.Result {
 
 // Enforce carries out res before the request is served. A refused
 // request is answered with the refusal (WriteRefusal) and Enforce returns
-// false: the handler must not serve it. A delayed one waits its delay,
-// then Enforce returns true, as it does for every other request.
+// false: the handler must not serve it. A delayed one waits its delay;
+// if its client closed the connection meanwhile, it is not served, as
+// nginx drops a delayed request whose client went away (its 499) and as
+// httplimit.Enforce does: it is answered 503 (rules.DetailDelayEnded,
+// which the client never reads), the connection closed, and Enforce
+// returns false. Otherwise Enforce returns true.
+//
+// fasthttp does not cancel a request whose client goes away, so the
+// delay is waited whole (the engine caps it by rules.Config.MaxDelay);
+// the client's departure is seen at its end, by a peek at the socket
+// that reads nothing of a next request.
 func Enforce(ctx *fasthttp.RequestCtx, res *rules.Result) bool {
 	if res.Refused() {
 		WriteRefusal(ctx, res)
@@ -69,6 +78,11 @@ func Enforce(ctx *fasthttp.RequestCtx, res *rules.Result) bool {
 	}
 	if res.Delay > 0 {
 		time.Sleep(res.Delay)
+		if clientGone(ctx.Conn()) {
+			WriteProblem(ctx, fasthttp.StatusServiceUnavailable, "Service Unavailable", rules.DetailDelayEnded)
+			ctx.SetConnectionClose()
+			return false
+		}
 	}
 	return true
 }

@@ -34,12 +34,34 @@ func SetHeaders(resp *fasthttp.ResponseHeader, res *rules.Result) {
 // copied into fasthttp's pooled body buffer: no allocation.
 func WriteRefusal(ctx *fasthttp.RequestCtx, res *rules.Result) {
 	var body [512]byte
-	ref := res.AppendRefusal(body[:0])
+	writeResponse(ctx, res.AppendRefusal(body[:0]), res)
+}
+
+// WriteProblem answers ctx with what the engine did not decide (no route,
+// a malformed request, an upstream that failed): an RFC 9457
+// application/problem+json body (rules.AppendProblem) of status, title
+// and detail, with Cache-Control: no-store, written as WriteRefusal
+// writes a refusal (X-Content-Type-Options: nosniff, no body for HEAD).
+// It replaces whatever the response held, and allocates nothing.
+func WriteProblem(ctx *fasthttp.RequestCtx, status int, title, detail string) {
+	var body [512]byte
+	writeResponse(ctx, rules.Response{Status: status, ContentType: rules.ContentTypeProblem,
+		Body: rules.AppendProblem(body[:0], status, title, detail)}, nil)
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
+}
+
+// writeResponse replaces ctx's response with ref: its status, content
+// type, body (none for HEAD), X-Content-Type-Options: nosniff, and the
+// header fields of res when it is not nil. It is the one writer of
+// fastlimit's answers, as httplimit.WriteRefusal is net/http's.
+func writeResponse(ctx *fasthttp.RequestCtx, ref rules.Response, res *rules.Result) {
 	resp := &ctx.Response
 	resp.Reset()
 	resp.SetStatusCode(ref.Status)
 	resp.Header.SetCanonical(hdrNosniff, valNosniff) // as httplimit
-	SetHeaders(&resp.Header, res)
+	if res != nil {
+		SetHeaders(&resp.Header, res)
+	}
 	if ref.ContentType == rules.ContentTypeProblem {
 		resp.Header.SetContentTypeBytes(contentTypeProblem)
 	} else if ref.ContentType != "" {
@@ -57,6 +79,8 @@ var (
 	contentTypeProblem = []byte(rules.ContentTypeProblem)
 	hdrNosniff         = []byte("X-Content-Type-Options")
 	valNosniff         = []byte("nosniff")
+	hdrCacheControl    = []byte(rules.HeaderCacheControl)
+	valNoStore         = []byte("no-store")
 )
 
 // s2b views s as bytes without copying; fasthttp copies what it keeps.

@@ -64,7 +64,11 @@
 // apply to proxied responses unless proxy_intercept_errors is on).
 //
 // A request that a shaping policy delays is answered once its delay has
-// passed, so the proxy holds it for that long (Config.Wait).
+// passed, so the proxy holds it for that long (Config.Wait). If the proxy
+// gives up first (its client went away), the request is not allowed, as
+// on every front end: it is counted (Handler.DelaysCancelled) and
+// answered 503, which nobody reads. The sequence is httplimit's
+// (Decide, Enforce, Finish), on the original request.
 //
 // # Serving it
 //

@@ -47,8 +47,11 @@ type Config struct {
 type Handler struct {
 	engine  atomic.Pointer[rules.Engine]
 	trusted rules.Proxies
-	wait    func(ctx context.Context, d time.Duration) error
 	log     *slog.Logger
+	// The Enforce step of each style (httplimit.Enforce): cfg.Wait,
+	// counting cancelled delays, the nginx style's own refusal.
+	forwarded, nginx httplimit.Config
+	cancels          atomic.Uint64
 }
 
 // The header fields the nginx style adds to a refusal, for the snippet's
@@ -72,9 +75,12 @@ func New(e *rules.Engine, cfg Config) (*Handler, error) {
 	if e == nil {
 		panic("forwardauth.New: nil *rules.Engine")
 	}
-	h := &Handler{wait: cfg.Wait, log: cfg.Logger}
-	if h.wait == nil {
-		h.wait = httplimit.Sleep
+	h := &Handler{log: cfg.Logger}
+	h.forwarded = httplimit.Config{Wait: cfg.Wait, OnDelayCancelled: func(*http.Request, *rules.Result) { h.cancels.Add(1) }}
+	h.nginx = h.forwarded
+	h.nginx.Refuse = func(w http.ResponseWriter, _ *http.Request, res *rules.Result) {
+		httplimit.SetHeaders(w.Header(), res)
+		writeNginxRefusal(w, res.Refusal())
 	}
 	var err error
 	if h.trusted, err = rules.ParseProxies(cfg.TrustedProxies); err != nil {
@@ -92,6 +98,11 @@ func (h *Handler) Swap(e *rules.Engine) {
 	}
 	h.engine.Store(e)
 }
+
+// DelaysCancelled returns how many delayed requests ended because the
+// proxy (or its client) went away before their delay did: they were
+// answered 503, which nobody reads, and not allowed.
+func (h *Handler) DelaysCancelled() uint64 { return h.cancels.Load() }
 
 func (h *Handler) isTrusted(r *http.Request) bool {
 	ap := httplimit.Request{Req: r}.RemoteAddr() // the peer, as the engine reads it
@@ -123,25 +134,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusBadRequest, field+": "+err.Error())
 		return
 	}
-	res, _ := h.engine.Load().Decide(r.Context(), &o)
-	hdr := w.Header()
-	hdr.Set("Cache-Control", "no-store") // an answer about one request
-	httplimit.SetHeaders(hdr, &res)
-	if res.Refused() {
-		if nginx {
-			writeNginxRefusal(w, res.Refusal())
-			return
-		}
-		httplimit.WriteRefusal(w, r, res.Refusal())
+	// httplimit's sequence on the original request; the answer to an
+	// admitted one is the 200 itself.
+	res := httplimit.DecideOn(r, &o, h.engine.Load())
+	w.Header().Set("Cache-Control", "no-store") // an answer about one request
+	steps := &h.forwarded
+	if nginx {
+		steps = &h.nginx
+	}
+	if !httplimit.Enforce(w, r, &res, steps) {
 		return
 	}
-	if res.Outcome == rules.Delayed && res.Delay > 0 {
-		if err := h.wait(r.Context(), res.Delay); err != nil {
-			// The proxy gave up (or its client did): it reads nothing.
-			httplimit.WriteDelayEnded(w, r)
-			return
-		}
-	}
+	httplimit.Finish(w.Header(), &res)
 	w.WriteHeader(http.StatusOK)
 }
 
@@ -169,10 +173,8 @@ func printable(b []byte) bool {
 	return true
 }
 
-// writeProblem answers an auth request that was not decided on, with a
-// problem+json body written as httplimit writes a refusal.
+// writeProblem answers an auth request that was not decided on with
+// httplimit.WriteProblem, as httplimit writes a refusal.
 func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail string) {
-	body := rules.AppendProblem(nil, status, http.StatusText(status), detail)
-	w.Header().Set("Cache-Control", "no-store")
-	httplimit.WriteRefusal(w, r, rules.Response{Status: status, ContentType: rules.ContentTypeProblem, Body: body})
+	httplimit.WriteProblem(w, r, status, http.StatusText(status), detail)
 }

@@ -379,3 +379,36 @@ func TestParseTarget(t *testing.T) {
 		}
 	}
 }
+
+// The answers forward-auth writes itself (a peer not trusted, a request
+// that cannot be decided on) are problem+json with nosniff and no-store,
+// written by httplimit.WriteProblem as the gateway's are.
+func TestProblemsSendNosniff(t *testing.T) {
+	st, _ := memory.New(memory.Config{})
+	e, err := rules.New(rules.Config{}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		trusted []string
+		want    int
+	}{
+		{"untrusted peer", nil, http.StatusForbidden},
+		{"no forwarded fields", []string{"192.0.2.1"}, http.StatusBadRequest},
+	} {
+		h, err := New(e, Config{TrustedProxies: c.trusted})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest(http.MethodGet, "/auth", nil)
+		req.RemoteAddr = "192.0.2.1:1234"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		hd := w.Result().Header
+		if w.Code != c.want || hd.Get("X-Content-Type-Options") != "nosniff" || hd.Get("Content-Type") != rules.ContentTypeProblem ||
+			hd.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: %d %v; want %d, nosniff, problem+json, no-store", c.name, w.Code, hd, c.want)
+		}
+	}
+}

@@ -9,10 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/valyala/fasthttp"
 
+	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/fastlimit"
 	"github.com/tollgate-dev/tollgate/gateway/exchange"
+	"github.com/tollgate-dev/tollgate/internal/frontendtest"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -127,4 +130,110 @@ func TestServeAnswersAsFastlimitMiddleware(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Every answer the gateway writes itself (no route, a gRPC route asked
+// for HTTP/1.1) is problem+json with X-Content-Type-Options: nosniff and
+// Cache-Control: no-store, on each front end: HTTP/1.1 (fasthttp), HTTP/2
+// (h2c) and the gRPC route's refusal of what is not gRPC. The HTTP/1.1
+// problem() lacked nosniff before it was written by
+// fastlimit.WriteProblem.
+func TestProblemsSendNosniff(t *testing.T) {
+	_, h1 := startTestGateway(t, "routes: [{host: a.test, path: /, upstream: demo}]\n")
+	_, h2 := startH2Gateway(t, false, "routes: [{host: grpc.test, path: /, upstream: \"http://127.0.0.1:9\", grpc: true}, {host: a.test, path: /, upstream: demo}]\n")
+	for _, c := range []struct {
+		name, base, host string
+		client           *http.Client
+		want             int
+	}{
+		{"HTTP/1.1 no route", h1, "nowhere.test", http.DefaultClient, http.StatusNotFound},
+		{"HTTP/2 no route", h2, "nowhere.test", h2cClient(), http.StatusNotFound},
+		{"HTTP/2 gRPC route, not gRPC", h2, "grpc.test", h2cClient(), http.StatusUnsupportedMediaType},
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			req, _ := http.NewRequest(method, c.base+"/x", nil)
+			req.Host = c.host
+			resp, err := c.client.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s: %v", c.name, method, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			h := resp.Header
+			if resp.StatusCode != c.want || h.Get("X-Content-Type-Options") != "nosniff" ||
+				h.Get("Content-Type") != rules.ContentTypeProblem || h.Get("Cache-Control") != "no-store" {
+				t.Errorf("%s %s: %d, X-Content-Type-Options %q, Content-Type %q, Cache-Control %q; want %d, nosniff, %s, no-store",
+					c.name, method, resp.StatusCode, h.Get("X-Content-Type-Options"), h.Get("Content-Type"), h.Get("Cache-Control"),
+					c.want, rules.ContentTypeProblem)
+			}
+			if method == http.MethodHead && len(body) != 0 || method == http.MethodGet && !strings.HasPrefix(string(body), `{"type":"about:blank"`) {
+				t.Errorf("%s %s: body %q", c.name, method, body)
+			}
+		}
+	}
+}
+
+// The gateway's HTTP/1.1 (fasthttp), HTTP/2 (h2c) and gRPC paths answer
+// the front ends' one table of cases (frontendtest) as the middleware and
+// forward-auth do: they carry out the decision with fastlimit's and
+// httplimit's steps. A delayed request whose client went away reaches no
+// upstream on any of them.
+func TestFrontEndTable(t *testing.T) {
+	start := func(t *testing.T, http2, grpc bool, rc rules.Config) *frontendtest.Running {
+		origin, served := frontendtest.Origin()
+		var up, listen string
+		switch {
+		case grpc:
+			up = h2cUpstream(t, origin)
+			listen = `listen: {addr: "127.0.0.1:0", http2: on}`
+		case http2:
+			up = h1Upstream(t, origin)
+			listen = `listen: {addr: "127.0.0.1:0", http2: on}`
+		default:
+			up = h1Upstream(t, origin)
+			listen = `listen: {addr: "127.0.0.1:0"}`
+		}
+		cfg, err := config.Parse("test.yaml", []byte(listen+"\nadmin: {addr: off}\nreload: {watch: false}\n"+
+			"routes: [{path: /, upstream: \""+up+"\", grpc: "+strconv.FormatBool(grpc)+"}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Config = rc
+		g, err := New(cfg, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		run := &frontendtest.Running{URL: "http://" + g.Addr().String(), Served: served}
+		decided := func() uint64 {
+			var m dto.Metric
+			g.core.M.DecisionTime.Write(&m) //nolint:errcheck // a histogram's Write does not fail
+			return m.GetHistogram().GetSampleCount()
+		}
+		if http2 {
+			run.Client = h2cClient()
+			run.Ended = func(t *testing.T, n int) {
+				frontendtest.Until(t, func() bool { return decided() >= uint64(n) && g.core.InFlight.Load() == 0 })
+			}
+		} else {
+			// One connection a request: its close is its end.
+			run.Client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			run.Ended = func(t *testing.T, n int) {
+				frontendtest.Until(t, func() bool { return decided() >= uint64(n) && g.server.GetOpenConnectionsCount() == 0 })
+			}
+		}
+		return run
+	}
+	frontendtest.Run(t, frontendtest.FrontEnd{Name: "gateway HTTP/1.1", Start: func(t *testing.T, rc rules.Config) *frontendtest.Running {
+		return start(t, false, false, rc)
+	}})
+	frontendtest.Run(t, frontendtest.FrontEnd{Name: "gateway HTTP/2", Start: func(t *testing.T, rc rules.Config) *frontendtest.Running {
+		return start(t, true, false, rc)
+	}})
+	frontendtest.Run(t, frontendtest.FrontEnd{Name: "gateway gRPC", GRPC: true, Start: func(t *testing.T, rc rules.Config) *frontendtest.Running {
+		return start(t, true, true, rc)
+	}})
 }

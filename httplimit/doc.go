@@ -9,6 +9,15 @@
 // problem+json body; no body for HEAD), waits the shaping delay (capped,
 // ending early when the client goes away) and serves, or serves at once.
 //
+// The Limiter's sequence is three exported steps, [Decide], [Enforce] and
+// [Finish], which the gateway's HTTP/2 and gRPC path and forward-auth call
+// themselves (fastlimit has the same three for fasthttp), so that every
+// front end carries out a decision alike. A delayed request whose client
+// goes away is not served, as nginx drops it (its 499): it is counted
+// (Limiter.DelaysCancelled) and answered 503, which that client never
+// reads; WriteRefusal and WriteProblem write every answer of the front
+// ends' own (problem+json, nosniff).
+//
 // The engine can be replaced while serving (Limiter.Swap), e.g. on a
 // configuration reload; counters live in the store, so they survive.
 package httplimit

@@ -10,7 +10,8 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
-// Config configures a Limiter. The zero Config is ready to use.
+// Config configures a Limiter, and the Enforce step of a front end that
+// calls the steps itself. The zero Config is ready to use.
 type Config struct {
 	// Wait blocks for d or until ctx is done, returning ctx.Err() in the
 	// latter case. Nil means a real timer (Sleep). Tests inject a fake one
@@ -18,17 +19,21 @@ type Config struct {
 	Wait func(ctx context.Context, d time.Duration) error
 	// OnDelayCancelled, when set, is called when a client goes away while
 	// its request is delayed; the request is then not served (nginx drops
-	// it too). The charge stays: the request was admitted.
+	// it too). The charge stays: the request was admitted. It gets a copy
+	// of the result, which it may keep.
 	OnDelayCancelled func(r *http.Request, res *rules.Result)
+	// Refuse, when set, answers a refused request in a front end's own
+	// form (a gRPC status, forward-auth's nginx style) instead of
+	// SetHeaders and WriteRefusal. It gets a copy of the result.
+	Refuse func(w http.ResponseWriter, r *http.Request, res *rules.Result)
 }
 
 // Limiter applies a rules.Engine to net/http requests. It is safe for
 // concurrent use.
 type Limiter struct {
-	engine    atomic.Pointer[rules.Engine]
-	wait      func(ctx context.Context, d time.Duration) error
-	cancelled func(r *http.Request, res *rules.Result)
-	cancels   atomic.Uint64
+	engine  atomic.Pointer[rules.Engine]
+	steps   Config // cfg, its OnDelayCancelled counting into cancels
+	cancels atomic.Uint64
 }
 
 // New returns a Limiter over e. A nil e is a programming error: New
@@ -37,9 +42,13 @@ func New(e *rules.Engine, cfg Config) *Limiter {
 	if e == nil {
 		panic("httplimit.New: nil *rules.Engine")
 	}
-	l := &Limiter{wait: cfg.Wait, cancelled: cfg.OnDelayCancelled}
-	if l.wait == nil {
-		l.wait = Sleep
+	l := &Limiter{steps: cfg}
+	user := cfg.OnDelayCancelled
+	l.steps.OnDelayCancelled = func(r *http.Request, res *rules.Result) {
+		l.cancels.Add(1)
+		if user != nil {
+			user(r, res)
+		}
 	}
 	l.engine.Store(e)
 	return l
@@ -73,40 +82,121 @@ func (l *Limiter) DelaysCancelled() uint64 { return l.cancels.Load() }
 //     says (rules.Config.OnErrorOf; the engine logs it);
 //   - the concurrency slots a request holds (rules.AlgConcurrency) are
 //     released when next returns or panics.
+//
+// The sequence is Decide, Enforce, Finish, next: a front end that needs
+// to act between the steps (time the decision, log it, route first)
+// calls them itself, as the gateway's HTTP/2 and gRPC path and
+// forward-auth do; fastlimit has the same three steps for fasthttp.
 func (l *Limiter) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res, _ := l.engine.Load().Decide(r.Context(), Request{r})
+		res := Decide(r, l.engine.Load())
 		if res.Holds() {
 			// Concurrency slots go back however next ends: returning,
 			// the client gone, a timeout, a panic.
 			defer res.Release()
 		}
-		if !res.Matched() && !res.Refused() {
-			next.ServeHTTP(w, r)
+		if !Enforce(w, r, &res, &l.steps) {
 			return
 		}
-		SetHeaders(w.Header(), &res)
-		if res.Refused() {
-			WriteRefusal(w, r, res.Refusal())
-			return
-		}
-		if res.Outcome == rules.Delayed && res.Delay > 0 {
-			if err := l.wait(r.Context(), res.Delay); err != nil {
-				l.cancels.Add(1)
-				if l.cancelled != nil {
-					rc := res // only this path lets the result escape
-					l.cancelled(r, &rc)
-				}
-				// Nothing was written: without an answer net/http would
-				// send an empty 200. A client that went away reads none;
-				// one whose deadline (an outer middleware's) ended learns
-				// why.
-				WriteDelayEnded(w, r)
-				return
-			}
-		}
+		Finish(w.Header(), &res)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// Decide is the engine's decision on r. A store error is in the result
+// (Outcome Errored, refused or not as the rules' failure mode says) and
+// already logged by the engine's Logger.
+//
+// The engine gets r's context without its cancellation: a request whose
+// client resets it or goes away as it is decided is still charged
+// (opening and cancelling HTTP/2 streams, CVE-2023-44487's rapid reset,
+// costs a client its allowance as requests do), and a store call is
+// bounded by the store's own timeout.
+func Decide(r *http.Request, e *rules.Engine) rules.Result {
+	return DecideOn(r, Request{r}, e)
+}
+
+// DecideOn is Decide on another view v of r's request: forward-auth's
+// original request, which the proxy describes in r's header fields.
+func DecideOn(r *http.Request, v rules.Request, e *rules.Engine) rules.Result {
+	res, _ := e.Decide((*uncancelled)(r), v)
+	return res
+}
+
+// uncancelled is r's context without its cancellation, as
+// context.WithoutCancel makes it (its values, no deadline, never done),
+// but as a view of the request itself, so that it allocates nothing.
+type uncancelled http.Request
+
+var _ context.Context = (*uncancelled)(nil)
+
+// Deadline reports none.
+func (c *uncancelled) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done returns nil: the context is never done.
+func (c *uncancelled) Done() <-chan struct{} { return nil }
+
+// Err returns nil.
+func (c *uncancelled) Err() error { return nil }
+
+// Value is the request context's value for key.
+func (c *uncancelled) Value(key any) any { return (*http.Request)(c).Context().Value(key) }
+
+// Enforce carries out res before the request is served, as cfg (nil: the
+// zero Config) says. A refused request is answered with the refusal
+// (SetHeaders and WriteRefusal, or cfg.Refuse) and Enforce returns false:
+// the caller must not serve it. A delayed one waits its delay (cfg.Wait);
+// if r's context ends first, the request is not served, as nginx drops a
+// delayed request whose client closed its connection (its 499): cfg's
+// OnDelayCancelled is told, it is answered 503 (WriteDelayEnded: a client
+// that went away reads nothing, one whose deadline ended learns why, and
+// net/http does not send an empty 200) and Enforce returns false.
+// Otherwise Enforce returns true.
+func Enforce(w http.ResponseWriter, r *http.Request, res *rules.Result, cfg *Config) bool {
+	if cfg == nil {
+		cfg = &zeroConfig
+	}
+	if res.Refused() {
+		if cfg.Refuse != nil {
+			rc := *res // only this path lets the result escape
+			cfg.Refuse(w, r, &rc)
+			return false
+		}
+		SetHeaders(w.Header(), res)
+		WriteRefusal(w, r, res.Refusal())
+		return false
+	}
+	if res.Delay <= 0 {
+		return true
+	}
+	wait := cfg.Wait
+	if wait == nil {
+		wait = Sleep
+	}
+	if wait(r.Context(), res.Delay) == nil {
+		return true
+	}
+	if cfg.OnDelayCancelled != nil {
+		rc := *res // only this path lets the result escape
+		cfg.OnDelayCancelled(r, &rc)
+	}
+	WriteDelayEnded(w, r)
+	return false
+}
+
+var zeroConfig Config
+
+// Finish sets the rate-limit header fields (SetHeaders) of a request that
+// res admitted, when a rule matched, in h: the header of the response
+// about to be written. net/http sends a handler's header fields when it
+// first writes, so h is w.Header() before the handler (they replace any
+// of the same name set earlier; the handler may still replace them), or
+// the upstream's response header in a proxy's ModifyResponse (they
+// replace the upstream's).
+func Finish(h http.Header, res *rules.Result) {
+	if res.Matched() {
+		SetHeaders(h, res)
+	}
 }
 
 // SetHeaders sets res's response header fields (rate-limit fields, and
@@ -142,10 +232,20 @@ func WriteRefusal(w http.ResponseWriter, r *http.Request, resp rules.Response) {
 	w.Write(resp.Body) //nolint:errcheck // the client may have gone; nothing to do
 }
 
+// WriteProblem answers r with what the engine did not decide (no route, a
+// malformed request, a peer not trusted): an RFC 9457
+// application/problem+json body (rules.AppendProblem) of status, title
+// and detail, with Cache-Control: no-store, written by WriteRefusal
+// (nosniff, no body for HEAD).
+func WriteProblem(w http.ResponseWriter, r *http.Request, status int, title, detail string) {
+	w.Header().Set("Cache-Control", "no-store")
+	WriteRefusal(w, r, rules.Response{Status: status, ContentType: rules.ContentTypeProblem,
+		Body: rules.AppendProblem(nil, status, title, detail)})
+}
+
 // delayEndedBody is the problem answered when a delayed request's context
 // ends before its wait does.
-var delayEndedBody = rules.AppendProblem(nil, http.StatusServiceUnavailable, "Service Unavailable",
-	"the request's context ended while it waited for the rate limit")
+var delayEndedBody = rules.AppendProblem(nil, http.StatusServiceUnavailable, "Service Unavailable", rules.DetailDelayEnded)
 
 // WriteDelayEnded answers 503 to a request whose context ended during its
 // delay: a client that went away reads nothing, one whose deadline ended

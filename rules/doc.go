@@ -25,7 +25,13 @@
 // [Result.AppendRawHeaders] and [Result.AppendRefusal] write the same
 // values into the caller's reused buffers; the fixed parts (the body's
 // type, title and status, each policy's RateLimit-Policy item and
-// violated-policies member) are built once by [New].
+// violated-policies member) are built once by [New]. The field values are
+// written by one writer ([AppendPolicyItem], [AppendMember],
+// [AppendRateLimitMember], [AppendTrio]), which envoy-rls's answers use
+// too, in its upstream-compatible modes. Every front end (the gateway's
+// HTTP/1.1, HTTP/2 and gRPC paths, forward-auth, the middlewares)
+// carries out a Result with the same three steps, httplimit's and
+// fastlimit's Decide, Enforce and Finish.
 //
 // # Consistency tiers
 //

@@ -323,3 +323,31 @@ func TestNothingLeftResetIsTheNextUnit(t *testing.T) {
 		})
 	}
 }
+
+// The one field writer (FieldWriter) allocates nothing in
+// AppendRawHeaders, whatever it writes: every style, a RateLimit-Policy
+// list of two rules, a refusal's Retry-After, the epoch reset.
+func TestAppendRawHeadersAllocatesNothing(t *testing.T) {
+	e, _ := newEngine(t, Config{
+		Rules: []Rule{
+			{Name: "a", Policies: []Policy{{Rate: "1/h", Burst: 1}}},
+			{Name: "b", Policies: []Policy{{Rate: "100/s"}}},
+		},
+		Headers: Headers{Styles: []string{StyleDraft10, StyleDraft6, StyleLegacy}},
+	})
+	for i, want := range []Outcome{Allowed, Refused} {
+		res := decide(t, e, get("/", "192.0.2.1"))
+		if res.Outcome != want {
+			t.Fatalf("request %d: %v, want %v", i+1, res.Outcome, want)
+		}
+		var hs [10]RawHeader
+		var buf [128]byte
+		raw, _ := res.AppendRawHeaders(hs[:0], buf[:0])
+		if n := len(raw); n < 8 {
+			t.Fatalf("request %d: %d fields", i+1, n)
+		}
+		if n := testing.AllocsPerRun(1000, func() { res.AppendRawHeaders(hs[:0], buf[:0]) }); n != 0 {
+			t.Errorf("request %d (%v): %v allocs, want 0", i+1, want, n)
+		}
+	}
+}

@@ -171,11 +171,7 @@ func compilePolicy(rule, name string, lp limit.Policy) *compiledPolicy {
 		limitText: strconv.FormatInt(q.Limit, 10),
 	}
 	cp.problemViolated = problemViolated(name)
-	item := cp.sfName + ";" + paramQuota + "=" + strconv.FormatInt(min(q.Limit, maxSFInt), 10)
-	if w := CeilSeconds(q.Window); w > 0 {
-		item += ";" + paramWindow + "=" + strconv.FormatInt(min(w, maxSFInt), 10)
-	}
-	cp.sfItem = item
+	cp.sfItem = string(AppendPolicyItem(nil, cp.sfName, q.Limit, q.Window))
 	return cp
 }
 

@@ -26,6 +26,11 @@ type Response struct {
 // ContentTypeProblem is the media type of the default refusal body.
 const ContentTypeProblem = "application/problem+json"
 
+// DetailDelayEnded is the detail of the 503 problem every front end
+// answers a delayed request with when it ends before its delay does (its
+// client went away, its deadline passed): the request is not served.
+const DetailDelayEnded = "the request's context ended while it waited for the rate limit"
+
 func (e *Engine) compileHeaders(h Headers, ps *problems) {
 	styles := h.Styles
 	if styles == nil {

@@ -254,7 +254,8 @@ func (r *Result) AppendRawHeaders(dst []RawHeader, buf []byte) ([]RawHeader, []b
 		return dst, buf
 	}
 	// Each per-request value is written at the end of buf and runs from
-	// start to the end of buf when mark is called.
+	// start to the end of buf when mark is called. The values are the
+	// one field writer's (fields.go).
 	start := len(buf)
 	mark := func(name string) {
 		dst = append(dst, RawHeader{Name: name, Start: start, End: len(buf)})
@@ -279,42 +280,29 @@ func (r *Result) AppendRawHeaders(dst []RawHeader, buf []byte) ([]RawHeader, []b
 				sep := false
 				for i := 0; i < r.n; i++ {
 					if a := r.at(i); a.rule.headers {
-						if sep {
-							buf = append(buf, ", "...)
-						}
+						buf = AppendMember(buf, sep, a.policy.sfItem)
 						sep = true
-						buf = append(buf, a.policy.sfItem...)
 					}
 				}
 				mark(HeaderRateLimitPolicy)
 			}
-			buf = append(buf, top.policy.sfName...)
-			buf = append(buf, ";"+paramRemaining+"="...)
-			buf = strconv.AppendInt(buf, min(dec.Remaining, maxSFInt), 10)
-			buf = append(buf, ";"+paramReset+"="...)
-			buf = strconv.AppendInt(buf, min(reset, maxSFInt), 10)
+			buf = AppendRateLimitMember(buf, false, top.policy.sfName, dec.Remaining, reset)
 			mark(HeaderRateLimit)
 		}
 		if e.styleDraft6 {
-			fixed(HeaderRateLimitLimit, top.policy.limitText)
-			buf = strconv.AppendInt(buf, dec.Remaining, 10)
-			mark(HeaderRateLimitRemaining)
-			buf = strconv.AppendInt(buf, reset, 10)
-			mark(HeaderRateLimitReset)
+			dst, buf = AppendTrio(dst, buf, &TrioDraft6, top.policy.limitText, 0, dec.Remaining, reset)
+			start = len(buf)
 		}
 		if e.styleLegacy {
-			fixed(HeaderXRateLimitLimit, top.policy.limitText)
-			buf = strconv.AppendInt(buf, dec.Remaining, 10)
-			mark(HeaderXRateLimitRemaining)
+			legacyReset := reset
 			if e.resetEpoch {
 				// The instant itself, rounded up once: rounding the
 				// delta up first would put it a second late.
 				at := e.now().Add(resetAfter(dec)).UnixNano()
-				buf = strconv.AppendInt(buf, ceilDiv(at, int64(time.Second)), 10)
-			} else {
-				buf = strconv.AppendInt(buf, reset, 10)
+				legacyReset = ceilDiv(at, int64(time.Second))
 			}
-			mark(HeaderXRateLimitReset)
+			dst, buf = AppendTrio(dst, buf, &TrioLegacy, top.policy.limitText, 0, dec.Remaining, legacyReset)
+			start = len(buf)
 		}
 	}
 	if refused {

@@ -73,13 +73,9 @@ func (g *Server) Serve(ctx *fasthttp.RequestCtx) {
 	fastlimit.Finish(ctx, &res)
 }
 
-// problem answers with an RFC 9457 application/problem+json body
-// (rules.AppendProblem).
+// problem answers with an RFC 9457 application/problem+json body,
+// written by fastlimit.WriteProblem (nosniff, no-store, no body for
+// HEAD), the writer of the gateway's refusals.
 func problem(ctx *fasthttp.RequestCtx, status int, title, detail string) {
-	ctx.Response.Reset()
-	ctx.SetStatusCode(status)
-	ctx.SetContentType(rules.ContentTypeProblem)
-	ctx.Response.Header.Set("Cache-Control", "no-store")
-	var buf [256]byte
-	ctx.Response.SetBody(rules.AppendProblem(buf[:0], status, title, detail))
+	fastlimit.WriteProblem(ctx, status, title, detail)
 }

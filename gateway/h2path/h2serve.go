@@ -1,7 +1,6 @@
 package h2path
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -72,13 +71,12 @@ func (g *Server) serveH2(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// Decided into a local Result: a refusal allocates no exchange.
+	// httplimit's sequence, its steps called here to time the decision
+	// and log it.
 	var res rules.Result
 	if s.Engine != nil {
 		t0 := conns.MonoNow()
-		// A stream its client reset is still decided and charged:
-		// opening and cancelling streams (CVE-2023-44487's rapid
-		// reset) costs a client its allowance as requests do.
-		res, _ = s.Engine.Decide(context.WithoutCancel(r.Context()), httplimit.Request{Req: r})
+		res = httplimit.Decide(r, s.Engine)
 		g.M.DecisionTime.Observe(time.Since(t0).Seconds())
 		if res.Holds() {
 			// Concurrency slots: the handler returns once the exchange
@@ -88,30 +86,29 @@ func (g *Server) serveH2(w http.ResponseWriter, r *http.Request) {
 		if ent != nil {
 			ent.Result(&res)
 		}
-		if res.Refused() {
-			if rt.GRPC {
-				writeGRPCRefusal(w, &res)
-			} else {
-				httplimit.SetHeaders(w.Header(), &res)
-				httplimit.WriteRefusal(w, r, res.Refusal())
-			}
-			return
+		steps := &h2Steps
+		if rt.GRPC {
+			steps = &grpcSteps
 		}
-		if res.Delay > 0 {
-			if httplimit.Sleep(r.Context(), res.Delay) != nil {
-				return // the client went away: it reads nothing
-			}
+		if !httplimit.Enforce(w, r, &res, steps) {
+			return
 		}
 	}
 	if rt.Demo {
-		if res.Matched() {
-			httplimit.SetHeaders(w.Header(), &res)
-		}
+		httplimit.Finish(w.Header(), &res)
 		demoH2(w, r)
 		return
 	}
 	g.proxyH2(w, r, &h2Exchange{s: s, rt: rt, rawPath: raw, res: res})
 }
+
+// h2Steps and grpcSteps are how httplimit.Enforce carries out a decision
+// on the net/http path: a refusal as httplimit writes it, or on a gRPC
+// route as a gRPC status (writeGRPCRefusal).
+var (
+	h2Steps   httplimit.Config
+	grpcSteps = httplimit.Config{Refuse: func(w http.ResponseWriter, _ *http.Request, res *rules.Result) { writeGRPCRefusal(w, res) }}
+)
 
 // headerReadLimit is the net/http server's MaxHeaderBytes for a
 // listener's max_header_list_size: Go's HTTP/2 server decodes a header
@@ -167,12 +164,10 @@ func requestPath(r *http.Request) string {
 }
 
 // problemH2 answers with an RFC 9457 application/problem+json body, as
-// problem does on the fasthttp path, written by httplimit.WriteRefusal
-// (nosniff, no body for HEAD).
+// problem does on the fasthttp path: httplimit.WriteProblem (nosniff,
+// no-store, no body for HEAD).
 func problemH2(w http.ResponseWriter, r *http.Request, status int, title, detail string) {
-	w.Header().Set("Cache-Control", "no-store")
-	httplimit.WriteRefusal(w, r, rules.Response{Status: status, ContentType: rules.ContentTypeProblem,
-		Body: rules.AppendProblem(nil, status, title, detail)})
+	httplimit.WriteProblem(w, r, status, title, detail)
 }
 
 // demoH2 is the built-in demo origin on the net/http path.
