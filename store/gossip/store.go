@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/internal/applyall"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
@@ -398,105 +399,89 @@ func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int6
 }
 
 // ApplyAll decides every request locally, all or nothing, under the locks
-// of every shard the requests touch (taken in shard order).
+// of every shard the requests touch (taken in shard order; see package
+// applyall).
 func (s *Store) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decision, error) {
-	if len(reqs) == 0 {
-		return limit.Decision{Allowed: true}, nil
+	return applyall.Apply((*batch)(s), reqs)
+}
+
+// batch is the Store as applyall sees its table: a checked request is its
+// policy and shape; a key's working view is this node's counter, charged
+// with the batch's admissions, under one shape.
+type batch Store
+
+type checked struct {
+	sp limit.Stateful
+	sh shape
+}
+
+type charge struct {
+	own  counter
+	sh   shape
+	cost int64
+}
+
+func (b *batch) Check(r limit.Request) (checked, int, error) {
+	if len(r.Key) > MaxKeyLen {
+		return checked{}, 0, ErrKeyTooLong
 	}
-	type work struct {
-		sp  limit.Stateful
-		sh  shape
-		key string
+	sp, sh, err := shapeOf(r.Policy)
+	return checked{sp: sp, sh: sh}, (*Store)(b).shardIndex(r.Key), err
+}
+
+func (b *batch) Ready() error {
+	if !b.warm.Load() {
+		return ErrNotWarm
 	}
-	ws := make([]work, len(reqs))
-	idx := make([]int, 0, len(reqs))
-	for i, r := range reqs {
-		if r.Cost < 0 {
-			return limit.Decision{}, limit.ErrNegativeCost
-		}
-		if len(r.Key) > MaxKeyLen {
-			return limit.Decision{}, ErrKeyTooLong
-		}
-		sp, sh, err := shapeOf(r.Policy)
-		if err != nil {
-			return limit.Decision{}, err
-		}
-		ws[i] = work{sp: sp, sh: sh, key: r.Key}
-		if j := s.shardIndex(r.Key); !slices.Contains(idx, j) {
-			idx = append(idx, j)
-		}
+	return nil
+}
+
+func (b *batch) Mutex(i int) *sync.Mutex { return &b.shards[i].mu }
+
+func (b *batch) Now() int64 { return b.clock() }
+
+func (b *batch) View(key string, i int, w checked, _ int64) charge {
+	c := charge{sh: w.sh}
+	if e := b.shards[i].m[key]; e != nil && e.sh == w.sh {
+		c.own = e.own(b.self)
 	}
-	if !s.warm.Load() {
-		return limit.Decision{}, ErrNotWarm
+	return c
+}
+
+func (b *batch) Decide(key string, i int, w checked, c charge, now, cost int64) (charge, limit.Decision) {
+	if c.sh != w.sh {
+		c = b.View(key, i, w, now) // a key named under two shapes: the last one counts
 	}
-	slices.Sort(idx)
-	for _, j := range idx {
-		s.shards[j].mu.Lock()
+	e := b.shards[i].m[key]
+	if e != nil && e.sh != w.sh {
+		e = nil // a changed policy starts from nothing
 	}
-	defer func() {
-		for _, j := range idx {
-			s.shards[j].mu.Unlock()
-		}
-	}()
-	now := s.clock()
-	// Decide on working copies of this node's counters, so that a key
-	// named twice sees its first charge, and commit only if all allow.
-	type charge struct {
-		own  counter
-		sh   shape
-		cost int64
+	win := max(now, 0) / w.sh.period
+	v := e.viewWith(win, b.self, c.own, w.sh)
+	st, m := w.sh.state(v, win, now)
+	_, d := w.sp.Decide(st, now, cost)
+	if d.Allowed && cost > 0 {
+		w.sh.charge(&c.own, v, m, win, now, cost)
+		c.cost += cost
 	}
-	owns := make(map[string]*charge, len(reqs))
-	var out limit.Decision
-	for i, r := range reqs {
-		wk := ws[i]
-		e := s.shards[s.shardIndex(r.Key)].m[r.Key]
-		c := owns[r.Key]
-		if c == nil || c.sh != wk.sh {
-			c = &charge{sh: wk.sh}
-			if e != nil && e.sh == wk.sh {
-				c.own = e.own(s.self)
-			}
-			owns[r.Key] = c
-		}
-		w := max(now, 0) / wk.sh.period
-		if e != nil && e.sh != wk.sh {
-			e = nil // a changed policy starts from nothing
-		}
-		v := e.viewWith(w, s.self, c.own, wk.sh)
-		st, m := wk.sh.state(v, w, now)
-		_, d := wk.sp.Decide(st, now, r.Cost)
-		if d.Allowed && r.Cost > 0 {
-			wk.sh.charge(&c.own, v, m, w, now, r.Cost)
-			c.cost += r.Cost
-		}
-		d.Policy, d.Index = r.Policy, i
-		if i == 0 {
-			out = d
-		} else {
-			out = limit.Merge(out, d)
-		}
+	return c, d
+}
+
+func (b *batch) Commit(key string, i int, c charge, now int64) {
+	if c.cost == 0 {
+		return
 	}
-	if !out.Allowed {
-		return out, nil
+	shd := &b.shards[i]
+	e := shd.m[key]
+	if e == nil {
+		// A full table takes the key anyway: MaxKeys is exceeded by at
+		// most a batch, and what was admitted is never lost.
+		e = &entry{key: key, sh: c.sh}
+		shd.m[key] = e
+	} else if e.sh != c.sh {
+		e.reshape(c.sh)
 	}
-	for key, c := range owns {
-		if c.cost == 0 {
-			continue
-		}
-		shd := &s.shards[s.shardIndex(key)]
-		e := shd.m[key]
-		if e == nil {
-			// A full table takes the key anyway: MaxKeys is exceeded by
-			// at most a batch, and what was admitted is never lost.
-			e = &entry{key: key, sh: c.sh}
-			shd.m[key] = e
-		} else if e.sh != c.sh {
-			e.reshape(c.sh)
-		}
-		s.setOwn(shd, e, c.own, c.cost, now)
-	}
-	return out, nil
+	(*Store)(b).setOwn(shd, e, c.own, c.cost, now)
 }
 
 // own returns this node's counter in e.
