@@ -1,7 +1,6 @@
 package gossip
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -314,34 +313,6 @@ func (s *Store) loop() {
 			s.sweep(s.clock())
 		}
 	}
-}
-
-// Apply decides locally against the key's counters, this node's and the
-// merged view of the others'.
-func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
-	if cost < 0 {
-		return limit.Decision{}, limit.ErrNegativeCost
-	}
-	if len(key) > MaxKeyLen {
-		return limit.Decision{}, ErrKeyTooLong
-	}
-	sp, sh, err := shapeOf(p)
-	if err != nil {
-		return limit.Decision{}, err
-	}
-	if !s.warm.Load() {
-		return limit.Decision{}, ErrNotWarm
-	}
-	now := s.clock()
-	d, fresh, err := s.apply(key, sp, sh, now, cost, s.retransmits())
-	if err != nil {
-		return limit.Decision{}, err
-	}
-	if fresh {
-		s.nudge(now)
-	}
-	d.Policy = p
-	return d, nil
 }
 
 // nudge asks for a round at once when no round has sent a fresh change

@@ -10,10 +10,10 @@ import (
 
 // table is the counter table: every key this node knows of, with its
 // shape and the counter of each node that counted it, this node's and
-// its peers', in 32 shards locked apart. It decides and charges at the
-// time it is given; the Store around it brings the fleet's clock, the
-// warm-up, and the rounds that send what the table lists dirty (gossip.go)
-// and merge what peers send.
+// its peers', in 32 shards locked apart, and the rules by which keys
+// enter and leave it. It knows no clock but the times it is given and no
+// network: the Store decides on it (decide.go), sends what it lists dirty
+// and merges what peers send (gossip.go).
 type table struct {
 	self    uint32 // this node's id: its slot in every entry
 	seed    maphash.Seed
@@ -31,40 +31,6 @@ func (t *table) init(maxKeys int) {
 }
 
 func (t *table) shardIndex(key string) int { return int(maphash.String(t.seed, key) & 31) }
-
-// apply decides cost on key under sp, of shape sh, at now, and when
-// allowed charges this node's counter, to be sent in the next sends
-// rounds; fresh reports that the key has just been listed to be sent.
-// ErrFull: a new key whose shard is full of keys being limited.
-func (t *table) apply(key string, sp limit.Stateful, sh shape, now, cost int64, sends int32) (d limit.Decision, fresh bool, err error) {
-	w := max(now, 0) / sh.period
-	shd := &t.shards[t.shardIndex(key)]
-	shd.mu.Lock()
-	defer shd.mu.Unlock()
-	e := shd.m[key]
-	var own counter
-	if e != nil && e.sh == sh {
-		own = e.own(t.self)
-	}
-	v := e.viewWith(w, t.self, own, sh)
-	st, m := sh.state(v, w, now)
-	_, d = sp.Decide(st, now, cost)
-	if e != nil {
-		e.used = now
-	}
-	if !d.Allowed || cost == 0 {
-		return d, false, nil
-	}
-	if e == nil {
-		if e = t.newEntry(shd, key, sh, now); e == nil {
-			return limit.Decision{}, false, ErrFull
-		}
-	} else if e.sh != sh {
-		e.reshape(sh)
-	}
-	sh.charge(&own, v, m, w, now, cost)
-	return d, t.setOwn(shd, e, own, cost, now, sends), nil
-}
 
 type shard struct {
 	mu    sync.Mutex

@@ -8,6 +8,59 @@ import (
 	"github.com/tollgate-dev/tollgate/store/internal/applyall"
 )
 
+// Apply decides locally against the key's counters, this node's and the
+// merged view of the others'.
+func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
+	if cost < 0 {
+		return limit.Decision{}, limit.ErrNegativeCost
+	}
+	if len(key) > MaxKeyLen {
+		return limit.Decision{}, ErrKeyTooLong
+	}
+	sp, sh, err := shapeOf(p)
+	if err != nil {
+		return limit.Decision{}, err
+	}
+	if !s.warm.Load() {
+		return limit.Decision{}, ErrNotWarm
+	}
+	// The decision is written out here rather than in a table method: a
+	// call returning the Decision cost the hot path about 20 ns of 150 in
+	// CPU profiles.
+	now := s.clock()
+	w := max(now, 0) / sh.period
+	shd := &s.shards[s.shardIndex(key)]
+	shd.mu.Lock()
+	defer shd.mu.Unlock()
+	e := shd.m[key]
+	var own counter
+	if e != nil && e.sh == sh {
+		own = e.own(s.self)
+	}
+	v := e.viewWith(w, s.self, own, sh)
+	st, m := sh.state(v, w, now)
+	_, d := sp.Decide(st, now, cost)
+	d.Policy = p
+	if e != nil {
+		e.used = now
+	}
+	if !d.Allowed || cost == 0 {
+		return d, nil
+	}
+	if e == nil {
+		if e = s.newEntry(shd, key, sh, now); e == nil {
+			return limit.Decision{}, ErrFull
+		}
+	} else if e.sh != sh {
+		e.reshape(sh)
+	}
+	sh.charge(&own, v, m, w, now, cost)
+	if s.setOwn(shd, e, own, cost, now, s.retransmits()) {
+		s.nudge(now)
+	}
+	return d, nil
+}
+
 // ApplyAll decides every request locally, all or nothing, under the locks
 // of every shard the requests touch (taken in shard order; see package
 // applyall).
