@@ -197,6 +197,20 @@ func TestApplyAllocs(t *testing.T) {
 	}
 }
 
+// TestApplyAllAllocs: a batch of known keys allocates nothing either.
+func TestApplyAllAllocs(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := newNode(t, srv.Addr, func() int64 { return now })
+	p := limit.Policy(limit.TokenBucket{Rate: limit.Per(1000, time.Second), Burst: 1000})
+	reqs := []limit.Request{{Key: "a", Policy: p, Cost: 1}, {Key: "b", Policy: p, Cost: 1}, {Key: "a", Policy: p, Cost: 1}}
+	ctx := context.Background()
+	s.ApplyAll(ctx, reqs)
+	if n := testing.AllocsPerRun(100, func() { s.ApplyAll(ctx, reqs) }); n != 0 {
+		t.Fatalf("%v allocs per batch", n)
+	}
+}
+
 func BenchmarkApply(b *testing.B) {
 	s := benchNode(b)
 	p := limit.Policy(limit.TokenBucket{Rate: limit.Per(1_000_000, time.Second), Burst: 1000})
