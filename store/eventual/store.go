@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/internal/applyall"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/redis"
 )
@@ -203,84 +203,64 @@ func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int6
 // ApplyAll decides every request locally, all or nothing, under the locks
 // of every shard the requests touch (taken in shard order): allowed only if
 // every request allows against the local views; when any refuses, no view
-// is charged.
+// is charged (see package applyall).
 func (s *Store) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decision, error) {
-	if len(reqs) == 0 {
-		return limit.Decision{Allowed: true}, nil
+	return applyall.Apply((*batch)(s), reqs)
+}
+
+// batch is the Store as applyall sees its table. A key's working view is
+// its state, the policy last named for it and the cost admitted.
+type batch Store
+
+type view struct {
+	p    limit.Stateful
+	st   limit.State
+	cost int64
+}
+
+func (b *batch) Check(r limit.Request) (limit.Stateful, int, error) {
+	sp, err := stateful(r.Policy)
+	return sp, (*Store)(b).shardIndex(r.Key), err
+}
+
+func (b *batch) Ready() error { return nil }
+
+func (b *batch) Mutex(i int) *sync.Mutex { return &b.shards[i].mu }
+
+func (b *batch) Now() int64 { return (*Store)(b).now() }
+
+func (b *batch) View(key string, i int, sp limit.Stateful, _ int64) view {
+	v := view{p: sp}
+	if e := b.shards[i].m[key]; e != nil && e.p == sp {
+		v.st = e.st
 	}
-	sps := make([]limit.Stateful, len(reqs))
-	idx := make([]int, 0, len(reqs))
-	for i, r := range reqs {
-		if r.Cost < 0 {
-			return limit.Decision{}, limit.ErrNegativeCost
-		}
-		sp, err := stateful(r.Policy)
-		if err != nil {
-			return limit.Decision{}, err
-		}
-		sps[i] = sp
-		if j := s.shardIndex(r.Key); !slices.Contains(idx, j) {
-			idx = append(idx, j)
-		}
+	return v
+}
+
+func (b *batch) Decide(_ string, _ int, sp limit.Stateful, v view, now, cost int64) (view, limit.Decision) {
+	st, d := sp.Decide(v.st, now, cost)
+	v.p = sp
+	if d.Allowed {
+		v.st = st
+		v.cost += cost
 	}
-	slices.Sort(idx)
-	for _, j := range idx {
-		s.shards[j].mu.Lock()
-	}
-	defer func() {
-		for _, j := range idx {
-			s.shards[j].mu.Unlock()
+	return v, d
+}
+
+func (b *batch) Commit(key string, i int, v view, now int64) {
+	sh := &b.shards[i]
+	e := sh.m[key]
+	if e == nil {
+		if len(sh.m) >= b.max {
+			(*Store)(b).evict(sh, now) // a full shard takes the key anyway: MaxKeys is exceeded by at most a batch
 		}
-	}()
-	now := s.now()
-	// Decide on working copies, so a key named twice sees its first
-	// charge, and commit only if all allow.
-	type work struct {
-		e  *entry
-		st limit.State
+		e = &entry{p: v.p}
+		sh.m[key] = e
+	} else if e.p != v.p {
+		e.repolicy(v.p)
 	}
-	views := make(map[string]*work, len(reqs))
-	var out limit.Decision
-	for i, r := range reqs {
-		w := views[r.Key]
-		if w == nil {
-			e := s.shards[s.shardIndex(r.Key)].m[r.Key]
-			w = &work{e: e}
-			if e != nil && e.p == sps[i] {
-				w.st = e.st
-			}
-			views[r.Key] = w
-		}
-		st, d := sps[i].Decide(w.st, now, r.Cost)
-		if d.Allowed {
-			w.st = st
-		}
-		d.Policy, d.Index = r.Policy, i
-		if i == 0 {
-			out = d
-		} else {
-			out = limit.Merge(out, d)
-		}
-	}
-	if !out.Allowed {
-		return out, nil
-	}
-	for i, r := range reqs {
-		sh := &s.shards[s.shardIndex(r.Key)]
-		e := sh.m[r.Key]
-		if e == nil {
-			if len(sh.m) >= s.max {
-				s.evict(sh, now) // a full shard takes the key anyway: MaxKeys is exceeded by at most a batch
-			}
-			e = &entry{p: sps[i]}
-			sh.m[r.Key] = e
-		} else if e.p != sps[i] {
-			e.repolicy(sps[i])
-		}
-		e.st = views[r.Key].st
-		e.pending += r.Cost
-	}
-	return out, nil
+	e.st = v.st
+	e.pending += v.cost
 }
 
 // repolicy puts e under p (a changed policy: a config reload): the view

@@ -197,15 +197,22 @@ func TestApplyAllocs(t *testing.T) {
 	}
 }
 
-func BenchmarkApply(b *testing.B) {
-	srv := redistest.Start(b)
-	r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}})
-	if err != nil {
-		b.Fatal(err)
+// TestApplyAllAllocs: a batch of known keys allocates nothing either.
+func TestApplyAllAllocs(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	s := newNode(t, srv.Addr, func() int64 { return now })
+	p := limit.Policy(limit.TokenBucket{Rate: limit.Per(1000, time.Second), Burst: 1000})
+	reqs := []limit.Request{{Key: "a", Policy: p, Cost: 1}, {Key: "b", Policy: p, Cost: 1}, {Key: "a", Policy: p, Cost: 1}}
+	ctx := context.Background()
+	s.ApplyAll(ctx, reqs)
+	if n := testing.AllocsPerRun(100, func() { s.ApplyAll(ctx, reqs) }); n != 0 {
+		t.Fatalf("%v allocs per batch", n)
 	}
-	defer r.Close()
-	s, _ := New(Config{Redis: r, Interval: -1})
-	defer s.Close()
+}
+
+func BenchmarkApply(b *testing.B) {
+	s := benchNode(b)
 	p := limit.Policy(limit.TokenBucket{Rate: limit.Per(1_000_000, time.Second), Burst: 1000})
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -214,4 +221,37 @@ func BenchmarkApply(b *testing.B) {
 			s.Apply(ctx, "k", p, 1)
 		}
 	})
+}
+
+// BenchmarkApplyAll is one request under two limits on two keys, all or
+// nothing: the decision of a route with a per-client and a global limit.
+func BenchmarkApplyAll(b *testing.B) {
+	s := benchNode(b)
+	reqs := []limit.Request{
+		{Key: "client", Policy: limit.TokenBucket{Rate: limit.Per(1_000_000, time.Second), Burst: 1000}, Cost: 1},
+		{Key: "route", Policy: limit.FixedWindow{Limit: 1 << 40, Window: time.Minute}, Cost: 1},
+	}
+	ctx := context.Background()
+	if d, err := s.ApplyAll(ctx, reqs); err != nil || !d.Allowed {
+		b.Fatalf("ApplyAll: %+v %v", d, err)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s.ApplyAll(ctx, reqs)
+		}
+	})
+}
+
+// benchNode is a Store over a real Redis with the background sync off.
+func benchNode(b *testing.B) *Store {
+	srv := redistest.Start(b)
+	r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close() })
+	s, _ := New(Config{Redis: r, Interval: -1})
+	b.Cleanup(func() { s.Close() })
+	return s
 }

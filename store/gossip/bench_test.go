@@ -296,10 +296,34 @@ func median(xs []float64) float64 {
 // BenchmarkApply is one decision on one hot key, the hot path.
 func BenchmarkApply(b *testing.B) {
 	s := newNode(b, "a", newFakeClock(), nil, func(c *Config) { c.Interval = time.Hour })
-	p := limit.Policy(limit.TokenBucket{Rate: limit.Per(1<<30, time.Second), Burst: 1 << 30})
+	p := limit.Policy(limit.TokenBucket{Rate: limit.Per(1<<30, time.Minute), Burst: 1 << 30})
 	ctx := context.Background()
+	if d, err := s.Apply(ctx, "hot", p, 1); err != nil || !d.Allowed {
+		b.Fatalf("Apply: %+v %v", d, err) // not the error path
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		s.Apply(ctx, "hot", p, 1)
+	}
+}
+
+// BenchmarkApplyAll is one request under two limits on two keys, all or
+// nothing: the decision of a route with a per-client and a global limit.
+// Rounds on the tick only (an hour): the decision alone, without the
+// rounds each change after a quiet spell nudges (see Store.nudge).
+func BenchmarkApplyAll(b *testing.B) {
+	s := newNode(b, "a", newFakeClock(), nil, func(c *Config) { c.Interval = time.Hour })
+	s.tickOnly.Store(true)
+	reqs := []limit.Request{
+		{Key: "client", Policy: limit.TokenBucket{Rate: limit.Per(1<<30, time.Minute), Burst: 1 << 30}, Cost: 1},
+		{Key: "route", Policy: limit.FixedWindow{Limit: 1 << 40, Window: time.Minute}, Cost: 1},
+	}
+	ctx := context.Background()
+	if d, err := s.ApplyAll(ctx, reqs); err != nil || !d.Allowed {
+		b.Fatalf("ApplyAll: %+v %v", d, err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.ApplyAll(ctx, reqs)
 	}
 }

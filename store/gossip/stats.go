@@ -99,7 +99,6 @@ type counters struct {
 	unauthenticated           atomic.Uint64
 	mismatch, full            atomic.Uint64
 	oversize, busy            atomic.Uint64
-	evicted                   atomic.Uint64
 	mergeLag                  atomic.Int64
 }
 
@@ -114,7 +113,7 @@ func (s *Store) Stats() Stats {
 		MessagesSent:       s.st.msgsSent.Load(),
 		MessagesReceived:   s.st.msgsRecv.Load(),
 		PushPulls:          s.st.pushPulls.Load(),
-		Evicted:            s.st.evicted.Load(),
+		Evicted:            s.evicted.Load(),
 		MergeLag:           time.Duration(s.st.mergeLag.Load()),
 		Dropped: Dropped{
 			Malformed:       s.st.malformed.Load(),

@@ -1,10 +1,8 @@
 package gossip
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"log"
 	"os"
@@ -46,19 +44,16 @@ var ErrKeyTooLong = fmt.Errorf("gossip: key longer than %d bytes", MaxKeyLen)
 // counters plus the merged view of every other node's, shared by gossip.
 // It is safe for concurrent use. Close leaves the fleet and stops.
 type Store struct {
+	table // the counters (table.go); its self is this node's id
+
 	cfg    Config
 	clock  func() int64 // the fleet's time: raw plus offset (clock.go)
 	raw    func() int64 // this node's clock (Config.Clock)
 	offset atomic.Int64 // fleet time − raw, 0..MaxSkew
 	ml     *memberlist.Memberlist
-	self   uint32 // this node's id
 	name   string // this node's name
 	addr   string // host:port bound
 	nodes  nodeTable
-
-	seed   maphash.Seed
-	shards [32]shard
-	max    int // keys per shard
 
 	warm    atomic.Bool
 	warmCh  chan struct{}
@@ -86,31 +81,6 @@ type Store struct {
 	vals      valueTable     // shared values (values.go)
 	logger    *log.Logger    // memberlist's and the stream gate's lines (logSink)
 	gate      *streamGate    // the transport's (nil with memberlist's own)
-}
-
-type shard struct {
-	mu    sync.Mutex
-	m     map[string]*entry
-	dirty []*entry // entries with counters to send
-}
-
-// entry is one key: its shape, the local policy (nil for a key only
-// heard of), and every node's counter.
-type entry struct {
-	key   string
-	sh    shape
-	slots []slot
-	dirty bool  // listed in its shard's dirty list
-	heat  int64 // cost changed since last sent: the hottest go first
-	used  int64 // when last decided or merged (clock ns): eviction's recency
-}
-
-// slot is one node's counter for a key, and what is left to send of it.
-type slot struct {
-	node  uint32
-	c     counter
-	sends int32 // rounds it is still to be sent in
-	since int64 // when its oldest unsent change was made (Unix ns), or 0
 }
 
 // nodeTable interns node names as small integers.
@@ -156,7 +126,7 @@ func New(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Store{cfg: cfg, raw: cfg.Clock, seed: maphash.MakeSeed(), max: max(cfg.MaxKeys/32, 1),
+	s := &Store{cfg: cfg, raw: cfg.Clock,
 		warmCh: make(chan struct{}), joined: make(chan struct{}), enc: newEncoder(cfg.MessageBytes),
 		kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}
@@ -172,9 +142,7 @@ func New(cfg Config) (*Store, error) {
 		}
 	}
 	s.clock = s.fleetNow
-	for i := range s.shards {
-		s.shards[i].m = make(map[string]*entry)
-	}
+	s.table.init(cfg.MaxKeys)
 	if cfg.Transport != nil {
 		return s.detached(), nil
 	}
@@ -347,217 +315,6 @@ func (s *Store) loop() {
 	}
 }
 
-func (s *Store) shardIndex(key string) int { return int(maphash.String(s.seed, key) & 31) }
-
-// Apply decides locally against the key's counters, this node's and the
-// merged view of the others'.
-func (s *Store) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
-	if cost < 0 {
-		return limit.Decision{}, limit.ErrNegativeCost
-	}
-	if len(key) > MaxKeyLen {
-		return limit.Decision{}, ErrKeyTooLong
-	}
-	sp, sh, err := shapeOf(p)
-	if err != nil {
-		return limit.Decision{}, err
-	}
-	if !s.warm.Load() {
-		return limit.Decision{}, ErrNotWarm
-	}
-	now := s.clock()
-	w := max(now, 0) / sh.period
-	shd := &s.shards[s.shardIndex(key)]
-	shd.mu.Lock()
-	defer shd.mu.Unlock()
-	e := shd.m[key]
-	var own counter
-	if e != nil && e.sh == sh {
-		own = e.own(s.self)
-	}
-	v := e.viewWith(w, s.self, own, sh)
-	st, m := sh.state(v, w, now)
-	_, d := sp.Decide(st, now, cost)
-	d.Policy = p
-	if e != nil {
-		e.used = now
-	}
-	if !d.Allowed || cost == 0 {
-		return d, nil
-	}
-	if e == nil {
-		if e = s.newEntry(shd, key, sh, now); e == nil {
-			return limit.Decision{}, ErrFull
-		}
-	} else if e.sh != sh {
-		e.reshape(sh)
-	}
-	sh.charge(&own, v, m, w, now, cost)
-	s.setOwn(shd, e, own, cost, now)
-	return d, nil
-}
-
-// ApplyAll decides every request locally, all or nothing, under the locks
-// of every shard the requests touch (taken in shard order).
-func (s *Store) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decision, error) {
-	if len(reqs) == 0 {
-		return limit.Decision{Allowed: true}, nil
-	}
-	type work struct {
-		sp  limit.Stateful
-		sh  shape
-		key string
-	}
-	ws := make([]work, len(reqs))
-	idx := make([]int, 0, len(reqs))
-	for i, r := range reqs {
-		if r.Cost < 0 {
-			return limit.Decision{}, limit.ErrNegativeCost
-		}
-		if len(r.Key) > MaxKeyLen {
-			return limit.Decision{}, ErrKeyTooLong
-		}
-		sp, sh, err := shapeOf(r.Policy)
-		if err != nil {
-			return limit.Decision{}, err
-		}
-		ws[i] = work{sp: sp, sh: sh, key: r.Key}
-		if j := s.shardIndex(r.Key); !slices.Contains(idx, j) {
-			idx = append(idx, j)
-		}
-	}
-	if !s.warm.Load() {
-		return limit.Decision{}, ErrNotWarm
-	}
-	slices.Sort(idx)
-	for _, j := range idx {
-		s.shards[j].mu.Lock()
-	}
-	defer func() {
-		for _, j := range idx {
-			s.shards[j].mu.Unlock()
-		}
-	}()
-	now := s.clock()
-	// Decide on working copies of this node's counters, so that a key
-	// named twice sees its first charge, and commit only if all allow.
-	type charge struct {
-		own  counter
-		sh   shape
-		cost int64
-	}
-	owns := make(map[string]*charge, len(reqs))
-	var out limit.Decision
-	for i, r := range reqs {
-		wk := ws[i]
-		e := s.shards[s.shardIndex(r.Key)].m[r.Key]
-		c := owns[r.Key]
-		if c == nil || c.sh != wk.sh {
-			c = &charge{sh: wk.sh}
-			if e != nil && e.sh == wk.sh {
-				c.own = e.own(s.self)
-			}
-			owns[r.Key] = c
-		}
-		w := max(now, 0) / wk.sh.period
-		if e != nil && e.sh != wk.sh {
-			e = nil // a changed policy starts from nothing
-		}
-		v := e.viewWith(w, s.self, c.own, wk.sh)
-		st, m := wk.sh.state(v, w, now)
-		_, d := wk.sp.Decide(st, now, r.Cost)
-		if d.Allowed && r.Cost > 0 {
-			wk.sh.charge(&c.own, v, m, w, now, r.Cost)
-			c.cost += r.Cost
-		}
-		d.Policy, d.Index = r.Policy, i
-		if i == 0 {
-			out = d
-		} else {
-			out = limit.Merge(out, d)
-		}
-	}
-	if !out.Allowed {
-		return out, nil
-	}
-	for key, c := range owns {
-		if c.cost == 0 {
-			continue
-		}
-		shd := &s.shards[s.shardIndex(key)]
-		e := shd.m[key]
-		if e == nil {
-			// A full table takes the key anyway: MaxKeys is exceeded by
-			// at most a batch, and what was admitted is never lost.
-			e = &entry{key: key, sh: c.sh}
-			shd.m[key] = e
-		} else if e.sh != c.sh {
-			e.reshape(c.sh)
-		}
-		s.setOwn(shd, e, c.own, c.cost, now)
-	}
-	return out, nil
-}
-
-// own returns this node's counter in e.
-func (e *entry) own(self uint32) counter {
-	for i := range e.slots {
-		if e.slots[i].node == self {
-			return e.slots[i].c
-		}
-	}
-	return counter{}
-}
-
-// viewWith sums e's counters for window w, with own in place of this
-// node's. A nil e is an empty key.
-func (e *entry) viewWith(w int64, self uint32, own counter, sh shape) view {
-	var v view
-	v.add(own, w)
-	if e == nil || e.sh != sh {
-		return v
-	}
-	for i := range e.slots {
-		if e.slots[i].node != self {
-			v.add(e.slots[i].c, w)
-		}
-	}
-	return v
-}
-
-// reshape puts e under another shape (a changed policy, on a reload):
-// the counters of the old one mean nothing under it.
-func (e *entry) reshape(sh shape) {
-	e.sh, e.slots, e.heat = sh, e.slots[:0], 0
-}
-
-// slot returns node's slot in e, added if absent.
-func (e *entry) slot(node uint32) *slot {
-	for i := range e.slots {
-		if e.slots[i].node == node {
-			return &e.slots[i]
-		}
-	}
-	e.slots = append(e.slots, slot{node: node})
-	return &e.slots[len(e.slots)-1]
-}
-
-// setOwn stores this node's counter c in e after admitting cost at now,
-// and schedules it to be sent. The caller holds shd's lock.
-func (s *Store) setOwn(shd *shard, e *entry, c counter, cost, now int64) {
-	sl := e.slot(s.self)
-	sl.c = c
-	sl.sends = s.retransmits()
-	if sl.since == 0 {
-		sl.since = now
-	}
-	e.heat = addSat(e.heat, cost)
-	if !e.dirty {
-		shd.markDirty(e)
-		s.nudge(now)
-	}
-}
-
 // nudge asks for a round at once when no round has sent a fresh change
 // for an interval: a change after a quiet spell leaves at once instead of
 // waiting up to an interval for the tick, while under steady traffic
@@ -583,126 +340,6 @@ func (s *Store) retransmits() int32 {
 		return DefaultRetransmit
 	}
 	return int32(s.relayRounds.Load())
-}
-
-func (shd *shard) markDirty(e *entry) {
-	if !e.dirty {
-		e.dirty = true
-		shd.dirty = append(shd.dirty, e)
-	}
-}
-
-// newEntry adds key to shd, making room if the shard is full (makeRoom);
-// nil when every key that could make room is being limited. The caller
-// holds shd's lock.
-func (s *Store) newEntry(shd *shard, key string, sh shape, now int64) *entry {
-	if len(shd.m) >= s.max && !s.makeRoom(shd, now) {
-		return nil
-	}
-	e := &entry{key: key, sh: sh, used: now}
-	shd.m[key] = e
-	return e
-}
-
-// evictScan is how many keys makeRoom looks at, at most (the memory
-// store's figure).
-const evictScan = 64
-
-// makeRoom makes a place in the full shard shd for a new key, as the
-// memory store does: it drops the idle keys among up to evictScan it
-// looks at (from a random place: map order), and failing that evicts the
-// least recently used of those that are not being limited, one waiting
-// to be sent last. A key being limited is never evicted before it is
-// idle (that would give its client a fresh allowance, and make a flood of
-// new keys a way to earn one); when every key looked at is, it reports
-// false. Evicting a key that is not limited forgives what was counted of
-// it, here and in this node's view of its peers. The caller holds shd's
-// lock.
-func (s *Store) makeRoom(shd *shard, now int64) bool {
-	var (
-		victim *entry
-		seen   int
-	)
-	for k, e := range shd.m {
-		if e.idle(now) {
-			delete(shd.m, k)
-		} else if !s.limited(e, now) && (victim == nil || evictFirst(e, victim)) {
-			victim = e
-		}
-		if seen++; seen == evictScan {
-			break
-		}
-	}
-	if len(shd.m) < s.max {
-		return true
-	}
-	if victim == nil {
-		return false
-	}
-	delete(shd.m, victim.key)
-	s.st.evicted.Add(1)
-	return true
-}
-
-// evictFirst reports whether a is to be evicted rather than b: one
-// waiting to be sent last, then the least recently used.
-func evictFirst(a, b *entry) bool {
-	if a.dirty != b.dirty {
-		return !a.dirty
-	}
-	return a.used < b.used
-}
-
-// limited reports whether e's key has nothing left at now, on this
-// node's view: a fixed window's count at the limit, a sliding window's
-// two windows' counts (the estimate weighs the previous one less), a
-// token bucket's TAT less than one emission interval from a full burst
-// ahead.
-func (s *Store) limited(e *entry, now int64) bool {
-	sh := e.sh
-	w := max(now, 0) / sh.period
-	v := e.viewWith(w, s.self, e.own(s.self), sh)
-	switch sh.alg {
-	case limit.AlgFixedWindow:
-		return v.cur >= sh.limit
-	case limit.AlgSlidingWindow:
-		return addSat(v.cur, v.prev) >= sh.limit
-	default:
-		tat, _ := sh.tokenTAT(v, w)
-		return tat-now > sh.period-sh.period/sh.limit
-	}
-}
-
-// idle reports whether no counter of e counts any more at now (so none
-// is worth sending either).
-func (e *entry) idle(now int64) bool {
-	w := max(now, 0) / e.sh.period
-	for i := range e.slots {
-		if e.slots[i].c.Win >= w-1 {
-			return false
-		}
-	}
-	return true
-}
-
-// evict drops shd's idle keys.
-func (s *Store) evict(shd *shard, now int64) {
-	for k, e := range shd.m {
-		if e.idle(now) {
-			delete(shd.m, k)
-		}
-	}
-}
-
-// sweep drops every idle key: a departed node's counters age out with
-// their windows.
-func (s *Store) sweep(now int64) {
-	for i := range s.shards {
-		shd := &s.shards[i]
-		shd.mu.Lock()
-		s.evict(shd, now)
-		shd.mu.Unlock()
-	}
 }
 
 // logSink counts memberlist's reports of gossip that was not sealed with

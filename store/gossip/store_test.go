@@ -161,6 +161,24 @@ func TestApplyDoesNotAllocateForAnExistingKey(t *testing.T) {
 	}
 }
 
+// A batch of known keys allocates nothing either (applyall's working
+// views are on the stack).
+func TestApplyAllDoesNotAllocateForExistingKeys(t *testing.T) {
+	s := newNode(t, "a", newFakeClock(), nil, func(c *Config) { c.Interval = time.Hour })
+	reqs := []limit.Request{
+		{Key: "client", Policy: limit.TokenBucket{Rate: limit.Per(1<<30, time.Minute), Burst: 1 << 30}, Cost: 1},
+		{Key: "route", Policy: limit.FixedWindow{Limit: 1 << 40, Window: time.Minute}, Cost: 1},
+		{Key: "client", Policy: limit.TokenBucket{Rate: limit.Per(1<<30, time.Minute), Burst: 1 << 30}, Cost: 1},
+	}
+	ctx := context.Background()
+	if d, err := s.ApplyAll(ctx, reqs); err != nil || !d.Allowed {
+		t.Fatalf("%+v %v", d, err)
+	}
+	if n := testing.AllocsPerRun(1000, func() { s.ApplyAll(ctx, reqs) }); n != 0 {
+		t.Errorf("%.1f allocations per ApplyAll", n)
+	}
+}
+
 // A node with seeds that answer nothing refuses to decide: it has not
 // heard the fleet's counters.
 func TestAColdNodeRefusesToDecide(t *testing.T) {
