@@ -27,7 +27,7 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/redis"
-	"github.com/tollgate-dev/tollgate/stores"
+	stores "github.com/tollgate-dev/tollgate/storeopen"
 )
 
 var envoyRLSCommand = &command{

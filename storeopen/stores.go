@@ -1,11 +1,11 @@
-// Package stores opens the counter stores a configuration file names and
+// Package storeopen opens the counter stores a configuration file names and
 // gives each rule its store: the store section's (memory or Redis) and,
 // over the same connection, the consistency tiers' (strict and eventual on
 // Redis, local in memory, gossip on the store.gossip section's node). Every view of Redis answers its failures by the
 // failure mode of the rules it serves (rules.Config.OnErrorOf). The
 // gateway and tollgate forward-auth open their stores here, so that both
 // serve every tier alike.
-package stores
+package storeopen
 
 import (
 	"context"
