@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/stableread"
-	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/redis"
 )
@@ -172,9 +172,7 @@ func (c *Config) Defaults() {
 	if g := c.Store.Gossip; g != nil {
 		gossipDefaults(g)
 	}
-	if c.OnError == "" {
-		c.OnError = rules.OnErrorLocal
-	}
+	c.OnError = failmode.Of(c.OnError)
 	c.defaultsDashboard()
 	if c.AccessLog.Path != "" && c.AccessLog.Format == "" {
 		c.AccessLog.Format = "json"

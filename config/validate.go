@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/accesslog"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 )
@@ -349,15 +350,10 @@ func (c *Config) checkLogDir(ps *problems, what, path string) {
 }
 
 // newOnError is the top-level on_error word for an old store.redis.on_error
-// value ("open, closed or local" when it was none of them).
+// value (failmode.Words when it was none of them).
 func newOnError(old string) string {
-	switch old {
-	case "open", "fail_open":
-		return "open"
-	case "closed", "fail_closed":
-		return "closed"
-	case "local":
-		return "local"
+	if m, ok := failmode.Old(old); ok {
+		return string(m)
 	}
-	return "open, closed or local"
+	return failmode.Words
 }

@@ -12,6 +12,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/envoyratelimit"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/store/redis"
@@ -39,7 +40,7 @@ func TestParityWithEnvoyproxyRatelimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A redis-server of its own: the two count under the same keys.
-	st, err := redis.New(ctx, redis.Config{Addrs: []string{redistest.Start(t).Addr}, Timeout: 2 * time.Second, OnFailure: redis.FailClosed})
+	st, err := redis.New(ctx, redis.Config{Addrs: []string{redistest.Start(t).Addr}, Timeout: 2 * time.Second, OnFailure: failmode.Closed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/logthrottle"
 	"github.com/tollgate-dev/tollgate/limit"
-	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/gossip"
 )
 
@@ -34,7 +34,7 @@ type coldCounts struct{ open, closed, local atomic.Uint64 }
 // equal, so the engine charges the gossip rules of one mode together.
 type gossipView struct {
 	g     *gossip.Store
-	mode  string
+	mode  failmode.Mode
 	local limit.Store // nil unless mode is local
 	cold  *coldCounts
 }
@@ -65,9 +65,9 @@ func (v gossipView) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.D
 
 func (v gossipView) countCold() {
 	switch v.mode {
-	case rules.OnErrorOpen:
+	case failmode.Open:
 		v.cold.open.Add(1)
-	case rules.OnErrorClosed:
+	case failmode.Closed:
 		v.cold.closed.Add(1)
 	default:
 		v.cold.local.Add(1)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/eventual"
@@ -64,43 +65,38 @@ type Set struct {
 // store, for rules.New): the memory store, or a view of the Redis store
 // answering its failures by cfg's failure mode.
 func (t *Set) Engine(cfg *rules.Config) (limit.Store, error) {
-	return t.engineStore(cfg.OnErrorOf(&rules.Rule{}))
+	return t.Default(cfg.OnErrorOf(&rules.Rule{})), nil
 }
 
-func (t *Set) engineStore(onError string) (limit.Store, error) {
+// Default returns the store section's store as rules without a tier see
+// it: the memory store, or the view of the Redis store answering its
+// failures by mode. Views of one mode are equal, so the rule engine
+// charges the rules that share a mode together, atomically.
+func (t *Set) Default(mode failmode.Mode) limit.Store {
 	if t.redis == nil {
-		return t.mem, nil
+		return t.mem
 	}
-	return t.onRedis(onError)
-}
-
-// onRedis returns the view of the Redis store that answers its failures
-// by mode. Views of one mode are equal, so the rule engine charges the
-// rules that share a mode together, atomically.
-func (t *Set) onRedis(mode string) (limit.Store, error) {
-	m, err := redis.ParseFailMode(mode)
-	if err != nil {
-		return nil, err
-	}
-	return t.redis.WithFailure(m), nil
+	return t.redis.WithFailure(mode)
 }
 
 // For returns the rules.StoreFunc of cfg (its Stores field): each rule's
 // store by its tier, with its failure mode as cfg.OnErrorOf decides it.
 func (t *Set) For(cfg *rules.Config) rules.StoreFunc {
 	c := *cfg
-	return func(r rules.Rule) (limit.Store, error) { return t.store(r, c.OnErrorOf(&r)) }
+	return func(r rules.Rule) (limit.Store, error) { return t.Tier(r, c.OnErrorOf(&r)) }
 }
 
-// store returns the store of r, a rule with a tier, whose failure mode is
-// onError.
-func (t *Set) store(r rules.Rule, onError string) (limit.Store, error) {
+// Tier returns the store of r, a rule with a tier (its Consistency and,
+// for eventual, SyncInterval), whose failure mode is onError: what For
+// gives a rule, for a front end without a rules.Config (tollgate
+// envoy-rls).
+func (t *Set) Tier(r rules.Rule, onError failmode.Mode) (limit.Store, error) {
 	switch r.Consistency {
 	case rules.ConsistencyStrict:
 		if t.redis == nil {
 			return nil, errors.New("needs store.redis")
 		}
-		return t.onRedis(onError)
+		return t.redis.WithFailure(onError), nil
 	case rules.ConsistencyEventual:
 		if t.redis == nil {
 			return nil, errors.New("needs store.redis")
@@ -131,7 +127,7 @@ func (t *Set) store(r rules.Rule, onError string) (limit.Store, error) {
 			return nil, errors.New("needs store.gossip")
 		}
 		v := gossipView{g: t.gossip, mode: onError, cold: &t.cold}
-		if onError == rules.OnErrorLocal {
+		if onError == failmode.Local {
 			local, err := t.localStore()
 			if err != nil {
 				return nil, err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
@@ -24,7 +25,7 @@ func TestTierStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ts.Close()
-	cfg := &rules.Config{OnError: rules.OnErrorLocal}
+	cfg := &rules.Config{OnError: failmode.Local}
 	byRule := ts.For(cfg)
 	get := func(r rules.Rule) limit.Store {
 		t.Helper()
@@ -67,10 +68,10 @@ func TestTierStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	if _, err := mem.store(rules.Rule{Consistency: "strict"}, rules.OnErrorLocal); err == nil {
+	if _, err := mem.Tier(rules.Rule{Consistency: "strict"}, failmode.Local); err == nil {
 		t.Error("strict without Redis accepted")
 	}
-	if s, _ := mem.store(rules.Rule{Consistency: "local"}, rules.OnErrorLocal); s != limit.Store(mem.mem) {
+	if s, _ := mem.Tier(rules.Rule{Consistency: "local"}, failmode.Local); s != limit.Store(mem.mem) {
 		t.Error("local on a memory gateway is not its store")
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/envoyrls"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
@@ -375,14 +376,14 @@ func openEnvoyRLSStore(s envoyRLSSettings, log *slog.Logger) (limit.Store, *stor
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := rules.Config{OnError: s.counting.onError} // the tollgate_algorithm limits' failure mode; unset: local
-	st, err := set.Engine(&cfg)
-	if err == nil && s.redis != "" {
+	mode := failmode.Of(s.counting.onError) // the tollgate_algorithm limits' failure mode; unset: the default, local
+	st := set.Default(mode)
+	if s.redis != "" {
 		tier := rules.ConsistencyStrict
 		if s.tier == "eventual" {
 			tier = rules.ConsistencyEventual
 		}
-		st, err = set.For(&cfg)(rules.Rule{Consistency: tier})
+		st, err = set.Tier(rules.Rule{Consistency: tier}, mode)
 	}
 	if err != nil {
 		set.Close()
@@ -542,7 +543,7 @@ type rlsCounting struct {
 	cacheKeyPrefix string        // CACHE_KEY_PREFIX
 	localCache     int           // LOCAL_CACHE_SIZE_IN_BYTES
 	jitter         time.Duration // EXPIRATION_JITTER_MAX_SECONDS
-	onError        string        // TOLLGATE_REDIS_ON_ERROR: "" (an error, as upstream), open, closed, local
+	onError        failmode.Mode // TOLLGATE_REDIS_ON_ERROR: "" (an error, as upstream), open, closed, local
 	notes          []string      // settings read but not honoured, logged at start
 }
 
@@ -590,9 +591,7 @@ func envoyRLSCountingEnv(getenv func(string) string, c *rlsCounting) []error {
 	c.cacheKeyPrefix = getenv("CACHE_KEY_PREFIX")
 	c.localCache = int(min(integer("LOCAL_CACHE_SIZE_IN_BYTES", 0), 1<<40))
 	c.jitter = time.Duration(min(integer("EXPIRATION_JITTER_MAX_SECONDS", 300), 1<<31)) * time.Second
-	switch c.onError = getenv("TOLLGATE_REDIS_ON_ERROR"); c.onError {
-	case envoyrls.OnErrorFail, envoyrls.OnErrorOpen, envoyrls.OnErrorClosed, envoyrls.OnErrorLocal:
-	default:
+	if c.onError = failmode.Mode(getenv("TOLLGATE_REDIS_ON_ERROR")); c.onError != failmode.Unset && !c.onError.Known() {
 		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_ON_ERROR=%q: want open, closed or local (unset: the call fails, as envoyproxy/ratelimit's)", c.onError))
 	}
 	return errs
@@ -616,7 +615,7 @@ func envoyRLSCharging(s envoyRLSSettings, set *stores.Set, log *slog.Logger) (en
 		ch.Counters = r
 	}
 	closeFn := func() {}
-	if c.onError == envoyrls.OnErrorLocal {
+	if c.onError == failmode.Local {
 		mem, err := memory.New(memory.Config{})
 		if err != nil {
 			return ch, closeFn, err

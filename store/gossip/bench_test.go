@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/eventual"
@@ -122,7 +123,7 @@ func BenchmarkFleetOvershoot(b *testing.B) {
 	redisNodes := func(b *testing.B, prefix string) []*redis.Store {
 		var rs []*redis.Store
 		for range n {
-			r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}, Prefix: prefix, Timeout: 5 * time.Second, OnFailure: redis.FailClosed})
+			r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}, Prefix: prefix, Timeout: 5 * time.Second, OnFailure: failmode.Closed})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 )
@@ -46,11 +47,11 @@ func busy(t *testing.T, srv *redistest.Server) {
 // failures.
 func TestBusyIsUnavailable(t *testing.T) {
 	srv := redistest.Start(t, "--busy-reply-threshold", "10")
-	s := open(t, srv.Addr, Config{OnFailure: FailOpen, Timeout: 200 * time.Millisecond, CacheSize: -1,
+	s := open(t, srv.Addr, Config{OnFailure: failmode.Open, Timeout: 200 * time.Millisecond, CacheSize: -1,
 		BreakerFailures: 100})
 	p := limit.TokenBucket{Rate: limit.Per(10, time.Second)}
 	// s2 is opened now: a busy server refuses the connection handshake.
-	s2 := open(t, srv.Addr, Config{OnFailure: FailOpen, Timeout: 200 * time.Millisecond, CacheSize: -1,
+	s2 := open(t, srv.Addr, Config{OnFailure: failmode.Open, Timeout: 200 * time.Millisecond, CacheSize: -1,
 		BreakerFailures: 2, BreakerCooldown: time.Hour})
 	ctx := context.Background()
 	if _, err := s2.Apply(ctx, "k", p, 1); err != nil {
@@ -65,13 +66,13 @@ func TestBusyIsUnavailable(t *testing.T) {
 	busy(t, srv)
 	for i := range 3 {
 		if d, err := s.Apply(ctx, "k", p, 1); err != nil || !d.Allowed {
-			t.Errorf("Apply %d during BUSY: %+v %v, want the FailOpen decision", i, d, err)
+			t.Errorf("Apply %d during BUSY: %+v %v, want the failmode.Open decision", i, d, err)
 		}
 		if d, err := s.ApplyAll(ctx, []limit.Request{{Key: "k", Policy: p, Cost: 1}}); err != nil || !d.Allowed {
-			t.Errorf("ApplyAll %d during BUSY: %+v %v, want the FailOpen decision", i, d, err)
+			t.Errorf("ApplyAll %d during BUSY: %+v %v, want the failmode.Open decision", i, d, err)
 		}
-		if d, err := s.WithFailure(FailClosed).Apply(ctx, "k", p, 1); err != nil || d.Allowed {
-			t.Errorf("FailClosed Apply %d during BUSY: %+v %v, want the FailClosed decision", i, d, err)
+		if d, err := s.WithFailure(failmode.Closed).Apply(ctx, "k", p, 1); err != nil || d.Allowed {
+			t.Errorf("FailClosed Apply %d during BUSY: %+v %v, want the failmode.Closed decision", i, d, err)
 		}
 	}
 	st := s.Stats()
@@ -82,7 +83,7 @@ func TestBusyIsUnavailable(t *testing.T) {
 	// The failures count for the breaker: two open it.
 	for range 3 {
 		if d, err := s2.Apply(ctx, "k", p, 1); err != nil || !d.Allowed {
-			t.Errorf("Apply during BUSY: %+v %v, want the FailOpen decision", d, err)
+			t.Errorf("Apply during BUSY: %+v %v, want the failmode.Open decision", d, err)
 		}
 	}
 	if st := s2.Stats(); !st.BreakerOpen || st.BreakerTrips != 1 || st.ShortCircuits != 1 {
@@ -95,7 +96,7 @@ func TestBusyIsUnavailable(t *testing.T) {
 // answers, as for a Redis that is down.
 func TestReadOnlyIsUnavailable(t *testing.T) {
 	srv := redistest.Start(t)
-	s := open(t, srv.Addr, Config{OnFailure: FailClosed, Timeout: 200 * time.Millisecond, CacheSize: -1, BreakerFailures: 100})
+	s := open(t, srv.Addr, Config{OnFailure: failmode.Closed, Timeout: 200 * time.Millisecond, CacheSize: -1, BreakerFailures: 100})
 	p := limit.TokenBucket{Rate: limit.Per(10, time.Second)}
 	ctx := context.Background()
 	if d, err := s.Apply(ctx, "k", p, 1); err != nil || !d.Allowed {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 )
@@ -50,7 +51,7 @@ const transportRounds = 7
 
 // benchTransport is one transport's run of BenchmarkTransport.
 func benchTransport(b *testing.B, addr string, files *TLSFiles) {
-	cfg := Config{Addrs: []string{addr}, CacheSize: -1, Timeout: time.Second, OnFailure: FailClosed}
+	cfg := Config{Addrs: []string{addr}, CacheSize: -1, Timeout: time.Second, OnFailure: failmode.Closed}
 	if files != nil {
 		tc, err := files.Load(time.Now())
 		if err != nil {

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
 // generous is a policy Redis never refuses in these tests: a refusal is
-// the failure mode's (FailClosed). Its keys live for seconds after a
+// the failure mode's (failmode.Closed). Its keys live for seconds after a
 // request (a token takes 3.6s to come back), long enough to be seen.
 var generous = limit.TokenBucket{Rate: limit.Per(1000, time.Hour), Burst: 1000}
 
@@ -24,7 +25,7 @@ func openTLS(t *testing.T, addr string, f TLSFiles) *Store {
 		t.Fatalf("load TLS files: %v", err)
 	}
 	s, err := New(context.Background(), Config{
-		Addrs: []string{addr}, TLS: tc, OnFailure: FailClosed,
+		Addrs: []string{addr}, TLS: tc, OnFailure: failmode.Closed,
 		Timeout: 2 * time.Second, BreakerCooldown: 50 * time.Millisecond, // a timeout a loaded machine meets
 	})
 	if err != nil {
@@ -190,7 +191,7 @@ func TestTLSCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(context.Background(), Config{Addrs: c.Addrs()[:1], TLS: tc, OnFailure: FailClosed, Timeout: time.Second})
+	s, err := New(context.Background(), Config{Addrs: c.Addrs()[:1], TLS: tc, OnFailure: failmode.Closed, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
