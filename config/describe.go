@@ -11,7 +11,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/rules"
-	"github.com/tollgate-dev/tollgate/store/eventual"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // Describe writes what a valid configuration will do, in words: the
@@ -197,7 +197,7 @@ func describeTier(r rules.Rule) string {
 	case "eventual":
 		every := r.SyncInterval
 		if every == 0 {
-			every = eventual.DefaultInterval
+			every = rules.DefaultSyncInterval
 		}
 		return "eventual (decided locally, synced with Redis every " + every.String() + ")"
 	case "gossip":
@@ -213,7 +213,7 @@ func describeTier(r rules.Rule) string {
 
 // describeGossip says how this gateway gossips, never showing the key
 // (only where it comes from).
-func describeGossip(g *GossipStore) string {
+func describeGossip(g *gossipconf.Config) string {
 	var b strings.Builder
 	port := 0
 	if g.BindPort != nil {

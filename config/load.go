@@ -9,7 +9,6 @@ import (
 	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/stableread"
 	"github.com/tollgate-dev/tollgate/store/memory"
-	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
 // Load reads, decodes, defaults and validates the file at path. Every
@@ -53,8 +52,12 @@ func Parse(name string, data []byte) (*Config, error) {
 	// only repeat a decoding one ("required" for a value of the wrong
 	// type) are dropped.
 	c.Defaults()
-	vs := &problems{}
+	rs, vs := &problems{}, &problems{}
+	c.read(rs)
 	c.validate(vs)
+	// Listed after validation's: on one line, what is malformed comes
+	// before what could not be read.
+	vs.list = append(vs.list, rs.list...)
 	for _, e := range vs.list {
 		if !d.explains(e.Msg) {
 			ps.list = append(ps.list, e)
@@ -165,12 +168,10 @@ func (c *Config) Defaults() {
 		m.MaxKeys = memory.DefaultMaxKeys
 	}
 	if r := c.Store.Redis; r != nil {
-		if r.Timeout == 0 {
-			r.Timeout = redis.DefaultTimeout
-		}
+		r.Defaults()
 	}
 	if g := c.Store.Gossip; g != nil {
-		gossipDefaults(g)
+		g.Defaults()
 	}
 	c.OnError = failmode.Of(c.OnError)
 	c.defaultsDashboard()
@@ -190,6 +191,29 @@ func (c *Config) Defaults() {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 15 * time.Second
 	}
+}
+
+// read is the loading step, between Defaults and validate (which changes
+// nothing): it reads what the file names besides itself into c (the
+// gossip secret key, Redis's password and TLS files), recording what
+// cannot be read in ps.
+func (c *Config) read(ps *problems) {
+	if g := c.Store.Gossip; g != nil {
+		c.placeProblems(ps, g.ReadKey("store.gossip", c.Resolve))
+	}
+	if r := c.Store.Redis; r != nil {
+		c.placeProblems(ps, r.Read("store.redis", c.Resolve))
+	}
+}
+
+// SecretFiles returns the files the store section reads besides the
+// configuration file (store.redis's password_file and TLS files),
+// resolved: the gateway watches them.
+func (c *Config) SecretFiles() []string {
+	if r := c.Store.Redis; r != nil {
+		return r.Files(c.Resolve)
+	}
+	return nil
 }
 
 // Resolve returns path relative to the configuration file's directory, or

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/accesslog"
-	"github.com/tollgate-dev/tollgate/failmode"
+	"github.com/tollgate-dev/tollgate/internal/fielderr"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 )
@@ -90,16 +90,6 @@ func checkAddr(ps *problems, p Pos, what, addr string) {
 	}
 }
 
-// validPort reports whether port, from a URL, is empty (the scheme's
-// default) or a number from 1 to 65535.
-func validPort(port string) bool {
-	if port == "" {
-		return true
-	}
-	n, err := strconv.Atoi(port)
-	return err == nil && n >= 1 && n <= 65535
-}
-
 func samePort(a, b string) bool {
 	ha, pa, err1 := net.SplitHostPort(a)
 	hb, pb, err2 := net.SplitHostPort(b)
@@ -149,10 +139,10 @@ func (c *Config) validateRoutes(ps *problems) {
 		default:
 			u, err := url.Parse(r.Upstream)
 			switch {
-			case hostPort(r.Upstream):
+			case fielderr.HostPort(r.Upstream):
 				ps.add(c.at(what+".upstream"), "%s.upstream %q: want a URL such as http://%s (http://HOST:PORT, or https://)", what, r.Upstream, r.Upstream)
 			case err != nil:
-				ps.add(c.at(what+".upstream"), "%s.upstream: %v (want http://HOST:PORT, or https://)", what, redactErr(err))
+				ps.add(c.at(what+".upstream"), "%s.upstream: %v (want http://HOST:PORT, or https://)", what, fielderr.RedactURLError(err))
 			case u.User != nil:
 				// Before any message that quotes the URL: it would
 				// show the password.
@@ -163,7 +153,7 @@ func (c *Config) validateRoutes(ps *problems) {
 				ps.add(c.at(what+".upstream"), "%s.upstream %q has no host (want http://HOST:PORT)", what, r.Upstream)
 			case u.RawQuery != "" || u.Fragment != "":
 				ps.add(c.at(what+".upstream"), "%s.upstream %q must not have a query or fragment", what, r.Upstream)
-			case !validPort(u.Port()):
+			case !fielderr.ValidPort(u.Port()):
 				ps.add(c.at(what+".upstream"), "%s.upstream %q: port %q is not a number from 1 to 65535", what, r.Upstream, u.Port())
 			}
 		}
@@ -178,74 +168,12 @@ func (c *Config) validateStore(ps *problems) {
 	if m := s.Memory; m != nil && m.MaxKeys < 0 {
 		ps.add(c.at("store.memory.max_keys"), "store.memory.max_keys %d must be positive", m.MaxKeys)
 	}
-	c.validateGossip(ps)
+	if g := s.Gossip; g != nil {
+		c.placeProblems(ps, g.Validate("store.gossip"))
+	}
 	if r := s.Redis; r != nil {
-		c.checkRedisURL(ps, r)
-		for i, a := range r.Cluster {
-			if _, port, err := net.SplitHostPort(a); err != nil || port == "" || !validPort(port) {
-				ps.add(c.at("store.redis.cluster"), "store.redis.cluster[%d] %q: want host:port, the port from 1 to 65535", i, a)
-			}
-		}
-		if strings.ContainsAny(r.Prefix, "{}") {
-			ps.add(c.at("store.redis.prefix"), "store.redis.prefix %q must not contain { or }", r.Prefix)
-		}
-		if r.OnError != "" {
-			ps.add(c.at("store.redis.on_error"), "store.redis.on_error: the failure mode moved to the top level: write on_error: %s (for every rule; a strict rule may set its own)", newOnError(r.OnError))
-		}
+		c.placeProblems(ps, r.Validate("store.redis"))
 	}
-}
-
-// checkRedisURL records what is wrong with r.URL, at its line.
-func (c *Config) checkRedisURL(ps *problems, r *RedisStore) {
-	if r.URL == "" {
-		ps.add(c.at("store.redis"), "store.redis.url is required")
-		return
-	}
-	at := c.at("store.redis.url")
-	if hostPort(r.URL) {
-		ps.add(at, "store.redis.url %q: want a URL such as redis://%s", r.URL, r.URL)
-		return
-	}
-	u, err := url.Parse(r.URL)
-	switch {
-	case err != nil:
-		ps.add(at, "store.redis.url: %v (want redis://HOST:PORT, optionally with user:password@ and /DB)", redactErr(err))
-		return
-	case u.Scheme != "redis" && u.Scheme != "rediss":
-		ps.add(at, "store.redis.url: scheme must be redis (or rediss for TLS), got %q", u.Scheme)
-		return
-	case u.Port() == "":
-		ps.add(at, "store.redis.url: give the port, e.g. redis://localhost:6379")
-	case !validPort(u.Port()):
-		ps.add(at, "store.redis.url: port %q is not a number from 1 to 65535", u.Port())
-	}
-	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		// Nothing reads a query (rediss://h:6379?db=2 would use database
-		// 0), and it is not quoted: it may hold a password.
-		ps.add(at, "store.redis.url: a query or fragment is not read: give the database as /DB, TLS as rediss:// and store.redis.tls, and the rest as store.redis settings")
-	}
-	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-		if n, err := strconv.Atoi(db); err != nil || n < 0 {
-			ps.add(at, "store.redis.url: database %q is not a number", db)
-		}
-	}
-	c.validateRedisConn(ps, r, u)
-}
-
-// hostPort reports whether s is a bare host:port ("127.0.0.1:3000",
-// "localhost:6379"), given where a URL is wanted. Such a value either
-// fails to parse as a URL or parses as one whose scheme is the host: either
-// way, the message should ask for the scheme. It is never true of a value
-// holding credentials, so that quoting it shows no password.
-func hostPort(s string) bool {
-	if strings.ContainsAny(s, "/@?#") {
-		return false
-	}
-	host, port, err := net.SplitHostPort(s)
-	if err != nil || host == "" || port == "" {
-		return false
-	}
-	return strings.Trim(port, "0123456789") == ""
 }
 
 // didYouMean returns " (did you mean X?)" for the word X of words within
@@ -257,25 +185,19 @@ func didYouMean(s string, words ...string) string {
 	return ""
 }
 
-// redactErr keeps url.Parse errors from echoing a password.
-func redactErr(err error) string {
-	if ue, ok := err.(*url.Error); ok {
-		return ue.Err.Error()
-	}
-	return err.Error()
-}
-
 // validateRules reads the members files and runs the rule engine's own
 // validation (on EngineConfig: c itself is not changed), and places each
 // of their problems, a *rules.FieldError, at the line of its path.
 func (c *Config) validateRules(ps *problems) {
 	rc, err := c.EngineConfig()
-	c.placeRuleProblems(ps, err)
-	c.placeRuleProblems(ps, rc.Validate())
+	c.placeProblems(ps, err)
+	c.placeProblems(ps, rc.Validate())
 }
 
-// placeRuleProblems adds the problems err joins, each at its path.
-func (c *Config) placeRuleProblems(ps *problems, err error) {
+// placeProblems adds the problems err joins, each at its path: a
+// *rules.FieldError (the rule engine's) or a *fielderr.Error (the
+// sections their components validate: store.gossip, store.redis).
+func (c *Config) placeProblems(ps *problems, err error) {
 	if err == nil {
 		return
 	}
@@ -288,6 +210,8 @@ func (c *Config) placeRuleProblems(ps *problems, err error) {
 	for _, e := range list {
 		p := c.at("")
 		if fe := (*rules.FieldError)(nil); errors.As(e, &fe) {
+			p = c.at(fe.Path)
+		} else if fe := (*fielderr.Error)(nil); errors.As(e, &fe) {
 			p = c.at(fe.Path)
 		}
 		ps.add(p, "%s", e.Error())
@@ -347,13 +271,4 @@ func (c *Config) checkLogDir(ps *problems, what, path string) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		ps.add(c.at(what), "%s %q: directory %s does not exist", what, path, dir)
 	}
-}
-
-// newOnError is the top-level on_error word for an old store.redis.on_error
-// value (failmode.Words when it was none of them).
-func newOnError(old string) string {
-	if m, ok := failmode.Old(old); ok {
-		return string(m)
-	}
-	return failmode.Words
 }

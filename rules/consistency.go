@@ -5,9 +5,15 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
 )
+
+// DefaultSyncInterval is an eventual rule's Rule.SyncInterval when it
+// sets none: what the store opener gives store/eventual, and what
+// `tollgate check` prints.
+const DefaultSyncInterval = 100 * time.Millisecond
 
 // The consistency tiers, the values of Rule.Consistency.
 const (

@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/logthrottle"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/gossip"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // ColdDecisions counts the decisions of gossip rules answered by their
@@ -74,29 +74,12 @@ func (v gossipView) countCold() {
 	}
 }
 
-// gossipConfig translates the file's gossip section (defaults filled by
-// config.Parse). log, when not nil, receives memberlist's warnings and
-// errors (they name nodes and addresses, never keys).
-func gossipConfig(g *config.GossipStore, log *slog.Logger) gossip.Config {
-	gc := gossip.Config{
-		Name:               g.Name,
-		BindAddr:           g.BindAddr,
-		AdvertiseAddr:      g.AdvertiseAddr,
-		AdvertisePort:      g.AdvertisePort,
-		Seeds:              g.Seeds,
-		SecretKey:          g.Key,
-		Interval:           g.Interval,
-		Fanout:             g.Fanout,
-		MessageBytes:       g.MessageBytes,
-		RoundBytes:         g.RoundBytes,
-		PushPullInterval:   g.PushPullInterval,
-		MaxKeys:            g.MaxKeys,
-		MaxStateBytes:      g.MaxStateBytes,
-		StateBytesInFlight: g.StateBytesInFlight,
-	}
-	if g.BindPort != nil {
-		gc.BindPort = *g.BindPort
-	}
+// gossipConfig is the gossip node's configuration: the file's gossip
+// section itself (defaults filled and key read by config.Parse), and log,
+// when not nil, receiving memberlist's warnings and errors (they name
+// nodes and addresses, never keys).
+func gossipConfig(g *gossipconf.Config, log *slog.Logger) gossip.Config {
+	gc := gossip.Config{Config: *g}
 	if log != nil {
 		gc.Log = newMemberlistLog(log, gossipLogEvery, nil)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/gossip"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // request is the smallest rules.Request: a path from one client IP.
@@ -32,9 +33,9 @@ func (r request) RemoteAddr() netip.AddrPort { return r.ip }
 func client(n int) request {
 	return request{netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(n)}), 1234)}
 }
-func gossipSection(name string, seeds ...string) *config.GossipStore {
+func gossipSection(name string, seeds ...string) *gossipconf.Config {
 	port := 0
-	return &config.GossipStore{Name: name, BindAddr: "127.0.0.1", BindPort: &port, Seeds: seeds,
+	return &gossipconf.Config{Name: name, BindAddr: "127.0.0.1", BindPort: &port, Seeds: seeds,
 		Interval: 20 * time.Millisecond}
 }
 

@@ -25,8 +25,10 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/eventual"
 	"github.com/tollgate-dev/tollgate/store/gossip"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/redis"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 )
 
 // Set supplies the stores of the rules (the engine's and, through
@@ -103,7 +105,7 @@ func (t *Set) Tier(r rules.Rule, onError failmode.Mode) (limit.Store, error) {
 		}
 		iv := r.SyncInterval
 		if iv == 0 {
-			iv = eventual.DefaultInterval
+			iv = rules.DefaultSyncInterval
 		}
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -303,7 +305,7 @@ func shape(s config.Store) any {
 		Memory  bool
 		MaxKeys int
 		Redis   *redisShape
-		Gossip  *config.GossipStore
+		Gossip  *gossipconf.Config
 	}
 	var sh storeShape
 	if s.Memory != nil {
@@ -334,7 +336,7 @@ func memoryConfig(maxKeys int, clock *memory.CoarseClock) memory.Config {
 // the rules' (rules.Config.OnErrorOf): every rule is charged through a
 // view of the store with its own mode, so the store's default is never
 // used.
-func redisConfig(r *config.RedisStore) (redis.Config, error) {
+func redisConfig(r *redisconf.Config) (redis.Config, error) {
 	u, err := url.Parse(r.URL)
 	if err != nil {
 		return redis.Config{}, errors.New("store.redis.url is malformed")

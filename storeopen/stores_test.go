@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/eventual"
 	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 )
 
 // TestTierStores: the stores a Set gives each tier, over one Redis
@@ -20,7 +21,7 @@ import (
 // rules.
 func TestTierStores(t *testing.T) {
 	rs := redistest.Start(t)
-	ts, err := Open(config.Store{Redis: &config.RedisStore{URL: "redis://" + rs.Addr, Timeout: time.Second}}, nil)
+	ts, err := Open(config.Store{Redis: &redisconf.Config{URL: "redis://" + rs.Addr, Timeout: time.Second}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestSame(t *testing.T) {
 	}
 	for _, other := range []config.Store{
 		{Memory: &config.MemoryStore{MaxKeys: 2048}},
-		{Redis: &config.RedisStore{URL: "redis://127.0.0.1:6379"}},
+		{Redis: &redisconf.Config{URL: "redis://127.0.0.1:6379"}},
 	} {
 		if set.Same(other) {
 			t.Errorf("%+v is the same store as a memory store of 1024 keys", other)

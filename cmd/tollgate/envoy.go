@@ -28,6 +28,7 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/redis"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 	stores "github.com/tollgate-dev/tollgate/storeopen"
 )
 
@@ -83,11 +84,11 @@ var envoyRLSCommand = &command{
 type envoyRLSSettings struct {
 	dir, grpc, http, debug, redis string
 	redisUser, redisPassword      string
-	redisMaster                   string         // REDIS_TYPE=sentinel: the master set's name
-	redisTLS                      bool           // REDIS_TLS
-	redisTLSFiles                 redis.TLSFiles // REDIS_TLS_CACERT, _CLIENT_CERT, _CLIENT_KEY, _SKIP_HOSTNAME_VERIFICATION
-	counting                      rlsCounting    // envoyRLSCountingEnv
-	redisTimeout                  time.Duration  // -redis-timeout
+	redisMaster                   string             // REDIS_TYPE=sentinel: the master set's name
+	redisTLS                      bool               // REDIS_TLS
+	redisTLSFiles                 redisconf.TLSFiles // REDIS_TLS_CACERT, _CLIENT_CERT, _CLIENT_KEY, _SKIP_HOSTNAME_VERIFICATION
+	counting                      rlsCounting        // envoyRLSCountingEnv
+	redisTimeout                  time.Duration      // -redis-timeout
 	headers                       string
 	limitH, remainingH, resetH    string
 	allOrNothing                  bool
@@ -168,11 +169,11 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 	errs = append(errs, envoyRLSCountingEnv(getenv, &s.counting)...)
 	boolVar := func(name string) bool { return envBool(getenv, name, &errs) }
 	s.redisTLS = boolVar("REDIS_TLS")
-	s.redisTLSFiles = redis.TLSFiles{
+	s.redisTLSFiles = redisconf.TLSFiles{
 		CAFile: getenv("REDIS_TLS_CACERT"), CertFile: getenv("REDIS_TLS_CLIENT_CERT"), KeyFile: getenv("REDIS_TLS_CLIENT_KEY"),
 		SkipHostnameVerification: boolVar("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION"),
 	}
-	if !s.redisTLS && s.redisTLSFiles != (redis.TLSFiles{}) {
+	if !s.redisTLS && s.redisTLSFiles != (redisconf.TLSFiles{}) {
 		errs = append(errs, errors.New("REDIS_TLS_* is set but REDIS_TLS is not true"))
 	}
 	s.limitH, s.remainingH, s.resetH = getenv("LIMIT_LIMIT_HEADER"), getenv("LIMIT_REMAINING_HEADER"), getenv("LIMIT_RESET_HEADER")

@@ -9,11 +9,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/failmode"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 )
-
-// DefaultTimeout is Config.Timeout's default, and the gateway's
-// (store.redis.timeout): 50ms bounds a round trip to Redis.
-const DefaultTimeout = 50 * time.Millisecond
 
 // Config configures a Store. Only Addrs is required; every other field has a
 // documented zero-value default.
@@ -34,7 +31,7 @@ type Config struct {
 	Username, Password string
 	// TLS, when not nil, encrypts every connection (to Redis, to each
 	// Cluster node, to the Sentinels and the master they name) with it;
-	// see TLSFiles to build one. Nil: plain TCP.
+	// see redisconf.TLSFiles to build one. Nil: plain TCP.
 	TLS *tls.Config
 	// DB is the database SELECTed on a standalone server; 0 by default.
 	DB int
@@ -48,7 +45,7 @@ type Config struct {
 	// MinTTL is, when Clock is set, the least time to live of a key (an
 	// injected clock need not run at real speed). Zero means 10s.
 	MinTTL time.Duration
-	// Timeout bounds each round trip to Redis. Zero means DefaultTimeout. Callers
+	// Timeout bounds each round trip to Redis. Zero means redisconf.DefaultTimeout. Callers
 	// whose context cannot be cancelled share one deadline per tenth of
 	// the timeout, so a round trip is abandoned after between Timeout and
 	// 1.1×Timeout.
@@ -112,7 +109,7 @@ func (c Config) withDefaults() Config {
 		c.MinTTL = 10 * time.Second
 	}
 	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
+		c.Timeout = redisconf.DefaultTimeout
 	}
 	if c.BreakerFailures == 0 {
 		c.BreakerFailures = 5

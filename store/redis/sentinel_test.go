@@ -10,6 +10,7 @@ import (
 	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 )
 
 // unbounded is a policy that refuses nothing at any load these tests make.
@@ -109,7 +110,7 @@ func TestSentinelFailover(t *testing.T) {
 func TestSentinelTLS(t *testing.T) {
 	pki := redistest.NewPKI(t)
 	set := redistest.StartSentinelTLS(t, 500*time.Millisecond, 2*time.Second, redistest.TLSOptions{PKI: pki})
-	tc, err := (TLSFiles{CAFile: pki.CAFile}).Load(time.Now())
+	tc, err := (redisconf.TLSFiles{CAFile: pki.CAFile}).Load(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
