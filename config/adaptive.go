@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/adaptive"
+	"github.com/tollgate-dev/tollgate/adaptive/adaptiveconf"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -98,8 +98,8 @@ type AdaptiveSignal struct {
 
 // AdaptiveSettings returns the adaptive controllers, defaults filled, in
 // name order. c must be valid (as Load returns it).
-func (c *Config) AdaptiveSettings() []adaptive.Settings {
-	var out []adaptive.Settings
+func (c *Config) AdaptiveSettings() []adaptiveconf.Settings {
+	var out []adaptiveconf.Settings
 	for _, name := range sortedNames(c.Adaptive) {
 		s, _ := c.adaptiveSettings(name, nil)
 		out = append(out, s)
@@ -114,7 +114,7 @@ func (c *Config) AdaptiveSettings() []adaptive.Settings {
 func (c *Config) BaseScales() rules.ScaleFunc {
 	return func(name string) rules.Scale {
 		if _, ok := c.Adaptive[name]; ok {
-			return &adaptive.Factor{}
+			return &adaptiveconf.Factor{}
 		}
 		return nil
 	}
@@ -133,7 +133,7 @@ func sortedNames[V any](m map[string]V) []string {
 // to one, and the concurrency lease.
 func (c *Config) validateAdaptive(ps *problems) {
 	if l := c.ConcurrencyLease; l != 0 && l < 100*time.Millisecond {
-		ps.add(c.at("concurrency_lease"), "concurrency_lease %v is below the least value of 100ms", l)
+		ps.Add(c.at("concurrency_lease"), "concurrency_lease %v is below the least value of 100ms", l)
 	}
 	for _, name := range sortedNames(c.Adaptive) {
 		c.adaptiveSettings(name, ps)
@@ -149,7 +149,7 @@ func (c *Config) validateAdaptive(ps *problems) {
 			} else if len(c.Adaptive) == 0 {
 				msg += " (the file has no adaptive section)"
 			}
-			ps.add(c.at(path), "%s", msg)
+			ps.Add(c.at(path), "%s", msg)
 		}
 	}
 	for i, r := range c.Rules {
@@ -168,17 +168,17 @@ func (c *Config) validateAdaptive(ps *problems) {
 
 // adaptiveSettings converts controller name, recording its problems in
 // ps (when not nil).
-func (c *Config) adaptiveSettings(name string, ps *problems) (adaptive.Settings, bool) {
+func (c *Config) adaptiveSettings(name string, ps *problems) (adaptiveconf.Settings, bool) {
 	a := c.Adaptive[name]
 	at := "adaptive." + name
 	good := true
 	bad := func(path, format string, args ...any) {
 		good = false
 		if ps != nil {
-			ps.add(c.at(path), "%s: "+format, append([]any{path}, args...)...)
+			ps.Add(c.at(path), "%s: "+format, append([]any{path}, args...)...)
 		}
 	}
-	s := adaptive.Settings{
+	s := adaptiveconf.Settings{
 		Name: name, Interval: a.Interval, RecoverAfter: a.RecoverAfter,
 		Upstream: a.Upstream, FleetTier: a.Fleet,
 	}
@@ -219,17 +219,17 @@ func (c *Config) adaptiveSettings(name string, ps *problems) (adaptive.Settings,
 	switch a.OnMissing {
 	case "", "hold":
 	case "tighten":
-		s.OnMissing = adaptive.Tighten
+		s.OnMissing = adaptiveconf.Tighten
 	default:
 		bad(at+".on_missing", "%q: want hold or tighten", a.OnMissing)
 	}
 	switch a.Fleet {
 	case "":
-	case adaptive.FleetRedis:
+	case adaptiveconf.FleetRedis:
 		if c.Store.Redis == nil {
 			bad(at+".fleet", "redis needs store.redis (the store is in memory)")
 		}
-	case adaptive.FleetGossip:
+	case adaptiveconf.FleetGossip:
 		if c.Store.Gossip == nil {
 			bad(at+".fleet", "gossip needs store.gossip (no gossip fleet is configured)")
 		}
@@ -245,7 +245,7 @@ func (c *Config) adaptiveSettings(name string, ps *problems) (adaptive.Settings,
 		good = good && ok
 		s.Signals = append(s.Signals, sig)
 		switch sig.Source.Measure {
-		case adaptive.Latency, adaptive.ErrorRate, adaptive.InFlight, adaptive.Header:
+		case adaptiveconf.Latency, adaptiveconf.ErrorRate, adaptiveconf.InFlight, adaptiveconf.Header:
 			measured = true
 		}
 	}
@@ -266,35 +266,35 @@ func (c *Config) adaptiveSettings(name string, ps *problems) (adaptive.Settings,
 	return s, good
 }
 
-func (c *Config) adaptiveSignal(at string, sg AdaptiveSignal, bad func(string, string, ...any)) (adaptive.Signal, bool) {
+func (c *Config) adaptiveSignal(at string, sg AdaptiveSignal, bad func(string, string, ...any)) (adaptiveconf.Signal, bool) {
 	ok := true
 	fail := func(path, format string, args ...any) {
 		ok = false
 		bad(path, format, args...)
 	}
-	out := adaptive.Signal{Weight: 1}
-	m, known := adaptive.ParseMeasure(sg.Measure)
+	out := adaptiveconf.Signal{Weight: 1}
+	m, known := adaptiveconf.ParseMeasure(sg.Measure)
 	if !known {
-		fail(at+".measure", "%q: want one of %s", sg.Measure, strings.Join(adaptive.MeasureNames(), ", "))
+		fail(at+".measure", "%q: want one of %s", sg.Measure, strings.Join(adaptiveconf.MeasureNames(), ", "))
 	}
-	out.Source = adaptive.Source{Measure: m, Header: sg.Header, URL: sg.URL, Metric: sg.Metric, Labels: sg.Labels, Timeout: sg.Timeout}
-	only := func(key, v string, want adaptive.Measure) {
+	out.Source = adaptiveconf.Source{Measure: m, Header: sg.Header, URL: sg.URL, Metric: sg.Metric, Labels: sg.Labels, Timeout: sg.Timeout}
+	only := func(key, v string, want adaptiveconf.Measure) {
 		if v != "" && m != want && known {
 			fail(at+"."+key, "only a %s signal takes %s", want, key)
 		}
 	}
-	only("quantile", sg.Quantile, adaptive.Latency)
-	only("header", sg.Header, adaptive.Header)
-	only("url", sg.URL, adaptive.Prometheus)
-	only("metric", sg.Metric, adaptive.Prometheus)
-	if len(sg.Labels) > 0 && m != adaptive.Prometheus && known {
+	only("quantile", sg.Quantile, adaptiveconf.Latency)
+	only("header", sg.Header, adaptiveconf.Header)
+	only("url", sg.URL, adaptiveconf.Prometheus)
+	only("metric", sg.Metric, adaptiveconf.Prometheus)
+	if len(sg.Labels) > 0 && m != adaptiveconf.Prometheus && known {
 		fail(at+".labels", "only a prometheus signal takes labels")
 	}
-	if sg.Timeout != 0 && m != adaptive.Prometheus && known {
+	if sg.Timeout != 0 && m != adaptiveconf.Prometheus && known {
 		fail(at+".timeout", "only a prometheus signal takes timeout")
 	}
 	switch m {
-	case adaptive.Latency:
+	case adaptiveconf.Latency:
 		out.Source.Quantile = 0.99
 		if sg.Quantile != "" {
 			q, err := strconv.ParseFloat(strings.TrimPrefix(sg.Quantile, "p"), 64)
@@ -304,11 +304,11 @@ func (c *Config) adaptiveSignal(at string, sg AdaptiveSignal, bad func(string, s
 				out.Source.Quantile = q / 100
 			}
 		}
-	case adaptive.Header:
+	case adaptiveconf.Header:
 		if sg.Header == "" || strings.ContainsAny(sg.Header, " \t\r\n:") {
 			fail(at+".header", "%q: want a header field name, e.g. X-Origin-Cpu", sg.Header)
 		}
-	case adaptive.Prometheus:
+	case adaptiveconf.Prometheus:
 		if u, err := url.Parse(sg.URL); sg.URL == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 			fail(at+".url", "want an http:// or https:// URL without credentials, e.g. http://HOST:PORT/metrics")
 		}
@@ -323,7 +323,7 @@ func (c *Config) adaptiveSignal(at string, sg AdaptiveSignal, bad func(string, s
 	switch {
 	case th == "":
 		fail(at+".threshold", "required: the value above which the signal breaches")
-	case m == adaptive.Latency:
+	case m == adaptiveconf.Latency:
 		d, err := time.ParseDuration(th)
 		if err != nil || d <= 0 {
 			fail(at+".threshold", "%q: want a positive duration such as 500ms", sg.Threshold)

@@ -555,7 +555,7 @@ func TestValidateLeavesConfigUnchanged(t *testing.T) {
 	before.Rules[0].Tiers = &tiers
 	ps := &problems{}
 	c.validate(ps)
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(&before, c) {

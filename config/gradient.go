@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/adaptive"
+	"github.com/tollgate-dev/tollgate/adaptive/adaptiveconf"
 )
 
 // AdaptiveConcurrency bounds the requests a route has in flight to its
@@ -55,7 +55,7 @@ type AdaptiveConcurrency struct {
 // GradientSettings returns the controller's settings of the route's
 // adaptive_concurrency, defaults filled. a must be valid (as Load
 // returns it).
-func (a *AdaptiveConcurrency) GradientSettings() adaptive.GradientSettings {
+func (a *AdaptiveConcurrency) GradientSettings() adaptiveconf.GradientSettings {
 	s, _ := a.settings("", nil)
 	return s
 }
@@ -68,17 +68,17 @@ func (c *Config) validateAdaptiveConcurrency(ps *problems) {
 		}
 		at := fmt.Sprintf("routes[%d].adaptive_concurrency", i)
 		if r.Upstream == "demo" {
-			ps.add(c.at(at), "%s: not for the demo upstream", at)
+			ps.Add(c.at(at), "%s: not for the demo upstream", at)
 		}
 		r.AdaptiveConcurrency.settings(at, func(path, format string, args ...any) {
-			ps.add(c.at(path), "%s: "+format, append([]any{path}, args...)...)
+			ps.Add(c.at(path), "%s: "+format, append([]any{path}, args...)...)
 		})
 	}
 }
 
 // settings converts a; bad, when not nil, is told of each problem, at
 // the key's path under at.
-func (a *AdaptiveConcurrency) settings(at string, bad func(path, format string, args ...any)) (adaptive.GradientSettings, bool) {
+func (a *AdaptiveConcurrency) settings(at string, bad func(path, format string, args ...any)) (adaptiveconf.GradientSettings, bool) {
 	ok := true
 	fail := func(key, format string, args ...any) {
 		ok = false
@@ -86,7 +86,7 @@ func (a *AdaptiveConcurrency) settings(at string, bad func(path, format string, 
 			bad(at+"."+key, format, args...)
 		}
 	}
-	s := adaptive.GradientSettings{
+	s := adaptiveconf.GradientSettings{
 		MinLimit: 3, MaxLimit: 1000, Buffer: 0.25, Quantile: 0.9,
 		SampleWindow: 100 * time.Millisecond, MinRTTInterval: 30 * time.Second,
 		MinRTTRequests: 50, Jitter: 0.1,

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/config/internal/yamldecode"
 	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/stableread"
 	"github.com/tollgate-dev/tollgate/store/memory"
@@ -30,17 +31,17 @@ func Load(path string) (*Config, error) {
 func Parse(name string, data []byte) (*Config, error) {
 	ps := &problems{}
 	c := &Config{File: name}
-	d := &decoder{file: name, ps: ps, paths: map[string]Pos{}}
-	d.parseDocument(data, c)
-	c.paths = d.paths
-	if d.failed[""] {
+	d := yamldecode.New(name, ps)
+	d.Decode(data, c)
+	c.paths = d.Paths()
+	if d.Failed("") {
 		// Nothing decoded (a syntax error, no document, aliases
 		// expanding too far): there is nothing to validate.
-		return nil, ps.err()
+		return nil, ps.Err()
 	}
 	// No routes: Defaults sends everything to the demo origin, which a
 	// file's author rarely means.
-	if len(c.Routes) == 0 && !d.failed["routes"] {
+	if len(c.Routes) == 0 && !d.Failed("routes") {
 		at := Pos{File: name} // not written: no line to point at
 		if p, ok := c.paths["routes"]; ok {
 			at = p
@@ -57,13 +58,13 @@ func Parse(name string, data []byte) (*Config, error) {
 	c.validate(vs)
 	// Listed after validation's: on one line, what is malformed comes
 	// before what could not be read.
-	vs.list = append(vs.list, rs.list...)
-	for _, e := range vs.list {
-		if !d.explains(e.Msg) {
-			ps.list = append(ps.list, e)
+	vs.Items = append(vs.Items, rs.Items...)
+	for _, e := range vs.Items {
+		if !d.Explains(e.Msg) {
+			ps.Items = append(ps.Items, e)
 		}
 	}
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return nil, err
 	}
 	return c, nil
