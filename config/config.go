@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/tollgate-dev/tollgate/adaptive/adaptiveconf"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
@@ -52,7 +53,7 @@ type Config struct {
 	// Adaptive are the adaptive controllers by name, each scaling the
 	// policies that name it (policies[].adaptive) with the health of an
 	// origin. Default: none.
-	Adaptive map[string]Adaptive `yaml:"adaptive"`
+	Adaptive map[string]adaptiveconf.Controller `yaml:"adaptive"`
 	// ConcurrencyLease is how long a concurrency slot held on Redis
 	// (algorithm concurrency, store.redis) lives without being renewed:
 	// the gateway holding it renews it every third of that, so a gateway

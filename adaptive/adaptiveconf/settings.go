@@ -3,8 +3,12 @@
 // runs (Settings, Signal, Source, GradientSettings), their defaults and
 // checks, and the factor they publish (Factor), apart from package
 // adaptive, so that a configuration file can be parsed without what
-// adaptive runs on (DDSketch, Prometheus's parser). Package config builds
-// these settings from the file; package adaptive names them by aliases
+// adaptive runs on (DDSketch, Prometheus's parser). The file's own
+// spelling of them is here too: Controller (adaptive.NAME) and
+// Concurrency (routes[].adaptive_concurrency), which package config
+// embeds, with the conversion and checks that turn them into Settings and
+// GradientSettings, each problem reported at its key's path for config to
+// place at file:line. Package adaptive names the settings by aliases
 // (adaptive.Settings is this Settings). It imports the standard library
 // only (a test in package config keeps it so).
 package adaptiveconf
