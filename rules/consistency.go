@@ -214,7 +214,7 @@ var notGossipable = map[limit.Algorithm]string{
 // Gossipable reports whether algorithm a can be a gossip rule's: its state
 // is counters that add up across gateways (fixed window, sliding window,
 // token bucket). store/gossip enforces the same list (gossip.CheckPolicy);
-// a test in package stores keeps the two in agreement.
+// a test in package storeopen keeps the two in agreement.
 func Gossipable(a limit.Algorithm) bool {
 	switch a {
 	case limit.AlgFixedWindow, limit.AlgSlidingWindow, limit.AlgTokenBucket:

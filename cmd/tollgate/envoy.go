@@ -355,7 +355,7 @@ func envoyRLSLogDefaults(fs *flag.FlagSet, s envoyRLSSettings) {
 
 // ---- end of the answers' environment.
 
-// openEnvoyRLSStore opens the store s names through package stores, as
+// openEnvoyRLSStore opens the store s names through package storeopen, as
 // serve and forward-auth open theirs: memory by default, else Redis at
 // the strict or the eventual tier, Redis failures answered by the
 // default on_error (local: decided in memory). Closing the Set closes

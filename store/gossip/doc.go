@@ -82,7 +82,7 @@
 // comes back under its old name takes its own counter back from its
 // peers. A node without seeds (or whose only seed is itself) is warm at
 // once; one whose seeds never answer stays cold until another node joins
-// it. Ready tells when the node is warm. The gateway (package stores)
+// it. Ready tells when the node is warm. The gateway (package storeopen)
 // answers ErrNotWarm by the rule's failure mode: open allows, closed
 // refuses, local decides in that gateway alone.
 //
