@@ -66,13 +66,13 @@ func TestBusyIsUnavailable(t *testing.T) {
 	busy(t, srv)
 	for i := range 3 {
 		if d, err := s.Apply(ctx, "k", p, 1); err != nil || !d.Allowed {
-			t.Errorf("Apply %d during BUSY: %+v %v, want the failmode.Open decision", i, d, err)
+			t.Errorf("Apply %d during BUSY: %+v %v, want the FailOpen decision", i, d, err)
 		}
 		if d, err := s.ApplyAll(ctx, []limit.Request{{Key: "k", Policy: p, Cost: 1}}); err != nil || !d.Allowed {
-			t.Errorf("ApplyAll %d during BUSY: %+v %v, want the failmode.Open decision", i, d, err)
+			t.Errorf("ApplyAll %d during BUSY: %+v %v, want the FailOpen decision", i, d, err)
 		}
 		if d, err := s.WithFailure(failmode.Closed).Apply(ctx, "k", p, 1); err != nil || d.Allowed {
-			t.Errorf("FailClosed Apply %d during BUSY: %+v %v, want the failmode.Closed decision", i, d, err)
+			t.Errorf("FailClosed Apply %d during BUSY: %+v %v, want the FailClosed decision", i, d, err)
 		}
 	}
 	st := s.Stats()
@@ -83,7 +83,7 @@ func TestBusyIsUnavailable(t *testing.T) {
 	// The failures count for the breaker: two open it.
 	for range 3 {
 		if d, err := s2.Apply(ctx, "k", p, 1); err != nil || !d.Allowed {
-			t.Errorf("Apply during BUSY: %+v %v, want the failmode.Open decision", d, err)
+			t.Errorf("Apply during BUSY: %+v %v, want the FailOpen decision", d, err)
 		}
 	}
 	if st := s2.Stats(); !st.BreakerOpen || st.BreakerTrips != 1 || st.ShortCircuits != 1 {
