@@ -5,12 +5,6 @@ import (
 	"time"
 )
 
-// The tiers a factor is shared through (Settings.FleetTier).
-const (
-	FleetRedis  = "redis"
-	FleetGossip = "gossip"
-)
-
 // Board is a fleet-wide board of named values from 0 to 1, one entry per
 // node and name, each stamped by its publisher (store/gossip's Store
 // implements it, over memberlist).

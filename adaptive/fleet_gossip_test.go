@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/store/gossip"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // Three loops sharing their factor through real gossip nodes on
@@ -15,7 +16,7 @@ import (
 func TestLoopsShareTheFactorByGossip(t *testing.T) {
 	var nodes []*gossip.Store
 	for i := range 3 {
-		cfg := gossip.Config{Name: fmt.Sprintf("g%d", i), BindAddr: "127.0.0.1"}
+		cfg := gossip.Config{Config: gossipconf.Config{Name: fmt.Sprintf("g%d", i), BindAddr: "127.0.0.1", BindPort: new(0)}}
 		if i > 0 {
 			cfg.Seeds = []string{nodes[0].Addr()}
 		}

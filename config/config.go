@@ -3,7 +3,10 @@ package config
 import (
 	"time"
 
+	"github.com/tollgate-dev/tollgate/adaptive/adaptiveconf"
 	"github.com/tollgate-dev/tollgate/rules"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 )
 
 // Config is the whole of one tollgate configuration file. Every field has a
@@ -50,7 +53,7 @@ type Config struct {
 	// Adaptive are the adaptive controllers by name, each scaling the
 	// policies that name it (policies[].adaptive) with the health of an
 	// origin. Default: none.
-	Adaptive map[string]Adaptive `yaml:"adaptive"`
+	Adaptive map[string]adaptiveconf.Controller `yaml:"adaptive"`
 	// ConcurrencyLease is how long a concurrency slot held on Redis
 	// (algorithm concurrency, store.redis) lives without being renewed:
 	// the gateway holding it renews it every third of that, so a gateway
@@ -263,169 +266,18 @@ type Store struct {
 	// when neither is given): nothing shared between gateways.
 	Memory *MemoryStore `yaml:"memory"`
 	// Redis keeps the counters on Redis, shared by every gateway using it.
-	Redis *RedisStore `yaml:"redis"`
+	Redis *redisconf.Config `yaml:"redis"`
 	// Gossip shares the counters of the rules whose consistency is gossip
 	// with the other gateways directly, over hashicorp/memberlist: no
 	// central store. Required by gossip rules; the rules without that
 	// tier keep using memory or redis. Changing it needs a restart.
-	Gossip *GossipStore `yaml:"gossip"`
-}
-
-// GossipStore is this gateway's membership in a gossip fleet (package
-// store/gossip). Every gateway of the fleet has its own name and address
-// and the same rules, interval and secret key.
-type GossipStore struct {
-	// Name identifies this gateway in the fleet, unique in it. Default:
-	// the host name. A gateway restarted under the same name takes its
-	// own counters back from its peers.
-	Name string `yaml:"name"`
-	// BindAddr is the IP address gossip listens on (UDP and TCP).
-	// Default 127.0.0.1: set an address the other gateways can reach.
-	BindAddr string `yaml:"bind_addr"`
-	// BindPort is the port gossip listens on, UDP and TCP. Default 7946
-	// (memberlist's customary port); 0 picks a free one.
-	BindPort *int `yaml:"bind_port"`
-	// AdvertiseAddr is the IP address the other gateways reach this one
-	// at, when it is not BindAddr (behind NAT, or BindAddr 0.0.0.0).
-	// Default: BindAddr, or the first private address when BindAddr is
-	// 0.0.0.0.
-	AdvertiseAddr string `yaml:"advertise_addr"`
-	// AdvertisePort is the port the other gateways reach this one at.
-	// Default: BindPort.
-	AdvertisePort int `yaml:"advertise_port"`
-	// Seeds are the gossip addresses (host:port) of gateways to join; one
-	// that answers is enough. A list may name this gateway itself (a
-	// fleet may share one list). A gateway with seeds answers its gossip
-	// rules by their failure mode (on_error) until it has exchanged state
-	// with one of them: see rules.Rule.Consistency.
-	Seeds []string `yaml:"seeds"`
-	// Interval is the gossip round: every interval a gateway sends the
-	// counters changed since the last round. Default 100ms; at least
-	// 10ms. A key can be admitted beyond its limit by about gateways ×
-	// requests per gateway per second × interval.
-	Interval time.Duration `yaml:"interval"`
-	// Fanout is how many gateways, picked at random, receive each round;
-	// they relay what was new to them. Default 0: every gateway, directly
-	// (best below a hundred gateways).
-	Fanout int `yaml:"fanout"`
-	// MessageBytes caps one gossip packet, in bytes. Default 1400 (one
-	// UDP packet); from 256 to 65000.
-	MessageBytes int `yaml:"message_bytes"`
-	// RoundBytes caps what one round sends each gateway, in bytes, the
-	// hottest keys first; the rest wait for the next round. Default 1 MiB.
-	RoundBytes int `yaml:"round_bytes"`
-	// PushPullInterval is the period of the full state exchange with a
-	// random gateway, which repairs whatever gossip lost. Default 10s.
-	PushPullInterval time.Duration `yaml:"push_pull_interval"`
-	// MaxKeys bounds the keys held, this gateway's and its peers'.
-	// Default 65,536. When full, a new key takes the place of an idle
-	// key or of the least recently used key not being limited, as in the
-	// memory store (tollgate_gossip_evictions_total): a flood of new
-	// clients locks nobody out and frees no client held at its limit.
-	MaxKeys int `yaml:"max_keys"`
-	// MaxStateBytes caps what one gossip stream (TCP: a gateway's full
-	// state, in a push/pull) may announce before it is authenticated, in
-	// bytes: a stream announcing more is closed unread and counted
-	// (tollgate_gossip_dropped_total{reason="oversize"}). Default 8 MiB
-	// (about 100 bytes for each of 65,536 keys counted by three
-	// gateways); at most 20 MiB. A gateway whose own state is larger logs
-	// it: raise it with max_keys.
-	MaxStateBytes int `yaml:"max_state_bytes"`
-	// StateBytesInFlight caps what all the gossip streams being read at
-	// once may announce, in bytes: a stream that would go over it is
-	// closed unread and counted (reason="busy"), and its gateway tries
-	// again at its next push/pull. With 128 streams at most, this bounds
-	// the memory a stranger can make a gateway spend on its gossip port.
-	// Default twice max_state_bytes; at least max_state_bytes.
-	StateBytesInFlight int `yaml:"state_bytes_in_flight"`
-	// SecretKey encrypts and authenticates all gossip (AES-GCM): 16, 24
-	// or 32 bytes, written in hex (32, 48 or 64 hex digits) or base64,
-	// the same on every gateway. With a key, gossip not sealed with it is
-	// dropped and counted (tollgate_gossip_dropped_total{reason="key"}):
-	// a gateway without the key can neither join nor inject counts.
-	// Shown masked wherever the config is shown. Give at most one of
-	// secret_key, secret_key_file and secret_key_env; none means
-	// plaintext gossip, for a trusted network only.
-	SecretKey string `yaml:"secret_key"`
-	// SecretKeyFile is a file holding the secret key (hex or base64,
-	// surrounding white space ignored); a relative path is resolved
-	// against the configuration file's directory.
-	SecretKeyFile string `yaml:"secret_key_file"`
-	// SecretKeyEnv is the name of an environment variable holding the
-	// secret key (hex or base64).
-	SecretKeyEnv string `yaml:"secret_key_env"`
-	// Key is the secret key read from SecretKey, SecretKeyFile or
-	// SecretKeyEnv by Parse (nil when none is given). Never shown.
-	Key []byte `yaml:"-" json:"-"`
+	Gossip *gossipconf.Config `yaml:"gossip"`
 }
 
 // MemoryStore is the in-process store.
 type MemoryStore struct {
 	// MaxKeys bounds the number of live keys (memory). Default 1,000,000.
 	MaxKeys int `yaml:"max_keys"`
-}
-
-// RedisStore is the shared store on Redis.
-type RedisStore struct {
-	// URL is redis://[user@]host:port[/db], or rediss:// for TLS (see
-	// tls). A password may be written in it (user:password@, masked
-	// wherever the config is shown), but a file checked into git should
-	// take it from password_file or password_env instead. A query or
-	// fragment is refused: nothing reads one (the database is /db).
-	URL string `yaml:"url"`
-	// User is the ACL user to authenticate as (AUTH user password),
-	// when the URL names none. Not a secret: shown by /config.
-	User string `yaml:"username"`
-	// PasswordFile is a file holding the password (trailing newlines
-	// dropped), such as a mounted Kubernetes or Docker secret; a relative
-	// path is resolved against the configuration file's directory. It is
-	// read at load and at every reload, and watched like the
-	// configuration file: a rotated password is picked up without a
-	// restart (the store reconnects with it; a password Redis refuses
-	// fails the reload, and the old connection keeps serving).
-	PasswordFile string `yaml:"password_file"`
-	// PasswordEnv names an environment variable holding the password,
-	// read at load and at every reload. At most one of password_file,
-	// password_env and a password in the URL. There is no ${VAR}
-	// expansion elsewhere in the file: these two keys are the way in.
-	PasswordEnv string `yaml:"password_env"`
-	// TLS configures TLS to Redis. TLS is on when the URL is rediss://
-	// or this section is given (an empty one, tls: {}, trusts the
-	// system's authorities); a redis:// URL with this section is refused
-	// as a contradiction. It applies to every connection: the server,
-	// each Cluster node, the Sentinels and the master they name. Its
-	// files are read at load and at every reload, and watched like the
-	// configuration file: a renewed certificate is picked up without a
-	// restart. A certificate Redis does not trust, or one of Redis's
-	// this side does not, stops `tollgate serve` at start with the
-	// reason, and fails a reload (the old connection keeps serving); at
-	// run time (a server's certificate changed under a running gateway)
-	// decisions follow each rule's failure mode until it is mended.
-	TLS *RedisTLS `yaml:"tls"`
-	// Cluster lists more host:port seeds of a Redis Cluster besides URL's
-	// host (the client discovers the rest).
-	Cluster []string `yaml:"cluster"`
-	// Sentinel, when set, names a master watched by Redis Sentinel: the
-	// URL's host:port is then the first Sentinel (the URL still gives the
-	// scheme, rediss:// for TLS, the master's credentials and the
-	// database; Sentinels are asked without AUTH). The store asks the
-	// Sentinels for the master, connects to it, and follows a failover
-	// without a restart; decisions during the switch answer by each
-	// rule's failure mode (on_error). Not with cluster.
-	Sentinel *RedisSentinel `yaml:"sentinel"`
-	// Prefix is prepended to every key. Default "tollgate:".
-	Prefix string `yaml:"prefix"`
-	// Timeout bounds one Redis round trip. Default 50ms.
-	Timeout time.Duration `yaml:"timeout"`
-	// OnError is the old place of the failure mode.
-	//
-	// Deprecated: the failure mode is the top-level on_error (open,
-	// closed or local), for every rule on whatever store; a strict or
-	// gossip rule may set its own. A value here is refused at its line,
-	// naming the on_error to write.
-	OnError string `yaml:"on_error"`
-
-	secrets redisSecrets // what load read: see redis.go
 }
 
 // AccessLog writes one line per request.

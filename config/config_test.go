@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/store/memory"
-	"github.com/tollgate-dev/tollgate/store/redis"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 )
 
 func TestDefaultIsValid(t *testing.T) {
@@ -328,7 +328,7 @@ func TestMaskedRouteUpstream(t *testing.T) {
 // validation refuses, but a Config built in code may hold).
 func TestMaskedUnparseableURL(t *testing.T) {
 	c := Default()
-	c.Store.Memory, c.Store.Redis = nil, &RedisStore{URL: "redis://u:hunter2@h:6379/%zz"}
+	c.Store.Memory, c.Store.Redis = nil, &redisconf.Config{URL: "redis://u:hunter2@h:6379/%zz"}
 	c.Routes = []Route{{Path: "/", Upstream: "http://u:hunter2@h/%zz"}, {Path: "/b", Upstream: "http://h/%zz"}}
 	out, err := c.Masked()
 	if err != nil {
@@ -505,10 +505,10 @@ func TestEmptyValuesProblemsHaveLines(t *testing.T) {
 // TestStoreDefaultsAreTheStoresOwn checks that the configuration's store
 // defaults are the stores' own (one definition each).
 func TestStoreDefaultsAreTheStoresOwn(t *testing.T) {
-	c := &Config{Store: Store{Redis: &RedisStore{URL: "redis://127.0.0.1:6379"}}}
+	c := &Config{Store: Store{Redis: &redisconf.Config{URL: "redis://127.0.0.1:6379"}}}
 	c.Defaults()
-	if c.Store.Redis.Timeout != redis.DefaultTimeout {
-		t.Errorf("store.redis.timeout defaults to %v, the store to %v", c.Store.Redis.Timeout, redis.DefaultTimeout)
+	if c.Store.Redis.Timeout != redisconf.DefaultTimeout {
+		t.Errorf("store.redis.timeout defaults to %v, the store to %v", c.Store.Redis.Timeout, redisconf.DefaultTimeout)
 	}
 	c = &Config{}
 	c.Defaults()
@@ -555,7 +555,7 @@ func TestValidateLeavesConfigUnchanged(t *testing.T) {
 	before.Rules[0].Tiers = &tiers
 	ps := &problems{}
 	c.validate(ps)
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(&before, c) {

@@ -120,21 +120,21 @@ func (c *Config) validateDashboard(ps *problems) {
 	d := c.Admin.Dashboard
 	checkMin(ps, c.at("admin.dashboard.period"), "admin.dashboard.period", d.Period, minDashboardPeriod)
 	if d.History > maxDashboardHistory {
-		ps.add(c.at("admin.dashboard.history"), "admin.dashboard.history %v is above the most of %v", d.History, maxDashboardHistory)
+		ps.Add(c.at("admin.dashboard.history"), "admin.dashboard.history %v is above the most of %v", d.History, maxDashboardHistory)
 	} else if d.Period >= minDashboardPeriod && d.History/d.Period > maxDashboardSamples {
-		ps.add(c.at("admin.dashboard.history"), "admin.dashboard.history %v is more than %d periods of %v", d.History, maxDashboardSamples, d.Period)
+		ps.Add(c.at("admin.dashboard.history"), "admin.dashboard.history %v is more than %d periods of %v", d.History, maxDashboardSamples, d.Period)
 	}
 	if d.History < d.Period {
-		ps.add(c.at("admin.dashboard.history"), "admin.dashboard.history %v is shorter than admin.dashboard.period %v", d.History, d.Period)
+		ps.Add(c.at("admin.dashboard.history"), "admin.dashboard.history %v is shorter than admin.dashboard.period %v", d.History, d.Period)
 	}
 	if d.Keys != "plain" && d.Keys != "hash" && d.Keys != "truncate" {
-		ps.add(c.at("admin.dashboard.keys"), "admin.dashboard.keys %q: want plain, hash or truncate%s", d.Keys, didYouMean(d.Keys, "plain", "hash", "truncate"))
+		ps.Add(c.at("admin.dashboard.keys"), "admin.dashboard.keys %q: want plain, hash or truncate%s", d.Keys, didYouMean(d.Keys, "plain", "hash", "truncate"))
 	}
 	if d.Counters < 0 || d.Counters > maxDashboardCounter {
-		ps.add(c.at("admin.dashboard.counters"), "admin.dashboard.counters %d: want 1 to %d", d.Counters, maxDashboardCounter)
+		ps.Add(c.at("admin.dashboard.counters"), "admin.dashboard.counters %d: want 1 to %d", d.Counters, maxDashboardCounter)
 	}
 	if d.Top < 0 || d.Top > d.Counters {
-		ps.add(c.at("admin.dashboard.top"), "admin.dashboard.top %d: want 1 to admin.dashboard.counters (%d)", d.Top, d.Counters)
+		ps.Add(c.at("admin.dashboard.top"), "admin.dashboard.top %d: want 1 to admin.dashboard.counters (%d)", d.Top, d.Counters)
 	}
 	l := c.RefusalLog
 	if l.Path == "" {
@@ -143,23 +143,23 @@ func (c *Config) validateDashboard(ps *problems) {
 			set  bool
 		}{{"format", l.Format != ""}, {"sample_every", l.SampleEvery != 0}, {"max_lines", l.MaxLines != 0}, {"interval", l.Interval != 0}, {"keys", l.Keys != ""}} {
 			if f.set {
-				ps.add(c.at("refusal_log."+f.name), "refusal_log.%s is set but refusal_log.path is not", f.name)
+				ps.Add(c.at("refusal_log."+f.name), "refusal_log.%s is set but refusal_log.path is not", f.name)
 			}
 		}
 		return
 	}
 	if l.Format != "json" && l.Format != "text" {
-		ps.add(c.at("refusal_log.format"), "refusal_log.format %q: want json or text%s", l.Format, didYouMean(l.Format, "json", "text"))
+		ps.Add(c.at("refusal_log.format"), "refusal_log.format %q: want json or text%s", l.Format, didYouMean(l.Format, "json", "text"))
 	}
 	if l.SampleEvery < 1 || l.SampleEvery > 1000000 {
-		ps.add(c.at("refusal_log.sample_every"), "refusal_log.sample_every %d: want from 1 to 1000000", l.SampleEvery)
+		ps.Add(c.at("refusal_log.sample_every"), "refusal_log.sample_every %d: want from 1 to 1000000", l.SampleEvery)
 	}
 	if l.MaxLines < 0 {
-		ps.add(c.at("refusal_log.max_lines"), "refusal_log.max_lines %d must not be negative", l.MaxLines)
+		ps.Add(c.at("refusal_log.max_lines"), "refusal_log.max_lines %d must not be negative", l.MaxLines)
 	}
 	checkMin(ps, c.at("refusal_log.interval"), "refusal_log.interval", l.Interval, minRefusalInterval)
 	if l.Keys != "hash" && l.Keys != "truncate" {
-		ps.add(c.at("refusal_log.keys"), "refusal_log.keys %q: want hash or truncate (a log never carries keys in the clear)%s", l.Keys, didYouMean(l.Keys, "hash", "truncate"))
+		ps.Add(c.at("refusal_log.keys"), "refusal_log.keys %q: want hash or truncate (a log never carries keys in the clear)%s", l.Keys, didYouMean(l.Keys, "hash", "truncate"))
 	}
 	c.checkLogDir(ps, "refusal_log.path", l.Path)
 }

@@ -9,8 +9,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/rules"
-	"github.com/tollgate-dev/tollgate/store/eventual"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // Describe writes what a valid configuration will do, in words: the
@@ -196,7 +197,7 @@ func describeTier(r rules.Rule) string {
 	case "eventual":
 		every := r.SyncInterval
 		if every == 0 {
-			every = eventual.DefaultInterval
+			every = rules.DefaultSyncInterval
 		}
 		return "eventual (decided locally, synced with Redis every " + every.String() + ")"
 	case "gossip":
@@ -212,7 +213,7 @@ func describeTier(r rules.Rule) string {
 
 // describeGossip says how this gateway gossips, never showing the key
 // (only where it comes from).
-func describeGossip(g *GossipStore) string {
+func describeGossip(g *gossipconf.Config) string {
 	var b strings.Builder
 	port := 0
 	if g.BindPort != nil {
@@ -244,6 +245,11 @@ func describeGossip(g *GossipStore) string {
 // effective failure mode, as the rule engine decides it.
 func describeOnError(c *rules.Config, r *rules.Rule) string {
 	mode := c.OnErrorOf(r)
+	what := map[failmode.Mode]string{
+		failmode.Open:   "allow",
+		failmode.Closed: "refuse",
+		failmode.Local:  "decide in this gateway alone",
+	}[mode]
 	from := "on_error"
 	if r.OnError != "" {
 		from = "the rule's on_error"
@@ -252,18 +258,8 @@ func describeOnError(c *rules.Config, r *rules.Rule) string {
 	case rules.ConsistencyEventual, rules.ConsistencyLocal:
 		return "none: decided in this gateway, a Redis outage does not fail it"
 	case rules.ConsistencyGossip:
-		what := map[string]string{
-			rules.OnErrorOpen:   "allow",
-			rules.OnErrorClosed: "refuse",
-			rules.OnErrorLocal:  "decide in this gateway alone",
-		}[mode]
 		return fmt.Sprintf("%s: %s until this gateway has exchanged state with the fleet (%s)", mode, what, from)
 	}
-	what := map[string]string{
-		rules.OnErrorOpen:   "allow",
-		rules.OnErrorClosed: "refuse",
-		rules.OnErrorLocal:  "decide in this gateway alone",
-	}[mode]
 	return fmt.Sprintf("%s: %s while the store fails (%s)", mode, what, from)
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/adaptive"
+	"github.com/tollgate-dev/tollgate/adaptive/adaptiveconf"
 )
 
 // describeAdaptive prints each adaptive controller with its bounds and
@@ -54,18 +54,18 @@ func describePermille(p int64) string { return strconv.FormatFloat(float64(p)/10
 
 func describePercent(f float64) string { return strconv.FormatFloat(f*100, 'g', 4, 64) + "%" }
 
-func describeThreshold(sg adaptive.Signal) string {
+func describeThreshold(sg adaptiveconf.Signal) string {
 	switch sg.Source.Measure {
-	case adaptive.Latency:
+	case adaptiveconf.Latency:
 		return time.Duration(sg.Threshold * float64(time.Second)).String()
-	case adaptive.ErrorRate:
+	case adaptiveconf.ErrorRate:
 		return strconv.FormatFloat(sg.Threshold, 'g', -1, 64) + "%"
 	}
 	return strconv.FormatFloat(sg.Threshold, 'g', -1, 64)
 }
 
-func describeSource(s adaptive.Source) string {
-	if s.Measure == adaptive.Prometheus {
+func describeSource(s adaptiveconf.Source) string {
+	if s.Measure == adaptiveconf.Prometheus {
 		l := ""
 		if len(s.Labels) > 0 {
 			l = fmt.Sprintf(" %v", s.Labels)

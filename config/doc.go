@@ -43,10 +43,25 @@
 // refusal: see package rules for what all-or-nothing means across tiers.
 // examples/consistency-tiers.yaml uses all three.
 //
-// The package knows nothing about HTTP stacks and opens no store: it
-// imports the store packages (store/memory, store/redis, store/eventual,
-// store/gossip) and adaptive for their settings' types and checks, and
-// package stores opens the stores a Config names. The gateway (package
-// gateway) builds its listeners, routes and rule engine from a Config. [Default] is the embedded configuration `tollgate serve` runs
-// when given no file.
+// The package knows nothing about HTTP stacks and opens no store. Each
+// component owns its part of the file, as package rules owns the rules:
+// the store.gossip section is gossipconf.Config (store/gossip/gossipconf),
+// store.redis is redisconf.Config (store/redis/redisconf), the failure
+// mode is a failmode.Mode, and an adaptive controller's settings are
+// adaptiveconf's (adaptive/adaptiveconf). Each of those packages holds its
+// settings' defaults and checks, reports problems as path errors
+// (*fielderr.Error, like *rules.FieldError) that [Parse] places at
+// file:line, and imports no driver: parsing a file pulls in neither the
+// Redis client, nor memberlist, nor DDSketch (a test runs go list to keep
+// it so). The decision, over a registry of backends: the settings are
+// plain types beside their component, in a package of their own, so that
+// each setting is written once and read by name, with no lookup. [Parse]
+// runs three steps in order: the defaults, the loading of what the file
+// names besides itself (the gossip key, Redis's password and TLS files),
+// and a validation that changes nothing.
+//
+// Package storeopen opens the stores a Config names. The gateway (package
+// gateway) builds its listeners, routes and rule engine from a Config.
+// [Default] is the embedded configuration `tollgate serve` runs when given
+// no file.
 package config

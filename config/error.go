@@ -1,87 +1,19 @@
 package config
 
-import (
-	"cmp"
-	"errors"
-	"fmt"
-	"slices"
-)
+import "github.com/tollgate-dev/tollgate/config/internal/yamldecode"
 
 // Pos is a position in a configuration file. Lines and columns start at 1;
 // the zero Pos means "no position" (a default, or a problem with the file as
 // a whole).
-type Pos struct {
-	File      string
-	Line, Col int
-}
+type Pos = yamldecode.Pos
 
-// String returns "file:line:col", "file" or "".
-func (p Pos) String() string {
-	switch {
-	case p.Line > 0:
-		return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
-	default:
-		return p.File
-	}
-}
-
-// Error is one problem in a configuration file, at a position.
-type Error struct {
-	Pos Pos
-	Msg string
-}
-
-// Error returns "file:line:col: message".
-func (e *Error) Error() string {
-	if s := e.Pos.String(); s != "" {
-		return s + ": " + e.Msg
-	}
-	return e.Msg
-}
+// Error is one problem in a configuration file, at a position; its Error
+// is "file:line:col: message".
+type Error = yamldecode.Error
 
 // problems collects every error found in one file.
-type problems struct{ list []*Error }
-
-func (ps *problems) add(p Pos, format string, args ...any) {
-	ps.list = append(ps.list, &Error{Pos: p, Msg: fmt.Sprintf(format, args...)})
-}
-
-// err returns the problems sorted by position and joined, or nil.
-func (ps *problems) err() error {
-	if len(ps.list) == 0 {
-		return nil
-	}
-	slices.SortStableFunc(ps.list, func(a, b *Error) int {
-		return cmp.Or(cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Col, b.Pos.Col))
-	})
-	errs := make([]error, len(ps.list))
-	for i, e := range ps.list {
-		errs[i] = e
-	}
-	return errors.Join(errs...)
-}
+type problems = yamldecode.List
 
 // Problems returns the individual errors inside an error returned by Load
 // or Parse, in file order.
-func Problems(err error) []*Error {
-	var out []*Error
-	var walk func(error)
-	walk = func(err error) {
-		var e *Error
-		if errors.As(err, &e) && e == err {
-			out = append(out, e)
-			return
-		}
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, x := range j.Unwrap() {
-				walk(x)
-			}
-			return
-		}
-		if err != nil {
-			out = append(out, &Error{Msg: err.Error()})
-		}
-	}
-	walk(err)
-	return out
-}
+func Problems(err error) []*Error { return yamldecode.Problems(err) }

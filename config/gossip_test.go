@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 const testKeyHex = "00112233445566778899aabbccddeeff"
@@ -29,7 +31,7 @@ rules:
 		t.Fatal(err)
 	}
 	g := c.Store.Gossip
-	if g == nil || g.Name != "edge-1" || g.BindAddr != "127.0.0.1" || g.BindPort == nil || *g.BindPort != DefaultGossipPort ||
+	if g == nil || g.Name != "edge-1" || g.BindAddr != "127.0.0.1" || g.BindPort == nil || *g.BindPort != gossipconf.DefaultPort ||
 		g.Interval != 100*time.Millisecond || len(g.Seeds) != 2 || g.MessageBytes != 1400 ||
 		g.MaxStateBytes != 8<<20 || g.StateBytesInFlight != 16<<20 {
 		t.Fatalf("gossip = %+v", g)
@@ -143,22 +145,5 @@ func TestGossipSecretKeySources(t *testing.T) {
 	checkProblems(t, err, []want{{3, "the secret key is 10 bytes, want 16, 24 or 32"}})
 	if strings.Contains(err.Error(), short) {
 		t.Fatalf("the error quotes the key: %v", err)
-	}
-}
-
-func TestParseSecretKey(t *testing.T) {
-	for _, n := range []int{16, 24, 32} {
-		key := bytes.Repeat([]byte{0xab}, n)
-		for _, text := range []string{hex.EncodeToString(key), base64.StdEncoding.EncodeToString(key), base64.RawStdEncoding.EncodeToString(key)} {
-			got, err := ParseSecretKey(text)
-			if err != nil || !bytes.Equal(got, key) {
-				t.Errorf("ParseSecretKey(%q) = %x, %v", text, got, err)
-			}
-		}
-	}
-	for _, text := range []string{"", "not a key!", hex.EncodeToString(make([]byte, 20))} {
-		if _, err := ParseSecretKey(text); err == nil {
-			t.Errorf("ParseSecretKey(%q) accepted", text)
-		}
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/config/internal/yamldecode"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/stableread"
-	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
-	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
 // Load reads, decodes, defaults and validates the file at path. Every
@@ -31,17 +31,17 @@ func Load(path string) (*Config, error) {
 func Parse(name string, data []byte) (*Config, error) {
 	ps := &problems{}
 	c := &Config{File: name}
-	d := &decoder{file: name, ps: ps, paths: map[string]Pos{}}
-	d.parseDocument(data, c)
-	c.paths = d.paths
-	if d.failed[""] {
+	d := yamldecode.New(name, ps)
+	d.Decode(data, c)
+	c.paths = d.Paths()
+	if d.Failed("") {
 		// Nothing decoded (a syntax error, no document, aliases
 		// expanding too far): there is nothing to validate.
-		return nil, ps.err()
+		return nil, ps.Err()
 	}
 	// No routes: Defaults sends everything to the demo origin, which a
 	// file's author rarely means.
-	if len(c.Routes) == 0 && !d.failed["routes"] {
+	if len(c.Routes) == 0 && !d.Failed("routes") {
 		at := Pos{File: name} // not written: no line to point at
 		if p, ok := c.paths["routes"]; ok {
 			at = p
@@ -53,14 +53,18 @@ func Parse(name string, data []byte) (*Config, error) {
 	// only repeat a decoding one ("required" for a value of the wrong
 	// type) are dropped.
 	c.Defaults()
-	vs := &problems{}
+	rs, vs := &problems{}, &problems{}
+	c.read(rs)
 	c.validate(vs)
-	for _, e := range vs.list {
-		if !d.explains(e.Msg) {
-			ps.list = append(ps.list, e)
+	// Listed after validation's: on one line, what is malformed comes
+	// before what could not be read.
+	vs.Items = append(vs.Items, rs.Items...)
+	for _, e := range vs.Items {
+		if !d.Explains(e.Msg) {
+			ps.Items = append(ps.Items, e)
 		}
 	}
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -165,16 +169,12 @@ func (c *Config) Defaults() {
 		m.MaxKeys = memory.DefaultMaxKeys
 	}
 	if r := c.Store.Redis; r != nil {
-		if r.Timeout == 0 {
-			r.Timeout = redis.DefaultTimeout
-		}
+		r.Defaults()
 	}
 	if g := c.Store.Gossip; g != nil {
-		gossipDefaults(g)
+		g.Defaults()
 	}
-	if c.OnError == "" {
-		c.OnError = rules.OnErrorLocal
-	}
+	c.OnError = failmode.Of(c.OnError)
 	c.defaultsDashboard()
 	if c.AccessLog.Path != "" && c.AccessLog.Format == "" {
 		c.AccessLog.Format = "json"
@@ -192,6 +192,29 @@ func (c *Config) Defaults() {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = 15 * time.Second
 	}
+}
+
+// read is the loading step, between Defaults and validate (which changes
+// nothing): it reads what the file names besides itself into c (the
+// gossip secret key, Redis's password and TLS files), recording what
+// cannot be read in ps.
+func (c *Config) read(ps *problems) {
+	if g := c.Store.Gossip; g != nil {
+		c.placeProblems(ps, g.ReadKey("store.gossip", c.Resolve))
+	}
+	if r := c.Store.Redis; r != nil {
+		c.placeProblems(ps, r.Read("store.redis", c.Resolve))
+	}
+}
+
+// SecretFiles returns the files the store section reads besides the
+// configuration file (store.redis's password_file and TLS files),
+// resolved: the gateway watches them.
+func (c *Config) SecretFiles() []string {
+	if r := c.Store.Redis; r != nil {
+		return r.Files(c.Resolve)
+	}
+	return nil
 }
 
 // Resolve returns path relative to the configuration file's directory, or

@@ -24,7 +24,7 @@ func (c *Config) validateTiers(ps *problems) {
 	for i, r := range c.Rules {
 		if r.Consistency == rules.ConsistencyGossip && c.Store.Gossip == nil {
 			path := fmt.Sprintf("rules[%d].consistency", i)
-			ps.add(c.at(path), "%s: gossip needs a store.gossip section (this gateway's name, address and seeds)", path)
+			ps.Add(c.at(path), "%s: gossip needs a store.gossip section (this gateway's name, address and seeds)", path)
 		}
 	}
 	if c.Store.Redis != nil {
@@ -33,7 +33,7 @@ func (c *Config) validateTiers(ps *problems) {
 	for i, r := range c.Rules {
 		if r.Consistency == rules.ConsistencyStrict || r.Consistency == rules.ConsistencyEventual {
 			path := fmt.Sprintf("rules[%d].consistency", i)
-			ps.add(c.at(path), "%s: %s needs store.redis (the store is in memory)", path, r.Consistency)
+			ps.Add(c.at(path), "%s: %s needs store.redis (the store is in memory)", path, r.Consistency)
 		}
 	}
 }

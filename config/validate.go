@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/accesslog"
+	"github.com/tollgate-dev/tollgate/internal/fielderr"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 )
@@ -30,7 +31,7 @@ const (
 // means the default (or no limit) and negatives are refused by the decoder.
 func checkMin(ps *problems, p Pos, what string, d, least time.Duration) {
 	if d > 0 && d < least {
-		ps.add(p, "%s %v is below the least value of %v", what, d, least)
+		ps.Add(p, "%s %v is below the least value of %v", what, d, least)
 	}
 }
 
@@ -41,15 +42,15 @@ func (c *Config) validate(ps *problems) {
 		c.validateTLS(ps, t)
 	}
 	if c.Listen.MaxConns < 0 {
-		ps.add(c.at("listen.max_conns"), "listen.max_conns %d must not be negative", c.Listen.MaxConns)
+		ps.Add(c.at("listen.max_conns"), "listen.max_conns %d must not be negative", c.Listen.MaxConns)
 	}
 	if c.Listen.MaxRequestBody < 0 {
-		ps.add(c.at("listen.max_request_body"), "listen.max_request_body %d must not be negative", c.Listen.MaxRequestBody)
+		ps.Add(c.at("listen.max_request_body"), "listen.max_request_body %d must not be negative", c.Listen.MaxRequestBody)
 	}
 	if c.Admin.Addr != "off" {
 		checkAddr(ps, c.at("admin.addr"), "admin.addr", c.Admin.Addr)
 		if samePort(c.Admin.Addr, c.Listen.Addr) {
-			ps.add(c.at("admin.addr"), "admin.addr %q must not share the traffic listener's port (%q)", c.Admin.Addr, c.Listen.Addr)
+			ps.Add(c.at("admin.addr"), "admin.addr %q must not share the traffic listener's port (%q)", c.Admin.Addr, c.Listen.Addr)
 		}
 	}
 	checkMin(ps, c.at("listen.read_timeout"), "listen.read_timeout", c.Listen.ReadTimeout, minTimeout)
@@ -62,10 +63,10 @@ func (c *Config) validate(ps *problems) {
 	checkMin(ps, c.at("reload.interval"), "reload.interval", c.Reload.Interval, minReloadInterval)
 	checkMin(ps, c.at("reload.settle"), "reload.settle", c.Reload.Settle, minReloadInterval)
 	if c.Upstream.MaxConns < 0 {
-		ps.add(c.at("upstream.max_conns"), "upstream.max_conns %d must not be negative", c.Upstream.MaxConns)
+		ps.Add(c.at("upstream.max_conns"), "upstream.max_conns %d must not be negative", c.Upstream.MaxConns)
 	}
 	if c.Upstream.MaxConnsPerClient < 0 {
-		ps.add(c.at("upstream.max_conns_per_client"), "upstream.max_conns_per_client %d must not be negative", c.Upstream.MaxConnsPerClient)
+		ps.Add(c.at("upstream.max_conns_per_client"), "upstream.max_conns_per_client %d must not be negative", c.Upstream.MaxConnsPerClient)
 	}
 	c.validateRoutes(ps)
 	c.validateHTTP2(ps)
@@ -81,22 +82,12 @@ func (c *Config) validate(ps *problems) {
 func checkAddr(ps *problems, p Pos, what, addr string) {
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		ps.add(p, "%s %q: want host:port such as :8080 or 127.0.0.1:9090", what, addr)
+		ps.Add(p, "%s %q: want host:port such as :8080 or 127.0.0.1:9090", what, addr)
 		return
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		ps.add(p, "%s %q: port %q is not a number from 0 to 65535", what, addr, port)
+		ps.Add(p, "%s %q: port %q is not a number from 0 to 65535", what, addr, port)
 	}
-}
-
-// validPort reports whether port, from a URL, is empty (the scheme's
-// default) or a number from 1 to 65535.
-func validPort(port string) bool {
-	if port == "" {
-		return true
-	}
-	n, err := strconv.Atoi(port)
-	return err == nil && n >= 1 && n <= 65535
 }
 
 func samePort(a, b string) bool {
@@ -113,18 +104,18 @@ func (c *Config) validateTLS(ps *problems, t *TLS) {
 	ok := true
 	for _, f := range []struct{ key, path string }{{"cert", t.Cert}, {"key", t.Key}} {
 		if f.path == "" {
-			ps.add(c.at("listen.tls"), "listen.tls.%s is required", f.key)
+			ps.Add(c.at("listen.tls"), "listen.tls.%s is required", f.key)
 			ok = false
 			continue
 		}
 		if _, err := os.Stat(c.Resolve(f.path)); err != nil {
-			ps.add(c.at("listen.tls."+f.key), "listen.tls.%s: %v", f.key, err)
+			ps.Add(c.at("listen.tls."+f.key), "listen.tls.%s: %v", f.key, err)
 			ok = false
 		}
 	}
 	if ok {
 		if _, err := tls.LoadX509KeyPair(c.Resolve(t.Cert), c.Resolve(t.Key)); err != nil {
-			ps.add(c.at("listen.tls"), "listen.tls: %v", err)
+			ps.Add(c.at("listen.tls"), "listen.tls: %v", err)
 		}
 	}
 }
@@ -134,36 +125,36 @@ func (c *Config) validateRoutes(ps *problems) {
 	for i, r := range c.Routes {
 		what := fmt.Sprintf("routes[%d]", i)
 		if !strings.HasPrefix(r.Path, "/") {
-			ps.add(c.at(what+".path"), "%s.path %q must start with /", what, r.Path)
+			ps.Add(c.at(what+".path"), "%s.path %q must start with /", what, r.Path)
 		}
 		if k := r.Host + " " + r.Path; seen[k] {
-			ps.add(c.at(what), "%s: another route already has host %q and path %q", what, r.Host, r.Path)
+			ps.Add(c.at(what), "%s: another route already has host %q and path %q", what, r.Host, r.Path)
 		} else {
 			seen[k] = true
 		}
 		switch {
 		case r.Upstream == "":
-			ps.add(c.at(what), "%s.upstream is required (an http:// URL, or demo)", what)
+			ps.Add(c.at(what), "%s.upstream is required (an http:// URL, or demo)", what)
 		case r.Upstream == "demo":
 		default:
 			u, err := url.Parse(r.Upstream)
 			switch {
-			case hostPort(r.Upstream):
-				ps.add(c.at(what+".upstream"), "%s.upstream %q: want a URL such as http://%s (http://HOST:PORT, or https://)", what, r.Upstream, r.Upstream)
+			case fielderr.HostPort(r.Upstream):
+				ps.Add(c.at(what+".upstream"), "%s.upstream %q: want a URL such as http://%s (http://HOST:PORT, or https://)", what, r.Upstream, r.Upstream)
 			case err != nil:
-				ps.add(c.at(what+".upstream"), "%s.upstream: %v (want http://HOST:PORT, or https://)", what, redactErr(err))
+				ps.Add(c.at(what+".upstream"), "%s.upstream: %v (want http://HOST:PORT, or https://)", what, fielderr.RedactURLError(err))
 			case u.User != nil:
 				// Before any message that quotes the URL: it would
 				// show the password.
-				ps.add(c.at(what+".upstream"), "%s.upstream: credentials in the URL are not supported (the gateway would not send them to the upstream)", what)
+				ps.Add(c.at(what+".upstream"), "%s.upstream: credentials in the URL are not supported (the gateway would not send them to the upstream)", what)
 			case u.Scheme != "http" && u.Scheme != "https":
-				ps.add(c.at(what+".upstream"), "%s.upstream %q: scheme must be http or https (want http://HOST:PORT)", what, r.Upstream)
+				ps.Add(c.at(what+".upstream"), "%s.upstream %q: scheme must be http or https (want http://HOST:PORT)", what, r.Upstream)
 			case u.Host == "":
-				ps.add(c.at(what+".upstream"), "%s.upstream %q has no host (want http://HOST:PORT)", what, r.Upstream)
+				ps.Add(c.at(what+".upstream"), "%s.upstream %q has no host (want http://HOST:PORT)", what, r.Upstream)
 			case u.RawQuery != "" || u.Fragment != "":
-				ps.add(c.at(what+".upstream"), "%s.upstream %q must not have a query or fragment", what, r.Upstream)
-			case !validPort(u.Port()):
-				ps.add(c.at(what+".upstream"), "%s.upstream %q: port %q is not a number from 1 to 65535", what, r.Upstream, u.Port())
+				ps.Add(c.at(what+".upstream"), "%s.upstream %q must not have a query or fragment", what, r.Upstream)
+			case !fielderr.ValidPort(u.Port()):
+				ps.Add(c.at(what+".upstream"), "%s.upstream %q: port %q is not a number from 1 to 65535", what, r.Upstream, u.Port())
 			}
 		}
 	}
@@ -172,79 +163,17 @@ func (c *Config) validateRoutes(ps *problems) {
 func (c *Config) validateStore(ps *problems) {
 	s := c.Store
 	if s.Memory != nil && s.Redis != nil {
-		ps.add(c.at("store"), "store: choose one of memory or redis, not both")
+		ps.Add(c.at("store"), "store: choose one of memory or redis, not both")
 	}
 	if m := s.Memory; m != nil && m.MaxKeys < 0 {
-		ps.add(c.at("store.memory.max_keys"), "store.memory.max_keys %d must be positive", m.MaxKeys)
+		ps.Add(c.at("store.memory.max_keys"), "store.memory.max_keys %d must be positive", m.MaxKeys)
 	}
-	c.validateGossip(ps)
+	if g := s.Gossip; g != nil {
+		c.placeProblems(ps, g.Validate("store.gossip"))
+	}
 	if r := s.Redis; r != nil {
-		c.checkRedisURL(ps, r)
-		for i, a := range r.Cluster {
-			if _, port, err := net.SplitHostPort(a); err != nil || port == "" || !validPort(port) {
-				ps.add(c.at("store.redis.cluster"), "store.redis.cluster[%d] %q: want host:port, the port from 1 to 65535", i, a)
-			}
-		}
-		if strings.ContainsAny(r.Prefix, "{}") {
-			ps.add(c.at("store.redis.prefix"), "store.redis.prefix %q must not contain { or }", r.Prefix)
-		}
-		if r.OnError != "" {
-			ps.add(c.at("store.redis.on_error"), "store.redis.on_error: the failure mode moved to the top level: write on_error: %s (for every rule; a strict rule may set its own)", newOnError(r.OnError))
-		}
+		c.placeProblems(ps, r.Validate("store.redis"))
 	}
-}
-
-// checkRedisURL records what is wrong with r.URL, at its line.
-func (c *Config) checkRedisURL(ps *problems, r *RedisStore) {
-	if r.URL == "" {
-		ps.add(c.at("store.redis"), "store.redis.url is required")
-		return
-	}
-	at := c.at("store.redis.url")
-	if hostPort(r.URL) {
-		ps.add(at, "store.redis.url %q: want a URL such as redis://%s", r.URL, r.URL)
-		return
-	}
-	u, err := url.Parse(r.URL)
-	switch {
-	case err != nil:
-		ps.add(at, "store.redis.url: %v (want redis://HOST:PORT, optionally with user:password@ and /DB)", redactErr(err))
-		return
-	case u.Scheme != "redis" && u.Scheme != "rediss":
-		ps.add(at, "store.redis.url: scheme must be redis (or rediss for TLS), got %q", u.Scheme)
-		return
-	case u.Port() == "":
-		ps.add(at, "store.redis.url: give the port, e.g. redis://localhost:6379")
-	case !validPort(u.Port()):
-		ps.add(at, "store.redis.url: port %q is not a number from 1 to 65535", u.Port())
-	}
-	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		// Nothing reads a query (rediss://h:6379?db=2 would use database
-		// 0), and it is not quoted: it may hold a password.
-		ps.add(at, "store.redis.url: a query or fragment is not read: give the database as /DB, TLS as rediss:// and store.redis.tls, and the rest as store.redis settings")
-	}
-	if db := strings.TrimPrefix(u.Path, "/"); db != "" {
-		if n, err := strconv.Atoi(db); err != nil || n < 0 {
-			ps.add(at, "store.redis.url: database %q is not a number", db)
-		}
-	}
-	c.validateRedisConn(ps, r, u)
-}
-
-// hostPort reports whether s is a bare host:port ("127.0.0.1:3000",
-// "localhost:6379"), given where a URL is wanted. Such a value either
-// fails to parse as a URL or parses as one whose scheme is the host: either
-// way, the message should ask for the scheme. It is never true of a value
-// holding credentials, so that quoting it shows no password.
-func hostPort(s string) bool {
-	if strings.ContainsAny(s, "/@?#") {
-		return false
-	}
-	host, port, err := net.SplitHostPort(s)
-	if err != nil || host == "" || port == "" {
-		return false
-	}
-	return strings.Trim(port, "0123456789") == ""
 }
 
 // didYouMean returns " (did you mean X?)" for the word X of words within
@@ -256,25 +185,19 @@ func didYouMean(s string, words ...string) string {
 	return ""
 }
 
-// redactErr keeps url.Parse errors from echoing a password.
-func redactErr(err error) string {
-	if ue, ok := err.(*url.Error); ok {
-		return ue.Err.Error()
-	}
-	return err.Error()
-}
-
 // validateRules reads the members files and runs the rule engine's own
 // validation (on EngineConfig: c itself is not changed), and places each
 // of their problems, a *rules.FieldError, at the line of its path.
 func (c *Config) validateRules(ps *problems) {
 	rc, err := c.EngineConfig()
-	c.placeRuleProblems(ps, err)
-	c.placeRuleProblems(ps, rc.Validate())
+	c.placeProblems(ps, err)
+	c.placeProblems(ps, rc.Validate())
 }
 
-// placeRuleProblems adds the problems err joins, each at its path.
-func (c *Config) placeRuleProblems(ps *problems, err error) {
+// placeProblems adds the problems err joins, each at its path: a
+// *rules.FieldError (the rule engine's) or a *fielderr.Error (the
+// sections their components validate: store.gossip, store.redis).
+func (c *Config) placeProblems(ps *problems, err error) {
 	if err == nil {
 		return
 	}
@@ -288,8 +211,10 @@ func (c *Config) placeRuleProblems(ps *problems, err error) {
 		p := c.at("")
 		if fe := (*rules.FieldError)(nil); errors.As(e, &fe) {
 			p = c.at(fe.Path)
+		} else if fe := (*fielderr.Error)(nil); errors.As(e, &fe) {
+			p = c.at(fe.Path)
 		}
-		ps.add(p, "%s", e.Error())
+		ps.Add(p, "%s", e.Error())
 	}
 }
 
@@ -315,22 +240,22 @@ func (c *Config) validateAccessLog(ps *problems) {
 	a := c.AccessLog
 	if a.Path == "" {
 		if a.Format != "" {
-			ps.add(c.at("access_log.format"), "access_log.format is set but access_log.path is not")
+			ps.Add(c.at("access_log.format"), "access_log.format is set but access_log.path is not")
 		}
 		if a.Query != "" || len(a.Redact) > 0 {
-			ps.add(c.at("access_log"), "access_log.query and redact are set but access_log.path is not")
+			ps.Add(c.at("access_log"), "access_log.query and redact are set but access_log.path is not")
 		}
 		return
 	}
 	if a.Format != "json" && a.Format != "combined" {
-		ps.add(c.at("access_log.format"), "access_log.format %q: want json or combined%s", a.Format, didYouMean(a.Format, "json", "combined"))
+		ps.Add(c.at("access_log.format"), "access_log.format %q: want json or combined%s", a.Format, didYouMean(a.Format, "json", "combined"))
 	}
 	if _, err := accesslog.NewQuery(a.Query, a.Redact); err != nil {
 		switch a.Query {
 		case "", "keep", "drop", "redact":
-			ps.add(c.at("access_log.redact"), "access_log.redact: %v", err)
+			ps.Add(c.at("access_log.redact"), "access_log.redact: %v", err)
 		default:
-			ps.add(c.at("access_log.query"), "access_log.%v%s", err, didYouMean(a.Query, "keep", "drop", "redact"))
+			ps.Add(c.at("access_log.query"), "access_log.%v%s", err, didYouMean(a.Query, "keep", "drop", "redact"))
 		}
 	}
 	c.checkLogDir(ps, "access_log.path", a.Path)
@@ -344,20 +269,6 @@ func (c *Config) checkLogDir(ps *problems, what, path string) {
 	}
 	dir := filepath.Dir(c.Resolve(path))
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		ps.add(c.at(what), "%s %q: directory %s does not exist", what, path, dir)
+		ps.Add(c.at(what), "%s %q: directory %s does not exist", what, path, dir)
 	}
-}
-
-// newOnError is the top-level on_error word for an old store.redis.on_error
-// value ("open, closed or local" when it was none of them).
-func newOnError(old string) string {
-	switch old {
-	case "open", "fail_open":
-		return "open"
-	case "closed", "fail_closed":
-		return "closed"
-	case "local":
-		return "local"
-	}
-	return "open, closed or local"
 }

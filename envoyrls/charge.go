@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/logthrottle"
 	"github.com/tollgate-dev/tollgate/limit"
 )
@@ -60,26 +61,18 @@ type Charging struct {
 	// seconds. Zero adds none. It is not applied to counters kept in the
 	// Store.
 	ExpirationJitter time.Duration
-	// OnError is the answer when Counters or the Store fails. Empty (the
-	// default) is envoyproxy/ratelimit's: the call fails (gRPC Unknown,
-	// /json 400), and Envoy's failure_mode_deny decides. "open" answers
-	// OK, "closed" OVER_LIMIT, "local" decides with LocalStore
-	// (TOLLGATE_REDIS_ON_ERROR). Every such answer is counted in
+	// OnError is the answer when Counters or the Store fails.
+	// failmode.Unset (the default) is envoyproxy/ratelimit's: the call
+	// fails (gRPC Unknown, /json 400), and Envoy's failure_mode_deny
+	// decides. failmode.Open answers OK, Closed OVER_LIMIT, Local decides
+	// with LocalStore (TOLLGATE_REDIS_ON_ERROR). Every such answer is counted in
 	// tollgate_rls_store_fallbacks_total and logged at most once a second.
-	OnError string
+	OnError failmode.Mode
 	// LocalStore decides when OnError is "local". Required then.
 	LocalStore limit.Store
 	// Logger receives the fallback lines; nil logs nothing.
 	Logger *slog.Logger
 }
-
-// The OnError words.
-const (
-	OnErrorFail   = ""
-	OnErrorOpen   = "open"
-	OnErrorClosed = "closed"
-	OnErrorLocal  = "local"
-)
 
 // Counters holds envoyproxy/ratelimit's counters: an integer per key with
 // a time to live. *redis.Store implements it with INCRBY and EXPIRE, or
@@ -98,8 +91,8 @@ type Counters interface {
 // validate reports a Charging that cannot work.
 func (c *Charging) validate() error {
 	switch c.OnError {
-	case OnErrorFail, OnErrorOpen, OnErrorClosed:
-	case OnErrorLocal:
+	case failmode.Unset, failmode.Open, failmode.Closed:
+	case failmode.Local:
 		if c.LocalStore == nil {
 			return errors.New("envoyrls: OnError local needs a LocalStore")
 		}
@@ -230,7 +223,7 @@ func (s *Service) charge(ctx context.Context, items []item, now time.Time) error
 			// The Store answers Redis's failures by its own failure
 			// mode: what remains is the caller's context, an invalid
 			// policy.
-			s.cfg.Metrics.fallback(OnErrorFail)
+			s.cfg.Metrics.fallback(failmode.Unset)
 			return status.Error(codes.Unknown, "store: "+err.Error())
 		}
 	}
@@ -243,17 +236,17 @@ func (s *Service) failed(err error) error {
 	s.cfg.Metrics.fallback(s.cfg.OnError)
 	s.ch.log.Log(context.Background(), slog.LevelError, "envoy-rls: store failed; answered by on_error",
 		slog.String("on_error", onErrorName(s.cfg.OnError)), slog.String("error", err.Error()))
-	if s.cfg.OnError == OnErrorFail {
+	if s.cfg.OnError == failmode.Unset {
 		return status.Error(codes.Unknown, err.Error())
 	}
 	return nil
 }
 
-func onErrorName(s string) string {
-	if s == OnErrorFail {
+func onErrorName(s failmode.Mode) string {
+	if s == failmode.Unset {
 		return "error"
 	}
-	return s
+	return string(s)
 }
 
 // chargeCounters decides items[idx], all counted limits, as
@@ -399,8 +392,8 @@ func (s *Service) counterFallback(ctx context.Context, err error, items []item, 
 		rpu := int64(it.limit.RequestsPerUnit)
 		d := limit.Decision{Limit: rpu, ResetAfter: untilUnitEnd(now, it.limit.Unit)}
 		switch {
-		case cached[j] || s.cfg.OnError == OnErrorClosed:
-		case s.cfg.OnError == OnErrorOpen:
+		case cached[j] || s.cfg.OnError == failmode.Closed:
+		case s.cfg.OnError == failmode.Open:
 			d.Allowed, d.Remaining = true, rpu
 		default: // local
 			var out [1]int64
@@ -474,7 +467,7 @@ func fallbackMetric() *prometheus.CounterVec {
 }
 
 // fallback counts one answer by on_error.
-func (m *Metrics) fallback(onError string) {
+func (m *Metrics) fallback(onError failmode.Mode) {
 	if m != nil {
 		m.fallbacks.WithLabelValues(onErrorName(onError)).Inc()
 	}

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/store/redis"
@@ -263,14 +264,14 @@ func TestRedisDownIsTheCallsError(t *testing.T) {
 func TestOnErrorAnswers(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Kill()
-	for mode, want := range map[string][]rlsv3.RateLimitResponse_Code{
-		OnErrorOpen:   {rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OK},
-		OnErrorClosed: {rlsv3.RateLimitResponse_OVER_LIMIT, rlsv3.RateLimitResponse_OVER_LIMIT},
-		OnErrorLocal:  {rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT},
+	for mode, want := range map[failmode.Mode][]rlsv3.RateLimitResponse_Code{
+		failmode.Open:   {rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OK},
+		failmode.Closed: {rlsv3.RateLimitResponse_OVER_LIMIT, rlsv3.RateLimitResponse_OVER_LIMIT},
+		failmode.Local:  {rlsv3.RateLimitResponse_OK, rlsv3.RateLimitResponse_OVER_LIMIT},
 	} {
 		var now atomic.Int64
 		cfg := Config{Charging: Charging{OnError: mode}}
-		if mode == OnErrorLocal {
+		if mode == failmode.Local {
 			cfg.LocalStore = newTestService(t, Config{}, threePerMinute, &now).cfg.Store
 		}
 		svc := newRedisService(t, srv, cfg, threePerMinute, &now)

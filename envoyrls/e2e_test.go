@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/memory"
@@ -210,7 +211,7 @@ func TestEnvoyFilterRequestsOverGRPCWithRedis(t *testing.T) {
 	now.Store(e2eStart.UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := redis.New(ctx, redis.Config{Addrs: []string{srv.Addr}, Clock: now.Load, Timeout: 2 * time.Second, OnFailure: redis.FailClosed})
+	st, err := redis.New(ctx, redis.Config{Addrs: []string{srv.Addr}, Clock: now.Load, Timeout: 2 * time.Second, OnFailure: failmode.Closed})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/memory"
@@ -147,7 +148,7 @@ func TestDescriptorsShareOneRedisCall(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	rs, err := redis.New(ctx, redis.Config{Addrs: []string{srv.Addr}, Timeout: 2 * time.Second, OnFailure: redis.FailClosed})
+	rs, err := redis.New(ctx, redis.Config{Addrs: []string{srv.Addr}, Timeout: 2 * time.Second, OnFailure: failmode.Closed})
 	if err != nil {
 		t.Fatal(err)
 	}

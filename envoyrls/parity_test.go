@@ -11,6 +11,7 @@ import (
 	rlsv3 "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/envoyratelimit"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/store/redis"
@@ -26,7 +27,7 @@ import (
 // is skipped. No difference is expected (a refused request is counted
 // by both).
 func TestParityWithEnvoyproxyRatelimit(t *testing.T) {
-	p := startParity(t, Config{}, redis.Config{OnFailure: redis.FailClosed})
+	p := startParity(t, Config{}, redis.Config{OnFailure: failmode.Closed})
 	ours, _ := startGRPC(t, p.ours)
 	theirs := p.theirs
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

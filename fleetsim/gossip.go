@@ -6,6 +6,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/gossip"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // gossipSim is the gossip tier: each node is a store/gossip whose
@@ -67,8 +68,7 @@ func newGossip(f *Fleet) (*gossipSim, error) {
 	// periods changes no view.
 	s.horizon = 2*int64(f.cfg.Policy.Quota().Window) + int64(f.cfg.Latency)
 	for i := range f.cfg.Nodes {
-		n, err := gossip.New(gossip.Config{Name: fmt.Sprintf("node-%d", i), Clock: f.clock,
-			Transport: nodeTransport{s, i}, Interval: f.cfg.Interval, MaxKeys: 1 << 20})
+		n, err := gossip.New(gossip.Config{Config: gossipconf.Config{Name: fmt.Sprintf("node-%d", i), Interval: f.cfg.Interval, MaxKeys: 1 << 20}, Clock: f.clock, Transport: nodeTransport{s, i}})
 		if err != nil {
 			return nil, err
 		}

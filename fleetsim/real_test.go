@@ -12,6 +12,7 @@ import (
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/replay"
 	"github.com/tollgate-dev/tollgate/store/gossip"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // BenchmarkRealVersusSimulated runs the same traffic through real
@@ -62,7 +63,7 @@ func realVersusSimulated(b *testing.B, n, rate, run int) (real, sim int64) {
 		if i > 0 {
 			seeds = []string{nodes[0].Addr()}
 		}
-		s, err := gossip.New(gossip.Config{Name: fmt.Sprintf("r%d-%d-%d", rate, run, i), BindAddr: "127.0.0.1", Seeds: seeds})
+		s, err := gossip.New(gossip.Config{Config: gossipconf.Config{Name: fmt.Sprintf("r%d-%d-%d", rate, run, i), BindAddr: "127.0.0.1", Seeds: seeds, BindPort: new(0)}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
@@ -289,7 +290,7 @@ func TestStoreFailureFollowsTheEnginesFailureMode(t *testing.T) {
 	if w := ask(h, proxy, "/auth", forwarded("GET", "/api/x", "203.0.113.7")); w.Code != 200 {
 		t.Errorf("fail open (default): %d, want 200", w.Code)
 	}
-	rc.OnError = rules.OnErrorClosed
+	rc.OnError = failmode.Closed
 	h = newHandler(t, rc, failingStore{}, Config{})
 	if w := ask(h, proxy, "/auth", forwarded("GET", "/api/x", "203.0.113.7")); w.Code != 503 {
 		t.Errorf("fail closed, forwarded style: %d, want 503", w.Code)

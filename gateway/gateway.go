@@ -23,7 +23,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway/h2path"
 	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/limit"
-	"github.com/tollgate-dev/tollgate/stores"
+	stores "github.com/tollgate-dev/tollgate/storeopen"
 )
 
 // Gateway is a running edge gateway. Create it with New, start it with

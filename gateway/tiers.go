@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -20,7 +21,7 @@ func refusesWithoutRedis(cfg *rules.Config, onRedis bool) []string {
 		default:
 			continue
 		}
-		if !r.Shadow && cfg.OnErrorOf(r) == rules.OnErrorClosed {
+		if !r.Shadow && cfg.OnErrorOf(r) == failmode.Closed {
 			names = append(names, r.Name)
 		}
 	}
@@ -34,7 +35,7 @@ func refusesWhileCold(cfg *rules.Config) []string {
 	var names []string
 	for i := range cfg.Rules {
 		r := &cfg.Rules[i]
-		if r.Consistency == rules.ConsistencyGossip && !r.Shadow && cfg.OnErrorOf(r) == rules.OnErrorClosed {
+		if r.Consistency == rules.ConsistencyGossip && !r.Shadow && cfg.OnErrorOf(r) == failmode.Closed {
 			names = append(names, r.Name)
 		}
 	}

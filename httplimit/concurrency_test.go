@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
@@ -67,7 +68,7 @@ func TestConcurrencyLimitUnderAborts(t *testing.T) {
 	for _, backend := range []string{"memory", "redis"} {
 		t.Run(backend, func(t *testing.T) {
 			var slots limit.Slots
-			onError := ""
+			var onError failmode.Mode
 			held := func() int { return slots.(*memory.Slots).Keys() }
 			if backend == "memory" {
 				slots = memory.NewSlots()
@@ -81,7 +82,7 @@ func TestConcurrencyLimitUnderAborts(t *testing.T) {
 				// A call that times out may have taken its slot on Redis
 				// without the answer arriving: failing closed refuses
 				// the request, and the slot comes back with its lease.
-				onError = rules.OnErrorClosed
+				onError = failmode.Closed
 				rs := st.Slots(2 * time.Second)
 				defer rs.Close()
 				slots = rs

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/logthrottle"
 	"github.com/tollgate-dev/tollgate/limit"
 )
@@ -54,10 +55,10 @@ func compile(c *Config) (*Engine, problems) {
 	}
 	checkOnError(c.OnError, "on_error", &ps)
 	if c.OnStoreError != "" {
-		if now, ok := oldOnError[c.OnStoreError]; ok {
+		if now, ok := failmode.Old(c.OnStoreError); ok {
 			ps.add("on_store_error", "the old spelling of on_error: write on_error: %s", now)
 		} else {
-			ps.add("on_store_error", "the old spelling of on_error: write on_error: open, closed or local")
+			ps.add("on_store_error", "the old spelling of on_error: write on_error: %s", failmode.Words)
 		}
 	}
 	e.ip = compileClientIP(c.ClientIP, &ps)
@@ -74,7 +75,7 @@ func compile(c *Config) (*Engine, problems) {
 		seen[r.Name] = true
 		cr := e.compileRule(r, where, maxDelay, &ps)
 		cr.index = i
-		cr.failClosed = c.OnErrorOf(r) == OnErrorClosed
+		cr.failClosed = c.OnErrorOf(r) == failmode.Closed
 		if cr.shadow {
 			e.shadow = append(e.shadow, cr)
 		} else {

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
@@ -34,10 +35,10 @@ type Config struct {
 	MaxDelay time.Duration `yaml:"max_delay" json:"max_delay"`
 	// OnError is the failure mode of every rule that sets none: what it
 	// answers when its store fails (Redis down, slow, behind an open
-	// breaker, or answering with an error): OnErrorOpen, OnErrorClosed or
-	// OnErrorLocal (the default). See OnErrorOf, the one place a rule's
-	// mode is decided.
-	OnError string `yaml:"on_error" json:"on_error"`
+	// breaker, or answering with an error): open, closed or local (the
+	// default), the words of package failmode. See OnErrorOf, the one
+	// place a rule's mode is decided.
+	OnError failmode.Mode `yaml:"on_error" json:"on_error"`
 	// OnStoreError is the old spelling of OnError ("allow", "refuse").
 	//
 	// Deprecated: the old spelling of on_error (allow is open, refuse
@@ -124,7 +125,7 @@ type Rule struct {
 	// gossip rule answers by it until its gateway is warm (has exchanged
 	// state with the fleet): open allows, closed refuses, local decides
 	// in this gateway alone, on counts the fleet never hears of.
-	OnError string `yaml:"on_error" json:"on_error"`
+	OnError failmode.Mode `yaml:"on_error" json:"on_error"`
 	// SyncInterval is how often an eventual rule's counts are pushed to
 	// and pulled from Redis. Zero means 100ms. Only an eventual rule takes
 	// it.

@@ -5,9 +5,15 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
 )
+
+// DefaultSyncInterval is an eventual rule's Rule.SyncInterval when it
+// sets none: what the store opener gives store/eventual, and what
+// `tollgate check` prints.
+const DefaultSyncInterval = 100 * time.Millisecond
 
 // The consistency tiers, the values of Rule.Consistency.
 const (
@@ -208,7 +214,7 @@ var notGossipable = map[limit.Algorithm]string{
 // Gossipable reports whether algorithm a can be a gossip rule's: its state
 // is counters that add up across gateways (fixed window, sliding window,
 // token bucket). store/gossip enforces the same list (gossip.CheckPolicy);
-// a test in package stores keeps the two in agreement.
+// a test in package storeopen keeps the two in agreement.
 func Gossipable(a limit.Algorithm) bool {
 	switch a {
 	case limit.AlgFixedWindow, limit.AlgSlidingWindow, limit.AlgTokenBucket:

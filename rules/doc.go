@@ -68,7 +68,9 @@
 // What a rule answers when its store fails is one setting in one
 // vocabulary: [Config].OnError for every rule, [Rule].OnError for a strict
 // rule that wants another, each "open" (allow), "closed" (refuse) or
-// "local" (decide in this process alone; the default).
+// "local" (decide in this process alone; the default): a failmode.Mode,
+// the one type of the failure mode, shared with the store opener and
+// store/redis, its old spellings in failmode's one table.
 // [Config.OnErrorOf] is the one place a rule's effective mode is decided:
 // the engine refuses an error its store returns when a matched enforced
 // rule's mode is closed, and a front end gives each rule a store that

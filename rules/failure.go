@@ -1,61 +1,35 @@
 package rules
 
-import "github.com/tollgate-dev/tollgate/limit"
-
-// The failure modes, the values of Config.OnError and Rule.OnError: what a
-// rule answers when its store fails. One vocabulary for every setting that
-// chooses it (the gateway's file has no other).
-const (
-	// OnErrorOpen allows the request.
-	OnErrorOpen = "open"
-	// OnErrorClosed refuses the request.
-	OnErrorClosed = "closed"
-	// OnErrorLocal decides in this process with the same policies, each
-	// gateway alone, until the store is back: store/redis keeps an
-	// in-memory store for it. An error that reaches the engine (a store
-	// that has no such fallback) is then allowed, as with OnErrorOpen.
-	OnErrorLocal = "local"
+import (
+	"github.com/tollgate-dev/tollgate/failmode"
+	"github.com/tollgate-dev/tollgate/limit"
 )
 
-// oldOnError maps the spellings of the failure modes before they were one
-// vocabulary to their words now.
-var oldOnError = map[string]string{
-	"fail_open": OnErrorOpen, "fail_closed": OnErrorClosed,
-	"allow": OnErrorOpen, "refuse": OnErrorClosed,
-}
-
 // OnErrorOf returns the failure mode of r, one of the rules of c: r.OnError
-// when set, else c.OnError, else OnErrorLocal. It is the one place a
-// rule's mode is decided: the engine refuses by it, the gateway chooses
-// the store's fallback by it, and `tollgate check` prints it. Eventual and
-// local rules decide in this process, so a Redis outage never fails them;
-// their mode only answers errors their store returns.
-func (c *Config) OnErrorOf(r *Rule) string {
-	switch {
-	case r.OnError != "":
-		return r.OnError
-	case c.OnError != "":
-		return c.OnError
-	}
-	return OnErrorLocal
+// when set, else c.OnError, else failmode.Default (failmode.Of). It is the
+// one place a rule's mode is decided: the engine refuses by it, the
+// gateway chooses the store's fallback by it, and `tollgate check` prints
+// it. Eventual and local rules decide in this process, so a Redis outage
+// never fails them; their mode only answers errors their store returns.
+func (c *Config) OnErrorOf(r *Rule) failmode.Mode {
+	return failmode.Of(r.OnError, c.OnError)
 }
 
 // checkOnError reports a failure mode that is not one of the words at
 // path, naming the word an old spelling became.
-func checkOnError(mode, path string, ps *problems) {
-	switch mode {
-	case "", OnErrorOpen, OnErrorClosed, OnErrorLocal:
+func checkOnError(mode failmode.Mode, path string, ps *problems) {
+	if mode == failmode.Unset || mode.Known() {
 		return
 	}
-	if now, ok := oldOnError[mode]; ok {
+	if now, ok := failmode.Old(string(mode)); ok {
 		ps.add(path, "%q is the old spelling: write %s: %s", mode, lastName(path), now)
 		return
 	}
-	if w := limit.Closest(mode, OnErrorOpen, OnErrorClosed, OnErrorLocal); w != "" {
-		ps.add(path, "%q: want open, closed or local (did you mean %q?)", mode, w)
+	if w := limit.Closest(string(mode), string(failmode.Open), string(failmode.Closed), string(failmode.Local)); w != "" {
+		ps.add(path, "%q: want %s (did you mean %q?)", mode, failmode.Words, w)
 		return
 	}
-	ps.add(path, "%q: want open, closed or local", mode)
+	ps.add(path, "%q: want %s", mode, failmode.Words)
 }
 
 // lastName is the last name of a field path: "rules[2].on_error" gives

@@ -8,17 +8,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
 func TestOnErrorOfRuleThenConfigThenLocal(t *testing.T) {
 	for _, c := range []struct {
-		cfg, rule, want string
+		cfg, rule, want failmode.Mode
 	}{
-		{"", "", OnErrorLocal},
-		{OnErrorClosed, "", OnErrorClosed},
-		{OnErrorClosed, OnErrorOpen, OnErrorOpen},
-		{"", OnErrorClosed, OnErrorClosed},
+		{"", "", failmode.Local},
+		{failmode.Closed, "", failmode.Closed},
+		{failmode.Closed, failmode.Open, failmode.Open},
+		{"", failmode.Closed, failmode.Closed},
 	} {
 		cfg := Config{OnError: c.cfg}
 		if got := cfg.OnErrorOf(&Rule{OnError: c.rule}); got != c.want {
@@ -52,7 +53,7 @@ func TestOldFailureModeSpellingsNameTheNewOnes(t *testing.T) {
 // refused when a matched enforced rule's mode is closed, whether it comes
 // from the rule or from the config, and allowed otherwise.
 func TestStoreErrorFollowsTheMatchedRulesMode(t *testing.T) {
-	strictClosed := Rule{Name: "login", Match: Match{Paths: []string{"/login"}}, Consistency: ConsistencyStrict, OnError: OnErrorClosed, Policies: oneRate}
+	strictClosed := Rule{Name: "login", Match: Match{Paths: []string{"/login"}}, Consistency: ConsistencyStrict, OnError: failmode.Closed, Policies: oneRate}
 	open := Rule{Name: "all", Policies: oneRate}
 	stores := func(Rule) (limit.Store, error) { return failingStore{}, nil }
 	for _, c := range []struct {
@@ -62,12 +63,12 @@ func TestStoreErrorFollowsTheMatchedRulesMode(t *testing.T) {
 		refused bool
 	}{
 		{"default mode (local) allows", Config{Rules: []Rule{open}}, "/", false},
-		{"config closed refuses", Config{OnError: OnErrorClosed, Rules: []Rule{open}}, "/", true},
-		{"config open allows", Config{OnError: OnErrorOpen, Rules: []Rule{open}}, "/", false},
-		{"a matched closed rule refuses", Config{OnError: OnErrorOpen, Stores: stores, Rules: []Rule{open, strictClosed}}, "/login", true},
-		{"an unmatched closed rule does not", Config{OnError: OnErrorOpen, Stores: stores, Rules: []Rule{open, strictClosed}}, "/", false},
-		{"a rule's open beats the config's closed", Config{OnError: OnErrorClosed, Stores: stores,
-			Rules: []Rule{{Name: "s", Consistency: ConsistencyStrict, OnError: OnErrorOpen, Policies: oneRate}}}, "/", false},
+		{"config closed refuses", Config{OnError: failmode.Closed, Rules: []Rule{open}}, "/", true},
+		{"config open allows", Config{OnError: failmode.Open, Rules: []Rule{open}}, "/", false},
+		{"a matched closed rule refuses", Config{OnError: failmode.Open, Stores: stores, Rules: []Rule{open, strictClosed}}, "/login", true},
+		{"an unmatched closed rule does not", Config{OnError: failmode.Open, Stores: stores, Rules: []Rule{open, strictClosed}}, "/", false},
+		{"a rule's open beats the config's closed", Config{OnError: failmode.Closed, Stores: stores,
+			Rules: []Rule{{Name: "s", Consistency: ConsistencyStrict, OnError: failmode.Open, Policies: oneRate}}}, "/", false},
 	} {
 		e, err := New(c.cfg, failingStore{})
 		if err != nil {

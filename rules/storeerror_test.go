@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
@@ -78,7 +79,7 @@ func TestFullStoreRefusesWhateverTheFailureMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	e, err := New(Config{OnError: OnErrorOpen, Rules: []Rule{{Name: "r",
+	e, err := New(Config{OnError: failmode.Open, Rules: []Rule{{Name: "r",
 		Policies: []Policy{{Algorithm: "fixed_window", Limit: 1, Window: "1h"}}}}}, store)
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,9 @@ func Keys(root string) ([]Key, error) {
 	for _, pkg := range []struct{ dir, path string }{
 		{"config", "github.com/tollgate-dev/tollgate/config"},
 		{"rules", "github.com/tollgate-dev/tollgate/rules"},
+		{"store/gossip/gossipconf", "github.com/tollgate-dev/tollgate/store/gossip/gossipconf"},
+		{"store/redis/redisconf", "github.com/tollgate-dev/tollgate/store/redis/redisconf"},
+		{"adaptive/adaptiveconf", "github.com/tollgate-dev/tollgate/adaptive/adaptiveconf"},
 	} {
 		if err := fieldDocs(filepath.Join(root, pkg.dir), pkg.path, docs); err != nil {
 			return nil, err

@@ -20,11 +20,12 @@ import (
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/envoyrls"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/redis"
-	"github.com/tollgate-dev/tollgate/stores"
+	stores "github.com/tollgate-dev/tollgate/storeopen"
 )
 
 var envoyRLSCommand = &command{
@@ -74,7 +75,7 @@ var envoyRLSCommand = &command{
 	},
 }
 
-// openEnvoyRLSStore opens the store s names through package stores, as
+// openEnvoyRLSStore opens the store s names through package storeopen, as
 // serve and forward-auth open theirs: memory by default, else Redis at
 // the strict or the eventual tier, Redis failures answered by the
 // default on_error (local: decided in memory). Closing the Set closes
@@ -96,14 +97,14 @@ func openEnvoyRLSStore(s envoyRLSSettings, log *slog.Logger) (limit.Store, *stor
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := rules.Config{OnError: s.counting.onError} // the tollgate_algorithm limits' failure mode; unset: local
-	st, err := set.Engine(&cfg)
-	if err == nil && s.redis != "" {
+	mode := failmode.Of(s.counting.onError) // the tollgate_algorithm limits' failure mode; unset: the default, local
+	st := set.Default(mode)
+	if s.redis != "" {
 		tier := rules.ConsistencyStrict
 		if s.tier == "eventual" {
 			tier = rules.ConsistencyEventual
 		}
-		st, err = set.For(&cfg)(rules.Rule{Consistency: tier})
+		st, err = set.Tier(rules.Rule{Consistency: tier}, mode)
 	}
 	if err != nil {
 		set.Close()
@@ -270,7 +271,7 @@ func envoyRLSCharging(s envoyRLSSettings, set *stores.Set, log *slog.Logger) (en
 		ch.Counters = r
 	}
 	closeFn := func() {}
-	if c.onError == envoyrls.OnErrorLocal {
+	if c.onError == failmode.Local {
 		mem, err := memory.New(memory.Config{})
 		if err != nil {
 			return ch, closeFn, err

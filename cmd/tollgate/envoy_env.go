@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/envoyrls"
-	"github.com/tollgate-dev/tollgate/store/redis"
+	"github.com/tollgate-dev/tollgate/failmode"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 )
 
 // envoyRLSSettings are the command's settings, from the environment and
@@ -24,11 +25,11 @@ import (
 type envoyRLSSettings struct {
 	dir, grpc, http, debug, redis string
 	redisUser, redisPassword      string
-	redisMaster                   string         // REDIS_TYPE=sentinel: the master set's name
-	redisTLS                      bool           // REDIS_TLS
-	redisTLSFiles                 redis.TLSFiles // REDIS_TLS_CACERT, _CLIENT_CERT, _CLIENT_KEY, _SKIP_HOSTNAME_VERIFICATION
-	counting                      rlsCounting    // envoyRLSCountingEnv
-	redisTimeout                  time.Duration  // -redis-timeout
+	redisMaster                   string             // REDIS_TYPE=sentinel: the master set's name
+	redisTLS                      bool               // REDIS_TLS
+	redisTLSFiles                 redisconf.TLSFiles // REDIS_TLS_CACERT, _CLIENT_CERT, _CLIENT_KEY, _SKIP_HOSTNAME_VERIFICATION
+	counting                      rlsCounting        // envoyRLSCountingEnv
+	redisTimeout                  time.Duration      // -redis-timeout
 	headers                       string
 	limitH, remainingH, resetH    string
 	allOrNothing                  bool
@@ -109,11 +110,11 @@ func envoyRLSEnv(getenv func(string) string) (envoyRLSSettings, error) {
 	errs = append(errs, envoyRLSCountingEnv(getenv, &s.counting)...)
 	boolVar := func(name string) bool { return envBool(getenv, name, &errs) }
 	s.redisTLS = boolVar("REDIS_TLS")
-	s.redisTLSFiles = redis.TLSFiles{
+	s.redisTLSFiles = redisconf.TLSFiles{
 		CAFile: getenv("REDIS_TLS_CACERT"), CertFile: getenv("REDIS_TLS_CLIENT_CERT"), KeyFile: getenv("REDIS_TLS_CLIENT_KEY"),
 		SkipHostnameVerification: boolVar("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION"),
 	}
-	if !s.redisTLS && s.redisTLSFiles != (redis.TLSFiles{}) {
+	if !s.redisTLS && s.redisTLSFiles != (redisconf.TLSFiles{}) {
 		errs = append(errs, errors.New("REDIS_TLS_* is set but REDIS_TLS is not true"))
 	}
 	s.limitH, s.remainingH, s.resetH = getenv("LIMIT_LIMIT_HEADER"), getenv("LIMIT_REMAINING_HEADER"), getenv("LIMIT_RESET_HEADER")
@@ -306,7 +307,7 @@ type rlsCounting struct {
 	cacheKeyPrefix string        // CACHE_KEY_PREFIX
 	localCache     int           // LOCAL_CACHE_SIZE_IN_BYTES
 	jitter         time.Duration // EXPIRATION_JITTER_MAX_SECONDS
-	onError        string        // TOLLGATE_REDIS_ON_ERROR: "" (an error, as upstream), open, closed, local
+	onError        failmode.Mode // TOLLGATE_REDIS_ON_ERROR: "" (an error, as upstream), open, closed, local
 	notes          []string      // settings read but not honoured, logged at start
 }
 
@@ -354,9 +355,7 @@ func envoyRLSCountingEnv(getenv func(string) string, c *rlsCounting) []error {
 	c.cacheKeyPrefix = getenv("CACHE_KEY_PREFIX")
 	c.localCache = int(min(integer("LOCAL_CACHE_SIZE_IN_BYTES", 0), 1<<40))
 	c.jitter = time.Duration(min(integer("EXPIRATION_JITTER_MAX_SECONDS", 300), 1<<31)) * time.Second
-	switch c.onError = getenv("TOLLGATE_REDIS_ON_ERROR"); c.onError {
-	case envoyrls.OnErrorFail, envoyrls.OnErrorOpen, envoyrls.OnErrorClosed, envoyrls.OnErrorLocal:
-	default:
+	if c.onError = failmode.Mode(getenv("TOLLGATE_REDIS_ON_ERROR")); c.onError != failmode.Unset && !c.onError.Known() {
 		errs = append(errs, fmt.Errorf("TOLLGATE_REDIS_ON_ERROR=%q: want open, closed or local (unset: the call fails, as envoyproxy/ratelimit's)", c.onError))
 	}
 	return errs

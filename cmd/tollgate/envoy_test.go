@@ -152,7 +152,7 @@ func TestEnvoyRLSReadsEnvoyproxyEnvironment(t *testing.T) {
 }
 
 // TestEnvoyRLSOpensItsStoreThroughStores: the command's store is the one
-// package stores opens for serve and forward-auth: memory without Redis;
+// package storeopen opens for serve and forward-auth: memory without Redis;
 // on Redis (REDIS_AUTH's password honoured) strict or eventual.
 func TestEnvoyRLSOpensItsStoreThroughStores(t *testing.T) {
 	srv := redistest.Start(t, "--requirepass", "s3cret")

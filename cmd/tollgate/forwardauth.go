@@ -19,7 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/forwardauth"
 	"github.com/tollgate-dev/tollgate/rules"
-	"github.com/tollgate-dev/tollgate/stores"
+	stores "github.com/tollgate-dev/tollgate/storeopen"
 )
 
 var forwardAuthCommand = &command{

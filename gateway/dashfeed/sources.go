@@ -3,7 +3,7 @@ package dashfeed
 import (
 	"github.com/tollgate-dev/tollgate/gateway/adapt"
 	"github.com/tollgate-dev/tollgate/gateway/exchange"
-	"github.com/tollgate-dev/tollgate/stores"
+	stores "github.com/tollgate-dev/tollgate/storeopen"
 )
 
 // Sources are what the dashboard reads of the running gateway: the

@@ -6,7 +6,7 @@ import (
 	"github.com/tollgate-dev/tollgate/store/gossip"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/redis"
-	"github.com/tollgate-dev/tollgate/stores"
+	stores "github.com/tollgate-dev/tollgate/storeopen"
 )
 
 // RedisCollector exports a Redis store's state and counters (redis.Stats,

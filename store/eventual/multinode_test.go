@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/redis"
@@ -43,7 +44,7 @@ func TestNodeProcess(t *testing.T) {
 	// A failure is an error here, not a fallback: the test counts on
 	// every decision reaching Redis (strict) or the local view (eventual).
 	rs, err := redis.New(ctx, redis.Config{Addrs: []string{os.Getenv("TOLLGATE_REDIS")}, Prefix: os.Getenv("TOLLGATE_PREFIX"),
-		Timeout: 2 * time.Second, OnFailure: redis.FailClosed})
+		Timeout: 2 * time.Second, OnFailure: failmode.Closed})
 	if err != nil {
 		t.Fatal(err)
 	}

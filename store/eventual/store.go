@@ -15,8 +15,9 @@ import (
 	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
-// DefaultInterval is Config.Interval's default, and an eventual rule's
-// (rules.Rule.SyncInterval) in the gateway.
+// DefaultInterval is Config.Interval's default (the gateway gives an
+// eventual rule's, rules.Rule.SyncInterval, defaulting to
+// rules.DefaultSyncInterval).
 const DefaultInterval = 100 * time.Millisecond
 
 // Config configures a Store.

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/eventual"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
@@ -38,8 +40,8 @@ func BenchmarkFleetConvergence(b *testing.B) {
 	variants := []variant{
 		{"tick-only/back-to-back", true, 0},
 		{"nudge/back-to-back", false, 0},
-		{"tick-only/after-quiet", true, 2 * DefaultInterval},
-		{"nudge/after-quiet", false, 2 * DefaultInterval},
+		{"tick-only/after-quiet", true, 2 * gossipconf.DefaultInterval},
+		{"nudge/after-quiet", false, 2 * gossipconf.DefaultInterval},
 	}
 	for _, n := range []int{10, 32} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
@@ -122,7 +124,7 @@ func BenchmarkFleetOvershoot(b *testing.B) {
 	redisNodes := func(b *testing.B, prefix string) []*redis.Store {
 		var rs []*redis.Store
 		for range n {
-			r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}, Prefix: prefix, Timeout: 5 * time.Second, OnFailure: redis.FailClosed})
+			r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}, Prefix: prefix, Timeout: 5 * time.Second, OnFailure: failmode.Closed})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -134,7 +136,7 @@ func BenchmarkFleetOvershoot(b *testing.B) {
 	b.Run("tier=eventual", func(b *testing.B) {
 		var stores []limit.Store
 		for _, r := range redisNodes(b, "ev:") {
-			e, err := eventual.New(eventual.Config{Redis: r, Interval: DefaultInterval})
+			e, err := eventual.New(eventual.Config{Redis: r, Interval: gossipconf.DefaultInterval})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -203,7 +205,7 @@ func overshoot(b *testing.B, nodes []limit.Store) {
 			continue
 		}
 		over = append(over, float64(admitted.Load()-lim))
-		formula = append(formula, float64(n)*perNode*DefaultInterval.Seconds())
+		formula = append(formula, float64(n)*perNode*gossipconf.DefaultInterval.Seconds())
 		b.Logf("run %d: admitted %d of %d sent (limit %d), %.0f req/s per node", run, admitted.Load(), sent.Load(), lim, perNode)
 	}
 }
@@ -261,7 +263,7 @@ func BenchmarkFleetBandwidth(b *testing.B) {
 	// without a byte sent (at most 10s), and report how long it took.
 	drainStart := time.Now()
 	for last := sentBytes(); time.Since(drainStart) < 10*time.Second; {
-		time.Sleep(2 * DefaultInterval)
+		time.Sleep(2 * gossipconf.DefaultInterval)
 		now := sentBytes()
 		if now == last {
 			break

@@ -236,7 +236,7 @@ func TestTokenBucketAcrossNodesMatchesASingleBucket(t *testing.T) {
 // join nor inject counts; the same message sealed with the key merges.
 func TestANodeWithoutTheKeyCannotJoinOrInject(t *testing.T) {
 	key := []byte("0123456789abcdef")
-	withKey := func(k []byte) func(*Config) { return func(c *Config) { c.SecretKey = k } }
+	withKey := func(k []byte) func(*Config) { return func(c *Config) { c.Key = k } }
 	clock := newFakeClock()
 	a := newNode(t, "a", clock, nil, withKey(key))
 	b := newNode(t, "b", clock, []string{a.Addr()}, withKey(key))

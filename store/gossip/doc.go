@@ -82,7 +82,7 @@
 // comes back under its old name takes its own counter back from its
 // peers. A node without seeds (or whose only seed is itself) is warm at
 // once; one whose seeds never answer stays cold until another node joins
-// it. Ready tells when the node is warm. The gateway (package stores)
+// it. Ready tells when the node is warm. The gateway (package storeopen)
 // answers ErrNotWarm by the rule's failure mode: open allows, closed
 // refuses, local decides in that gateway alone.
 //
@@ -165,7 +165,7 @@
 // that fails to decode, claims a count beyond four times the limit, or a
 // window starting more than MaxSkew (30 s, the clock difference allowed
 // between nodes) after the receiver's now is dropped whole and counted
-// in Stats.Dropped; with SecretKey set, memberlist drops anything not
+// in Stats.Dropped; with Key set, memberlist drops anything not
 // sealed with it, counted as Unauthenticated. Counts saturate; none is
 // ever negative or wrapped.
 //
@@ -179,7 +179,7 @@
 // the key to its limit on its own admissions at least. (A forger can
 // still add counts, which makes keys stricter, or hide another node's
 // counts from the receiver for up to MaxSkew with a later window in that
-// node's name: set SecretKey wherever the network is not trusted.)
+// node's name: set Key wherever the network is not trusted.)
 //
 // A stream (TCP: a push/pull's full state, a fallback ping) is read
 // before it is authenticated: memberlist reads a sealed one whole, up to

@@ -8,18 +8,19 @@ import (
 
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/gossip"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // Two nodes of a fleet on loopback: the second joins the first, is warm
 // once it has its state, and both decide locally against one shared
 // count.
 func ExampleNew() {
-	a, err := gossip.New(gossip.Config{Name: "edge-a", BindAddr: "127.0.0.1"})
+	a, err := gossip.New(gossip.Config{Config: gossipconf.Config{Name: "edge-a", BindAddr: "127.0.0.1", BindPort: new(0)}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer a.Close()
-	b, err := gossip.New(gossip.Config{Name: "edge-b", BindAddr: "127.0.0.1", Seeds: []string{a.Addr()}})
+	b, err := gossip.New(gossip.Config{Config: gossipconf.Config{Name: "edge-b", BindAddr: "127.0.0.1", Seeds: []string{a.Addr()}, BindPort: new(0)}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // startFleet starts n nodes on loopback, each joining the first, and
@@ -20,7 +21,7 @@ func startFleet(t testing.TB, n int, clock func() int64, tweak ...func(*Config))
 		if i > 0 {
 			seeds = []string{nodes[0].Addr()}
 		}
-		cfg := Config{Name: fmt.Sprintf("n%02d", i), BindAddr: "127.0.0.1", Seeds: seeds, Clock: clock}
+		cfg := Config{Config: gossipconf.Config{Name: fmt.Sprintf("n%02d", i), BindAddr: "127.0.0.1", Seeds: seeds, BindPort: new(0)}, Clock: clock}
 		for _, f := range tweak {
 			f(&cfg)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // captured is a Transport that keeps what was broadcast.
@@ -20,11 +21,11 @@ func (c *captured) Broadcast(msg []byte) { c.msgs = append(c.msgs, append([]byte
 func TestTransportCarriesRoundsToMergeDelta(t *testing.T) {
 	clock := newFakeClock()
 	var ta, tb captured
-	a, err := New(Config{Name: "a", Clock: clock.now, Transport: &ta})
+	a, err := New(Config{Config: gossipconf.Config{Name: "a"}, Clock: clock.now, Transport: &ta})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New(Config{Name: "b", Clock: clock.now, Transport: &tb})
+	b, err := New(Config{Config: gossipconf.Config{Name: "b"}, Clock: clock.now, Transport: &tb})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestTransportCarriesRoundsToMergeDelta(t *testing.T) {
 
 // A Transport broadcasts to every member: a fan-out is refused.
 func TestTransportRefusesAFanout(t *testing.T) {
-	if _, err := New(Config{Name: "a", Fanout: 2, Transport: &captured{}}); err == nil {
+	if _, err := New(Config{Config: gossipconf.Config{Name: "a", Fanout: 2}, Transport: &captured{}}); err == nil {
 		t.Fatal("fan-out with a Transport accepted")
 	}
 }
@@ -88,7 +89,7 @@ func TestTransportRefusesAFanout(t *testing.T) {
 // does not ask.
 func TestKickedReportsTheNudge(t *testing.T) {
 	clock := newFakeClock()
-	s, err := New(Config{Name: "a", Clock: clock.now, Transport: &captured{}})
+	s, err := New(Config{Config: gossipconf.Config{Name: "a"}, Clock: clock.now, Transport: &captured{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestKickedReportsTheNudge(t *testing.T) {
 func TestAForgedOwnWindowLiftsNoLimit(t *testing.T) {
 	clock := newFakeClock()
 	var ta captured
-	a, err := New(Config{Name: "a", Clock: clock.now, Transport: &ta})
+	a, err := New(Config{Config: gossipconf.Config{Name: "a"}, Clock: clock.now, Transport: &ta})
 	if err != nil {
 		t.Fatal(err)
 	}

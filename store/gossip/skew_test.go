@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // wire is a Transport that hands each broadcast message at once to the
@@ -47,8 +48,7 @@ func skewFleet(t *testing.T, skew time.Duration) (nodes []*Store, now *int64, dr
 	*now = testNow
 	drops = new(int)
 	for i, off := range []time.Duration{0, skew} {
-		s, err := New(Config{Name: fmt.Sprint("n", i), Clock: func() int64 { return *now + int64(off) },
-			Transport: wire{from: i, nodes: &nodes, drops: drops}})
+		s, err := New(Config{Config: gossipconf.Config{Name: fmt.Sprint("n", i)}, Clock: func() int64 { return *now + int64(off) }, Transport: wire{from: i, nodes: &nodes, drops: drops}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -67,7 +67,7 @@ type Dropped struct {
 	// than MaxSkew from the receiver's.
 	Skew uint64
 	// Unauthenticated packets and streams were not sealed with
-	// Config.SecretKey (or were sealed when there is none).
+	// Config.Key (or were sealed when there is none).
 	Unauthenticated uint64
 	// Mismatch counts keys (not messages) whose policy differs from this
 	// node's: the nodes' configurations disagree.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -122,10 +121,10 @@ func (t *nodeTable) name(id uint32) string {
 // (retrying while none answers) and starts gossiping. The node is warm
 // (see Ready) once the join's state exchange is merged.
 func New(cfg Config) (*Store, error) {
+	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
 	s := &Store{cfg: cfg, raw: cfg.Clock,
 		warmCh: make(chan struct{}), joined: make(chan struct{}), enc: newEncoder(cfg.MessageBytes),
 		kick: make(chan struct{}, 1),
@@ -147,17 +146,15 @@ func New(cfg Config) (*Store, error) {
 		return s.detached(), nil
 	}
 	mc := memberlist.DefaultLANConfig()
-	if cfg.Name != "" {
+	if cfg.Name != "" { // the host name by default (gossipconf's Defaults)
 		mc.Name = cfg.Name
-	} else if h, err := os.Hostname(); err == nil {
-		mc.Name = h
 	}
-	mc.BindAddr, mc.BindPort = cfg.BindAddr, cfg.BindPort
-	mc.AdvertiseAddr, mc.AdvertisePort = cfg.AdvertiseAddr, cfg.BindPort
+	mc.BindAddr, mc.BindPort = cfg.BindAddr, cfg.Port()
+	mc.AdvertiseAddr, mc.AdvertisePort = cfg.AdvertiseAddr, cfg.Port()
 	if cfg.AdvertisePort != 0 {
 		mc.AdvertisePort = cfg.AdvertisePort
 	}
-	mc.SecretKey = cfg.SecretKey
+	mc.SecretKey = cfg.Key
 	mc.PushPullInterval = cfg.PushPullInterval
 	// A node restarted under its name at another address (a new port, a
 	// rescheduled container) takes its name back once its old incarnation
@@ -176,8 +173,8 @@ func New(cfg Config) (*Store, error) {
 	self, _ := s.nodes.id([]byte(mc.Name))
 	s.self, s.name = self, mc.Name
 	if !cfg.netTransport {
-		s.gate = newStreamGate(len(cfg.SecretKey) > 0, int64(cfg.MaxStateBytes), int64(cfg.StateBytesInFlight), &s.st, s.logger.Printf)
-		tr, err := newTransport(cfg.BindAddr, cfg.BindPort, s.gate)
+		s.gate = newStreamGate(len(cfg.Key) > 0, int64(cfg.MaxStateBytes), int64(cfg.StateBytesInFlight), &s.st, s.logger.Printf)
+		tr, err := newTransport(cfg.BindAddr, cfg.Port(), s.gate)
 		if err != nil {
 			return nil, err
 		}

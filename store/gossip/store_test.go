@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // fakeClock is a clock tests move by hand, shared by a test's nodes.
@@ -29,7 +30,7 @@ func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 // test.
 func newNode(t testing.TB, name string, clock *fakeClock, seeds []string, tweak ...func(*Config)) *Store {
 	t.Helper()
-	cfg := Config{Name: name, BindAddr: "127.0.0.1", Seeds: seeds, Clock: clock.now, Interval: 20 * time.Millisecond}
+	cfg := Config{Config: gossipconf.Config{Name: name, BindAddr: "127.0.0.1", Seeds: seeds, Interval: 20 * time.Millisecond, BindPort: new(0)}, Clock: clock.now}
 	for _, f := range tweak {
 		f(&cfg)
 	}
@@ -43,7 +44,7 @@ func newNode(t testing.TB, name string, clock *fakeClock, seeds []string, tweak 
 }
 
 func TestNewRefusesABadConfig(t *testing.T) {
-	_, err := New(Config{BindAddr: "localhost", BindPort: 70000, SecretKey: []byte("short"), Interval: -1, Seeds: []string{"nohost"}})
+	_, err := New(Config{Config: gossipconf.Config{BindAddr: "localhost", BindPort: new(70000), Key: []byte("short"), Interval: -1, Seeds: []string{"nohost"}}})
 	if err == nil {
 		t.Fatal("New accepted a bad config")
 	}
@@ -270,7 +271,7 @@ func TestAKeyFloodDoesNotLockOutNewcomers(t *testing.T) {
 // is the fleet: warm at once.
 func TestANodeSeededWithItselfIsWarm(t *testing.T) {
 	port := freeUDPTCPPort(t)
-	s := newNode(t, "a", newFakeClock(), []string{fmt.Sprintf("127.0.0.1:%d", port)}, func(c *Config) { c.BindPort = port })
+	s := newNode(t, "a", newFakeClock(), []string{fmt.Sprintf("127.0.0.1:%d", port)}, func(c *Config) { c.BindPort = &port })
 	if !s.Warm() {
 		t.Fatal("a node seeded with itself is cold")
 	}

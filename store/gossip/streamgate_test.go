@@ -67,7 +67,7 @@ func TestStreamsAreBoundedBeforeAuthentication(t *testing.T) {
 			tweak := func(c *Config) {
 				c.MaxStateBytes, c.StateBytesInFlight = mib, mib+mib/2
 				if sealed {
-					c.SecretKey = []byte("0123456789abcdef")
+					c.Key = []byte("0123456789abcdef")
 				}
 			}
 			clock := newFakeClock()

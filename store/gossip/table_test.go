@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // The counter table without memberlist: a Store on a Transport that
@@ -17,7 +18,7 @@ import (
 func newTableNode(t *testing.T, maxKeys int) (*Store, *fakeClock) {
 	t.Helper()
 	clock := newFakeClock()
-	s, err := New(Config{Name: "a", Clock: clock.now, MaxKeys: maxKeys, Transport: &captured{}})
+	s, err := New(Config{Config: gossipconf.Config{Name: "a", MaxKeys: maxKeys}, Clock: clock.now, Transport: &captured{}})
 	if err != nil {
 		t.Fatal(err)
 	}

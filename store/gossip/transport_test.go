@@ -4,13 +4,15 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // The transport binds TCP and UDP on one port, hands on each packet in a
 // buffer of its own size, advertises what it bound, and shuts down
 // without leaving its readers blocked.
 func TestTransport(t *testing.T) {
-	tr, err := newTransport("127.0.0.1", 0, newStreamGate(false, DefaultMaxStateBytes, 2*DefaultMaxStateBytes, nil, nil))
+	tr, err := newTransport("127.0.0.1", 0, newStreamGate(false, gossipconf.DefaultMaxStateBytes, 2*gossipconf.DefaultMaxStateBytes, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/limit/limittest"
@@ -71,9 +72,9 @@ func BenchmarkApplyRedisDown(b *testing.B) {
 	for !s.Stats().BreakerOpen {
 		s.Apply(ctx, "k", p, 1)
 	}
-	for _, m := range []FailMode{FailOpen, FailClosed, FailLocal} {
+	for _, m := range []failmode.Mode{failmode.Open, failmode.Closed, failmode.Local} {
 		st := s.WithFailure(m)
-		b.Run("mode="+m.String(), func(b *testing.B) {
+		b.Run("mode="+string(m), func(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
 				st.Apply(ctx, "k", p, 1)

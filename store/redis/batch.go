@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
@@ -144,7 +145,7 @@ func (bt *batcher) release(b *batch) {
 
 // applyBatched is apply's call to Redis for a token bucket on a
 // standalone Redis: one decision of a batch.
-func (s *Store) applyBatched(ctx context.Context, c *conn, key string, p limit.Policy, cost int64, a args, mode FailMode, now int64, epoch uint64) (limit.Decision, error) {
+func (s *Store) applyBatched(ctx context.Context, c *conn, key string, p limit.Policy, cost int64, a args, mode failmode.Mode, now int64, epoch uint64) (limit.Decision, error) {
 	rkey := s.redisKey(key)
 	b, i := s.join(c, rkey, costArg(cost, a), a)
 	var v [width + 1]int64

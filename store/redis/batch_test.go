@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/redistest"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/limit/limittest"
 )
@@ -130,14 +131,14 @@ func TestContendedDecisionsShareScriptCalls(t *testing.T) {
 // held decides reqs (token buckets) as one batch: the call slots are held
 // taken while they join it, then freed. It returns their decisions and
 // errors in the order of reqs.
-func held(t *testing.T, s *Store, mode FailMode, reqs []limit.Request) ([]limit.Decision, []error) {
+func held(t *testing.T, s *Store, mode failmode.Mode, reqs []limit.Request) ([]limit.Decision, []error) {
 	t.Helper()
 	return heldThen(t, s, mode, reqs, func() {})
 }
 
 // heldThen is held, calling then once every request has joined, before
 // the slots are freed.
-func heldThen(t *testing.T, s *Store, mode FailMode, reqs []limit.Request, then func()) ([]limit.Decision, []error) {
+func heldThen(t *testing.T, s *Store, mode failmode.Mode, reqs []limit.Request, then func()) ([]limit.Decision, []error) {
 	t.Helper()
 	bt := &s.batch
 	bt.mu.Lock()
@@ -201,7 +202,7 @@ func TestOneBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.CLI(t, "CONFIG", "RESETSTAT")
-	got, errs := held(t, s, FailClosed, reqs)
+	got, errs := held(t, s, failmode.Closed, reqs)
 	if n := scriptCalls(t, srv); n != 1 {
 		t.Fatalf("%d script calls for one batch, want 1", n)
 	}
@@ -267,7 +268,7 @@ func TestBatchWaitingWhenTheBreakerOpensIsNotSent(t *testing.T) {
 	for i := range reqs {
 		reqs[i] = limit.Request{Key: "k" + strconv.Itoa(i), Policy: p, Cost: 1}
 	}
-	got, errs := heldThen(t, s, FailClosed, reqs, func() {
+	got, errs := heldThen(t, s, failmode.Closed, reqs, func() {
 		for range 3 {
 			s.breaker.done(false)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 )
@@ -46,11 +47,11 @@ func busy(t *testing.T, srv *redistest.Server) {
 // failures.
 func TestBusyIsUnavailable(t *testing.T) {
 	srv := redistest.Start(t, "--busy-reply-threshold", "10")
-	s := open(t, srv.Addr, Config{OnFailure: FailOpen, Timeout: 200 * time.Millisecond, CacheSize: -1,
+	s := open(t, srv.Addr, Config{OnFailure: failmode.Open, Timeout: 200 * time.Millisecond, CacheSize: -1,
 		BreakerFailures: 100})
 	p := limit.TokenBucket{Rate: limit.Per(10, time.Second)}
 	// s2 is opened now: a busy server refuses the connection handshake.
-	s2 := open(t, srv.Addr, Config{OnFailure: FailOpen, Timeout: 200 * time.Millisecond, CacheSize: -1,
+	s2 := open(t, srv.Addr, Config{OnFailure: failmode.Open, Timeout: 200 * time.Millisecond, CacheSize: -1,
 		BreakerFailures: 2, BreakerCooldown: time.Hour})
 	ctx := context.Background()
 	if _, err := s2.Apply(ctx, "k", p, 1); err != nil {
@@ -70,7 +71,7 @@ func TestBusyIsUnavailable(t *testing.T) {
 		if d, err := s.ApplyAll(ctx, []limit.Request{{Key: "k", Policy: p, Cost: 1}}); err != nil || !d.Allowed {
 			t.Errorf("ApplyAll %d during BUSY: %+v %v, want the FailOpen decision", i, d, err)
 		}
-		if d, err := s.WithFailure(FailClosed).Apply(ctx, "k", p, 1); err != nil || d.Allowed {
+		if d, err := s.WithFailure(failmode.Closed).Apply(ctx, "k", p, 1); err != nil || d.Allowed {
 			t.Errorf("FailClosed Apply %d during BUSY: %+v %v, want the FailClosed decision", i, d, err)
 		}
 	}
@@ -95,7 +96,7 @@ func TestBusyIsUnavailable(t *testing.T) {
 // answers, as for a Redis that is down.
 func TestReadOnlyIsUnavailable(t *testing.T) {
 	srv := redistest.Start(t)
-	s := open(t, srv.Addr, Config{OnFailure: FailClosed, Timeout: 200 * time.Millisecond, CacheSize: -1, BreakerFailures: 100})
+	s := open(t, srv.Addr, Config{OnFailure: failmode.Closed, Timeout: 200 * time.Millisecond, CacheSize: -1, BreakerFailures: 100})
 	p := limit.TokenBucket{Rate: limit.Per(10, time.Second)}
 	ctx := context.Background()
 	if d, err := s.Apply(ctx, "k", p, 1); err != nil || !d.Allowed {

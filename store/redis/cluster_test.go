@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 )
@@ -22,7 +23,7 @@ func TestCluster(t *testing.T) {
 		t.Skip("starts a 3-node cluster")
 	}
 	c := redistest.StartCluster(t)
-	s, err := New(context.Background(), Config{Addrs: c.Addrs()[:1], OnFailure: FailClosed, CacheSize: -1, Timeout: 5 * time.Second})
+	s, err := New(context.Background(), Config{Addrs: c.Addrs()[:1], OnFailure: failmode.Closed, CacheSize: -1, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,10 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-)
 
-// DefaultTimeout is Config.Timeout's default, and the gateway's
-// (store.redis.timeout): 50ms bounds a round trip to Redis.
-const DefaultTimeout = 50 * time.Millisecond
+	"github.com/tollgate-dev/tollgate/failmode"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
+)
 
 // Config configures a Store. Only Addrs is required; every other field has a
 // documented zero-value default.
@@ -32,7 +31,7 @@ type Config struct {
 	Username, Password string
 	// TLS, when not nil, encrypts every connection (to Redis, to each
 	// Cluster node, to the Sentinels and the master they name) with it;
-	// see TLSFiles to build one. Nil: plain TCP.
+	// see redisconf.TLSFiles to build one. Nil: plain TCP.
 	TLS *tls.Config
 	// DB is the database SELECTed on a standalone server; 0 by default.
 	DB int
@@ -46,15 +45,15 @@ type Config struct {
 	// MinTTL is, when Clock is set, the least time to live of a key (an
 	// injected clock need not run at real speed). Zero means 10s.
 	MinTTL time.Duration
-	// Timeout bounds each round trip to Redis. Zero means DefaultTimeout. Callers
+	// Timeout bounds each round trip to Redis. Zero means redisconf.DefaultTimeout. Callers
 	// whose context cannot be cancelled share one deadline per tenth of
 	// the timeout, so a round trip is abandoned after between Timeout and
 	// 1.1×Timeout.
 	Timeout time.Duration
 	// OnFailure is the answer when Redis fails, times out or the breaker
 	// is open, for Apply and ApplyAll; WithFailure chooses it per rule.
-	// The zero value is FailLocal.
-	OnFailure FailMode
+	// Unset means failmode.Default (local).
+	OnFailure failmode.Mode
 	// BreakerFailures is how many consecutive failures open the circuit
 	// breaker. Zero means 5.
 	BreakerFailures int
@@ -70,7 +69,7 @@ type Config struct {
 	// CPU under load, for at most this much added latency. Zero means
 	// 20µs; negative means no wait.
 	FlushDelay time.Duration
-	// LocalMaxKeys bounds the in-memory store FailLocal decides with.
+	// LocalMaxKeys bounds the in-memory store failmode.Local decides with.
 	// Zero means 65,536.
 	LocalMaxKeys int
 	// Logger, when set, receives one line per change of the store's
@@ -96,8 +95,8 @@ func (c Config) Validate() error {
 	if c.BreakerFailures < 0 || c.LocalMaxKeys < 0 {
 		errs = append(errs, errors.New("redis: BreakerFailures and LocalMaxKeys must not be negative"))
 	}
-	if c.OnFailure > FailClosed {
-		errs = append(errs, fmt.Errorf("redis: unknown OnFailure %d", c.OnFailure))
+	if c.OnFailure != failmode.Unset && !c.OnFailure.Known() {
+		errs = append(errs, fmt.Errorf("redis: unknown OnFailure %q (want %s)", c.OnFailure, failmode.Words))
 	}
 	return errors.Join(errs...)
 }
@@ -110,7 +109,7 @@ func (c Config) withDefaults() Config {
 		c.MinTTL = 10 * time.Second
 	}
 	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
+		c.Timeout = redisconf.DefaultTimeout
 	}
 	if c.BreakerFailures == 0 {
 		c.BreakerFailures = 5
@@ -128,49 +127,4 @@ func (c Config) withDefaults() Config {
 		c.LocalMaxKeys = 1 << 16
 	}
 	return c
-}
-
-// FailMode is what a decision answers when Redis cannot.
-type FailMode uint8
-
-// The failure modes.
-const (
-	// FailLocal decides with an in-memory store and the same policy,
-	// each node alone, until Redis is back (the zero value).
-	FailLocal FailMode = iota
-	// FailOpen allows every request.
-	FailOpen
-	// FailClosed refuses every request, with RetryAfter the breaker's
-	// cooldown.
-	FailClosed
-)
-
-// String returns "local", "open" or "closed", the configuration's words.
-func (m FailMode) String() string {
-	switch m {
-	case FailOpen:
-		return "open"
-	case FailClosed:
-		return "closed"
-	case FailLocal:
-		return "local"
-	}
-	return fmt.Sprintf("FailMode(%d)", uint8(m))
-}
-
-// ErrUnknownFailMode reports a name ParseFailMode does not know.
-var ErrUnknownFailMode = errors.New("unknown failure mode")
-
-// ParseFailMode reads "open", "closed" or "local" (the words of
-// rules.OnErrorOpen, rules.OnErrorClosed and rules.OnErrorLocal).
-func ParseFailMode(s string) (FailMode, error) {
-	switch s {
-	case "open":
-		return FailOpen, nil
-	case "closed":
-		return FailClosed, nil
-	case "local":
-		return FailLocal, nil
-	}
-	return 0, fmt.Errorf("%w %q (want open, closed or local)", ErrUnknownFailMode, s)
 }

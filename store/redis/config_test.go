@@ -2,12 +2,12 @@ package redis
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
@@ -18,7 +18,7 @@ func TestConfigValidate(t *testing.T) {
 		"no address":     {},
 		"brace prefix":   {Addrs: []string{"x:1"}, Prefix: "a{b}"},
 		"negative":       {Addrs: []string{"x:1"}, Timeout: -1},
-		"unknown mode":   {Addrs: []string{"x:1"}, OnFailure: 9},
+		"unknown mode":   {Addrs: []string{"x:1"}, OnFailure: "maybe"},
 		"negative sizes": {Addrs: []string{"x:1"}, BreakerFailures: -1},
 	} {
 		if err := c.Validate(); err == nil {
@@ -27,22 +27,6 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if err := (Config{Addrs: []string{"127.0.0.1:6379"}}).Validate(); err != nil {
 		t.Errorf("minimal config: %v", err)
-	}
-}
-
-func TestParseFailMode(t *testing.T) {
-	for s, want := range map[string]FailMode{"open": FailOpen, "closed": FailClosed, "local": FailLocal} {
-		if got, err := ParseFailMode(s); err != nil || got != want {
-			t.Errorf("ParseFailMode(%q) = %v, %v", s, got, err)
-		}
-		if back, err := ParseFailMode(want.String()); err != nil || back != want {
-			t.Errorf("%v does not round-trip through String", want)
-		}
-	}
-	for _, s := range []string{"maybe", "fail_open", "fail_closed", "allow", "refuse"} {
-		if _, err := ParseFailMode(s); !errors.Is(err, ErrUnknownFailMode) {
-			t.Errorf("ParseFailMode(%s): %v", s, err)
-		}
 	}
 }
 
@@ -94,7 +78,7 @@ func TestPassword(t *testing.T) {
 	srv := redistest.Start(t, "--requirepass", "s3cret")
 	var logs logtest.Buffer
 	bad, err := New(context.Background(), Config{Addrs: []string{srv.Addr}, Password: "hunter2-wrong",
-		OnFailure: FailClosed, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		OnFailure: failmode.Closed, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,11 +69,11 @@
 // call started is not failed by that call's shorter deadline (it tries
 // again within its own). Consecutive
 // failures open a circuit breaker, after which decisions are answered at
-// once by the failure mode (FailOpen, FailClosed or FailLocal, an in-memory
-// store with the same policy) until a probe succeeds: after each cooldown
+// once by the failure mode (package failmode: Open,
+// Closed or Local, an in-memory store with the same policy) until a probe succeeds: after each cooldown
 // the store PINGs Redis in the background, so no caller waits for it. The failure
 // mode is chosen per rule with Store.WithFailure; its words ("open",
-// "closed", "local": ParseFailMode) are the rule engine's on_error.
+// "closed", "local") are the rule engine's on_error.
 //
 // The same answer is given while the store has not connected yet (New does
 // not fail for a Redis that is down: it keeps dialing in the background)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/redis/rueidis"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
@@ -34,7 +35,7 @@ const eachStack = 8
 // errShortOut reports an ApplyEach whose out is shorter than its reqs.
 var errShortOut = errors.New("redis: ApplyEach: out is shorter than reqs")
 
-func (s *Store) applyEach(ctx context.Context, reqs []limit.Request, out []limit.Decision, mode FailMode) error {
+func (s *Store) applyEach(ctx context.Context, reqs []limit.Request, out []limit.Decision, mode failmode.Mode) error {
 	if len(out) < len(reqs) {
 		return errShortOut
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/limit/limittest"
@@ -97,7 +98,7 @@ func TestApplyEachOnACluster(t *testing.T) {
 // restart, SCRIPT FLUSH) is sent the script again, and decides.
 func TestApplyEachAfterScriptFlush(t *testing.T) {
 	srv := redistest.Start(t)
-	s := open(t, srv.Addr, Config{CacheSize: -1, OnFailure: FailClosed})
+	s := open(t, srv.Addr, Config{CacheSize: -1, OnFailure: failmode.Closed})
 	p := limit.FixedWindow{Limit: 2, Window: time.Hour}
 	reqs := []limit.Request{{Key: "x", Policy: p, Cost: 1}, {Key: "y", Policy: p, Cost: 1}}
 	out := make([]limit.Decision, 2)
@@ -129,7 +130,7 @@ func TestApplyEachFollowsTheFailureMode(t *testing.T) {
 	srv.CLI(t, "SET", "tollgate:{bad}", "garbage")
 	reqs := []limit.Request{{Key: "ok", Policy: p, Cost: 1}, {Key: "bad", Policy: p, Cost: 1}, {Key: "ok2", Policy: p, Cost: 1}}
 	out := make([]limit.Decision, 3)
-	if err := s.WithFailure(FailClosed).(limit.EachApplier).ApplyEach(ctx, reqs, out); err != nil {
+	if err := s.WithFailure(failmode.Closed).(limit.EachApplier).ApplyEach(ctx, reqs, out); err != nil {
 		t.Fatal(err)
 	}
 	for i, d := range out {
@@ -141,7 +142,7 @@ func TestApplyEachFollowsTheFailureMode(t *testing.T) {
 		t.Fatalf("stats after the error reply: %+v", st)
 	}
 	srv.Kill()
-	if err := s.WithFailure(FailOpen).(limit.EachApplier).ApplyEach(ctx, reqs, out); err != nil {
+	if err := s.WithFailure(failmode.Open).(limit.EachApplier).ApplyEach(ctx, reqs, out); err != nil {
 		t.Fatal(err)
 	}
 	for i, d := range out {

@@ -6,6 +6,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/redis"
 )
@@ -17,7 +18,7 @@ func ExampleNew() {
 	st, err := redis.New(ctx, redis.Config{
 		Addrs:     []string{"127.0.0.1:6379"},
 		Timeout:   30 * time.Millisecond,
-		OnFailure: redis.FailLocal, // decide in memory while Redis is down
+		OnFailure: failmode.Local, // decide in memory while Redis is down
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -40,8 +41,8 @@ func ExampleStore_WithFailure() {
 		log.Fatal(err)
 	}
 	defer st.Close()
-	login := st.WithFailure(redis.FailClosed) // never let a brute force through
-	search := st.WithFailure(redis.FailOpen)  // availability first
+	login := st.WithFailure(failmode.Closed) // never let a brute force through
+	search := st.WithFailure(failmode.Open)  // availability first
 
 	p := limit.Policy(limit.FixedWindow{Limit: 5, Window: time.Minute})
 	if d, err := login.Apply(ctx, "login:{alice}", p, 1); err == nil && !d.Allowed {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/logtest"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
@@ -35,7 +36,7 @@ func TestRedisDown(t *testing.T) {
 	}
 	// A policy Redis never refuses: any refusal is the failure mode's.
 	p := limit.TokenBucket{Rate: limit.Per(1_000_000, time.Second), Burst: 1_000_000}
-	modes := []FailMode{FailOpen, FailClosed, FailLocal}
+	modes := []failmode.Mode{failmode.Open, failmode.Closed, failmode.Local}
 
 	var (
 		down      atomic.Bool
@@ -81,7 +82,7 @@ func TestRedisDown(t *testing.T) {
 				}
 				if wasDown && down.Load() {
 					downCount[w%3].Add(1)
-					if mode == FailClosed && d.Allowed || mode != FailClosed && !d.Allowed {
+					if mode == failmode.Closed && d.Allowed || mode != failmode.Closed && !d.Allowed {
 						wrong.Add(1)
 						t.Errorf("mode %v while down: allowed=%v", mode, d.Allowed)
 					}
@@ -158,15 +159,15 @@ func TestStartsWhileRedisIsDown(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	p := limit.FixedWindow{Limit: 2, Window: time.Hour}
-	for _, mode := range []FailMode{FailOpen, FailClosed, FailLocal} {
-		d, err := s.WithFailure(mode).Apply(ctx, "down-"+mode.String(), p, 1)
-		if err != nil || d.Allowed != (mode != FailClosed) {
+	for _, mode := range []failmode.Mode{failmode.Open, failmode.Closed, failmode.Local} {
+		d, err := s.WithFailure(mode).Apply(ctx, "down-"+string(mode), p, 1)
+		if err != nil || d.Allowed != (mode != failmode.Closed) {
 			t.Errorf("%v while down: %+v, %v", mode, d, err)
 		}
 	}
 	// local decides in memory with the same policy: the third is refused.
 	for i, want := range []bool{true, false} {
-		if d, _ := s.WithFailure(FailLocal).Apply(ctx, "down-local", p, 1); d.Allowed != want {
+		if d, _ := s.WithFailure(failmode.Local).Apply(ctx, "down-local", p, 1); d.Allowed != want {
 			t.Errorf("local decision %d while down: allowed %v, want %v", i+2, d.Allowed, want)
 		}
 	}
@@ -176,7 +177,7 @@ func TestStartsWhileRedisIsDown(t *testing.T) {
 	srv.Restart(t)
 	waitFor(t, func() bool { return s.Stats().Connected })
 	for i := range 3 {
-		d, err := s.WithFailure(FailClosed).Apply(ctx, "up", p, 1)
+		d, err := s.WithFailure(failmode.Closed).Apply(ctx, "up", p, 1)
 		if err != nil || d.Allowed != (i < 2) {
 			t.Fatalf("decision %d after Redis came up: %+v, %v", i, d, err)
 		}
@@ -207,15 +208,15 @@ func TestErrorReplyFollowsTheFailureMode(t *testing.T) {
 	srv.CLI(t, "SET", "tollgate:{"+key+"}", "garbage")
 	p := limit.TokenBucket{Rate: limit.Per(10, time.Hour), Burst: 10}
 	for i := range 50 {
-		for _, mode := range []FailMode{FailOpen, FailClosed, FailLocal} {
+		for _, mode := range []failmode.Mode{failmode.Open, failmode.Closed, failmode.Local} {
 			// local decides in memory: its burst of 10, then refusals.
-			want := mode == FailOpen || mode == FailLocal && i < 10
+			want := mode == failmode.Open || mode == failmode.Local && i < 10
 			d, err := s.WithFailure(mode).Apply(ctx, key, p, 1)
 			if err != nil || d.Allowed != want {
 				t.Fatalf("%v on a wrong-type key: %+v, %v", mode, d, err)
 			}
 		}
-		d, err := s.WithFailure(FailClosed).ApplyAll(ctx, []limit.Request{{Key: key, Policy: p, Cost: 1}, {Key: "other", Policy: p, Cost: 1}})
+		d, err := s.WithFailure(failmode.Closed).ApplyAll(ctx, []limit.Request{{Key: key, Policy: p, Cost: 1}, {Key: "other", Policy: p, Cost: 1}})
 		if err != nil || d.Allowed {
 			t.Fatalf("closed ApplyAll on a wrong-type key: %+v, %v", d, err)
 		}
@@ -224,7 +225,7 @@ func TestErrorReplyFollowsTheFailureMode(t *testing.T) {
 	if st.ReplyErrors != 200 || st.BreakerOpen || st.BreakerTrips != 0 || st.FailClosed != 100 {
 		t.Fatalf("stats: %+v", st)
 	}
-	if d, err := s.WithFailure(FailClosed).Apply(ctx, "healthy", p, 1); err != nil || !d.Allowed {
+	if d, err := s.WithFailure(failmode.Closed).Apply(ctx, "healthy", p, 1); err != nil || !d.Allowed {
 		t.Fatalf("another key after the error replies: %+v, %v", d, err)
 	}
 	out := logs.String()
@@ -287,9 +288,9 @@ func TestStartsWhileRedisIsStalled(t *testing.T) {
 	defer s.Close()
 	t.Logf("New returned after %v", took)
 	p := limit.FixedWindow{Limit: 1, Window: time.Hour}
-	for _, mode := range []FailMode{FailOpen, FailClosed} {
+	for _, mode := range []failmode.Mode{failmode.Open, failmode.Closed} {
 		d, err := s.WithFailure(mode).Apply(context.Background(), "k", p, 1)
-		if err != nil || d.Allowed != (mode == FailOpen) {
+		if err != nil || d.Allowed != (mode == failmode.Open) {
 			t.Errorf("%v with a stalled Redis: %+v, %v", mode, d, err)
 		}
 	}
@@ -351,13 +352,13 @@ func TestStalledReconnectAnswersAtTheTimeout(t *testing.T) {
 		if i == 200 {
 			t.Fatalf("%d decisions, %d of them reconnecting: want 3", i, lateDials.Load())
 		}
-		m := []FailMode{FailClosed, FailOpen}[i%2]
+		m := []failmode.Mode{failmode.Closed, failmode.Open}[i%2]
 		var d limit.Decision
 		var err error
 		if el := working(func() { d, err = s.WithFailure(m).Apply(ctx, "k", p, 1) }); el > bound {
 			t.Fatalf("decision %d (%v) answered after %v (not counting waits for a CPU), %d reconnecting so far; want about the 20ms timeout (bound %v)", i, m, el, lateDials.Load(), bound)
 		}
-		if err != nil || d.Allowed != (m == FailOpen) {
+		if err != nil || d.Allowed != (m == failmode.Open) {
 			t.Fatalf("decision %d (%v): %+v %v", i, m, d, err)
 		}
 	}
@@ -413,7 +414,7 @@ func TestNotFailedByAnotherCallersDeadline(t *testing.T) {
 	}()
 	<-started // the short caller's attempt is under way: the decision waits for it
 	before := s.Stats().Decisions
-	d, err := s.WithFailure(FailClosed).Apply(ctx, "long", p, 1)
+	d, err := s.WithFailure(failmode.Closed).Apply(ctx, "long", p, 1)
 	if err != nil || !d.Allowed || s.Stats().Decisions != before+1 {
 		t.Fatalf("the decision waiting on the short caller's attempt: %+v %v, stats %+v; want decided on Redis", d, err, s.Stats())
 	}

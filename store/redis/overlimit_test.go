@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/limit/limittest"
@@ -124,12 +125,12 @@ func TestRedisSlow(t *testing.T) {
 	defer func() { t.Logf("slowest answer while stalled: %v", slowest) }()
 	check := func(when string) {
 		t.Helper()
-		for _, m := range []FailMode{FailClosed, FailOpen, FailClosed, FailOpen} {
+		for _, m := range []failmode.Mode{failmode.Closed, failmode.Open, failmode.Closed, failmode.Open} {
 			var d limit.Decision
 			var err error
 			el := working(func() { d, err = s.WithFailure(m).Apply(ctx, "slow", p, 1) })
 			slowest = max(slowest, el)
-			if err != nil || d.Allowed != (m == FailOpen) {
+			if err != nil || d.Allowed != (m == failmode.Open) {
 				t.Fatalf("%s, %v: %+v %v", when, m, d, err)
 			}
 			if el > bound {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 )
 
@@ -22,7 +23,7 @@ func TestReconnectUnderLoad(t *testing.T) {
 	srv.CLI(t, "ACL", "SETUSER", "app", "on", ">"+oldPW, "~*", "+@all")
 	s, err := New(context.Background(), Config{
 		Addrs: []string{srv.Addr}, Username: "app", Password: oldPW,
-		OnFailure: FailClosed, Timeout: 2 * time.Second, CacheSize: -1,
+		OnFailure: failmode.Closed, Timeout: 2 * time.Second, CacheSize: -1,
 	})
 	if err != nil {
 		t.Fatal(err)

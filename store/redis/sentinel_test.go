@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 )
 
 // unbounded is a policy that refuses nothing at any load these tests make.
@@ -29,7 +31,7 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if !decidedOnRedis(t, s.WithFailure(FailClosed).(rule).s, set.Primary, "before") {
+	if !decidedOnRedis(t, s.WithFailure(failmode.Closed).(rule).s, set.Primary, "before") {
 		t.Fatal("not decided on the master before the failover")
 	}
 
@@ -38,9 +40,9 @@ func TestSentinelFailover(t *testing.T) {
 		wg     sync.WaitGroup
 		errs   atomic.Int64
 		total  atomic.Int64
-		closed atomic.Int64 // FailClosed refusals: decisions by the failure mode
+		closed atomic.Int64 // failmode.Closed refusals: decisions by the failure mode
 	)
-	for w, mode := range []FailMode{FailOpen, FailClosed, FailLocal, FailClosed} {
+	for w, mode := range []failmode.Mode{failmode.Open, failmode.Closed, failmode.Local, failmode.Closed} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -60,9 +62,9 @@ func TestSentinelFailover(t *testing.T) {
 				case err != nil:
 					errs.Add(1)
 					t.Errorf("worker %d (%v): %v", w, mode, err)
-				case mode != FailClosed && !d.Allowed:
+				case mode != failmode.Closed && !d.Allowed:
 					t.Errorf("worker %d (%v): refused by a policy that refuses nothing", w, mode)
-				case mode == FailClosed && !d.Allowed:
+				case mode == failmode.Closed && !d.Allowed:
 					closed.Add(1)
 				}
 			}
@@ -74,7 +76,7 @@ func TestSentinelFailover(t *testing.T) {
 
 	// Wait for a decision on the replica, now master.
 	deadline := killed.Add(20 * time.Second)
-	probe := s.WithFailure(FailClosed)
+	probe := s.WithFailure(failmode.Closed)
 	var recovered time.Duration
 	for {
 		d, err := probe.Apply(context.Background(), "after", generous, 1)
@@ -99,7 +101,7 @@ func TestSentinelFailover(t *testing.T) {
 	if closed.Load() == 0 {
 		t.Fatal("no decision followed the failure mode during the failover")
 	}
-	t.Logf("failover: %d decisions, %d by FailClosed's failure mode, 0 errors; back on Redis %v after the kill (down-after 500ms)",
+	t.Logf("failover: %d decisions, %d by failmode.Closed's failure mode, 0 errors; back on Redis %v after the kill (down-after 500ms)",
 		total.Load(), closed.Load(), recovered.Round(time.Millisecond))
 }
 
@@ -108,13 +110,13 @@ func TestSentinelFailover(t *testing.T) {
 func TestSentinelTLS(t *testing.T) {
 	pki := redistest.NewPKI(t)
 	set := redistest.StartSentinelTLS(t, 500*time.Millisecond, 2*time.Second, redistest.TLSOptions{PKI: pki})
-	tc, err := (TLSFiles{CAFile: pki.CAFile}).Load(time.Now())
+	tc, err := (redisconf.TLSFiles{CAFile: pki.CAFile}).Load(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	s, err := New(context.Background(), Config{
 		Addrs: set.Addrs(), MasterName: redistest.SentinelMaster, TLS: tc,
-		OnFailure: FailClosed, Timeout: 2 * time.Second, BreakerCooldown: 50 * time.Millisecond,
+		OnFailure: failmode.Closed, Timeout: 2 * time.Second, BreakerCooldown: 50 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/logthrottle"
 	"github.com/tollgate-dev/tollgate/internal/redact"
 	"github.com/tollgate-dev/tollgate/limit"
@@ -262,11 +263,11 @@ func (s *Store) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decis
 // WithFailure returns a limit.Store sharing s (connections, breaker,
 // cache) that answers with mode when Redis cannot: the per-rule failure
 // policy.
-func (s *Store) WithFailure(mode FailMode) limit.Store { return rule{s, mode} }
+func (s *Store) WithFailure(mode failmode.Mode) limit.Store { return rule{s, mode} }
 
 type rule struct {
 	s    *Store
-	mode FailMode
+	mode failmode.Mode
 }
 
 func (r rule) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
@@ -277,7 +278,7 @@ func (r rule) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decisio
 	return r.s.applyAll(ctx, reqs, r.mode)
 }
 
-func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int64, mode FailMode) (limit.Decision, error) {
+func (s *Store) apply(ctx context.Context, key string, p limit.Policy, cost int64, mode failmode.Mode) (limit.Decision, error) {
 	if cost < 0 {
 		return limit.Decision{}, limit.ErrNegativeCost
 	}
@@ -406,7 +407,7 @@ func (s *Store) probeTimeout() time.Duration { return max(s.cfg.Timeout, 250*tim
 // reply (a key holding another type, a script error: Redis is up, so the
 // breaker is not charged). The keys of reqs are hashed in the log line
 // of an error reply.
-func (s *Store) failedCall(ctx context.Context, err error, mode FailMode, reqs []limit.Request) (limit.Decision, error) {
+func (s *Store) failedCall(ctx context.Context, err error, mode failmode.Mode, reqs []limit.Request) (limit.Decision, error) {
 	if ctx.Err() != nil {
 		s.breaker.done(true)
 		return limit.Decision{}, fmt.Errorf("redis: %w", err)
@@ -423,7 +424,7 @@ func (s *Store) failedCall(ctx context.Context, err error, mode FailMode, reqs [
 	s.stats.replyErrors.Add(1)
 	if s.cfg.Logger != nil {
 		s.log.Log(ctx, slog.LevelError, "redis: error reply; decision follows the failure mode",
-			slog.String("mode", mode.String()), slog.String("key", redact.Key(reqs[0].Key)),
+			slog.String("mode", string(failmode.Of(mode))), slog.String("key", redact.Key(reqs[0].Key)),
 			slog.String("error", hideKeys(err.Error(), reqs)))
 	}
 	return s.fail(ctx, mode, reqs)
@@ -460,7 +461,7 @@ func decode(v []int64, a args) limit.Decision {
 	return d
 }
 
-func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMode) (limit.Decision, error) {
+func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode failmode.Mode) (limit.Decision, error) {
 	if len(reqs) == 0 {
 		return limit.Decision{Allowed: true}, nil
 	}
@@ -539,13 +540,13 @@ func (s *Store) applyAll(ctx context.Context, reqs []limit.Request, mode FailMod
 }
 
 // fail answers reqs by mode when Redis could not.
-func (s *Store) fail(ctx context.Context, mode FailMode, reqs []limit.Request) (limit.Decision, error) {
+func (s *Store) fail(ctx context.Context, mode failmode.Mode, reqs []limit.Request) (limit.Decision, error) {
 	switch mode {
-	case FailOpen:
+	case failmode.Open:
 		s.stats.failOpen.Add(1)
 		q := reqs[0].Policy.Quota()
 		return limit.Decision{Allowed: true, Limit: q.Limit, Remaining: q.Limit, Policy: reqs[0].Policy}, nil
-	case FailClosed:
+	case failmode.Closed:
 		s.stats.failClosed.Add(1)
 		q := reqs[0].Policy.Quota()
 		return limit.Decision{Limit: q.Limit, RetryAfter: s.cfg.BreakerCooldown, ResetAfter: s.cfg.BreakerCooldown, Policy: reqs[0].Policy}, nil

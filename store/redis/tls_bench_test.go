@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 )
 
 // BenchmarkTransport measures decisions per second at 64 concurrent
@@ -31,11 +33,11 @@ func BenchmarkTransport(b *testing.B) {
 	transports := []struct {
 		name  string
 		addr  string
-		files *TLSFiles
+		files *redisconf.TLSFiles
 	}{
 		{"tcp", plain.Addr, nil},
-		{"tls", tlsSrv.Addr, &TLSFiles{CAFile: pki.CAFile}},
-		{"mtls", mtlsSrv.Addr, &TLSFiles{CAFile: pki.CAFile, CertFile: cert, KeyFile: key}},
+		{"tls", tlsSrv.Addr, &redisconf.TLSFiles{CAFile: pki.CAFile}},
+		{"mtls", mtlsSrv.Addr, &redisconf.TLSFiles{CAFile: pki.CAFile, CertFile: cert, KeyFile: key}},
 	}
 	for round := 1; round <= transportRounds; round++ {
 		for _, c := range transports {
@@ -49,8 +51,8 @@ func BenchmarkTransport(b *testing.B) {
 const transportRounds = 7
 
 // benchTransport is one transport's run of BenchmarkTransport.
-func benchTransport(b *testing.B, addr string, files *TLSFiles) {
-	cfg := Config{Addrs: []string{addr}, CacheSize: -1, Timeout: time.Second, OnFailure: FailClosed}
+func benchTransport(b *testing.B, addr string, files *redisconf.TLSFiles) {
+	cfg := Config{Addrs: []string{addr}, CacheSize: -1, Timeout: time.Second, OnFailure: failmode.Closed}
 	if files != nil {
 		tc, err := files.Load(time.Now())
 		if err != nil {

@@ -7,24 +7,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 )
 
 // generous is a policy Redis never refuses in these tests: a refusal is
-// the failure mode's (FailClosed). Its keys live for seconds after a
+// the failure mode's (failmode.Closed). Its keys live for seconds after a
 // request (a token takes 3.6s to come back), long enough to be seen.
 var generous = limit.TokenBucket{Rate: limit.Per(1000, time.Hour), Burst: 1000}
 
 // openTLS opens a store on addr with f's TLS settings, failing closed.
-func openTLS(t *testing.T, addr string, f TLSFiles) *Store {
+func openTLS(t *testing.T, addr string, f redisconf.TLSFiles) *Store {
 	t.Helper()
 	tc, err := f.Load(time.Now())
 	if err != nil {
 		t.Fatalf("load TLS files: %v", err)
 	}
 	s, err := New(context.Background(), Config{
-		Addrs: []string{addr}, TLS: tc, OnFailure: FailClosed,
+		Addrs: []string{addr}, TLS: tc, OnFailure: failmode.Closed,
 		Timeout: 2 * time.Second, BreakerCooldown: 50 * time.Millisecond, // a timeout a loaded machine meets
 	})
 	if err != nil {
@@ -52,7 +54,7 @@ func decidedOnRedis(t *testing.T, s *Store, srv *redistest.Server, key string) b
 func TestTLSServerOnly(t *testing.T) {
 	pki := redistest.NewPKI(t)
 	srv := redistest.StartTLS(t, redistest.TLSOptions{PKI: pki})
-	s := openTLS(t, srv.Addr, TLSFiles{CAFile: pki.CAFile})
+	s := openTLS(t, srv.Addr, redisconf.TLSFiles{CAFile: pki.CAFile})
 	if err := s.DialError(); err != nil {
 		t.Fatalf("DialError: %v", err)
 	}
@@ -65,14 +67,14 @@ func TestTLSClientCertificates(t *testing.T) {
 	pki := redistest.NewPKI(t)
 	srv := redistest.StartTLS(t, redistest.TLSOptions{PKI: pki, ClientCerts: true})
 	cert, key := pki.IssueValid(t, true)
-	s := openTLS(t, srv.Addr, TLSFiles{CAFile: pki.CAFile, CertFile: cert, KeyFile: key, MinVersion: "1.3"})
+	s := openTLS(t, srv.Addr, redisconf.TLSFiles{CAFile: pki.CAFile, CertFile: cert, KeyFile: key, MinVersion: "1.3"})
 	if !decidedOnRedis(t, s, srv, "mtls-a") {
 		t.Fatal("not decided on Redis with a client certificate")
 	}
 
 	// Without a certificate the server refuses the handshake: a
 	// configuration error, and the failure mode meanwhile.
-	bare := openTLS(t, srv.Addr, TLSFiles{CAFile: pki.CAFile})
+	bare := openTLS(t, srv.Addr, redisconf.TLSFiles{CAFile: pki.CAFile})
 	err := bare.DialError()
 	if !IsConfigError(err) {
 		t.Fatalf("no client certificate: DialError %v, want a configuration error", err)
@@ -85,7 +87,7 @@ func TestTLSClientCertificates(t *testing.T) {
 	// A client certificate from another authority is refused too.
 	other := redistest.NewPKI(t)
 	ocert, okey := other.IssueValid(t, true)
-	foreign := openTLS(t, srv.Addr, TLSFiles{CAFile: pki.CAFile, CertFile: ocert, KeyFile: okey})
+	foreign := openTLS(t, srv.Addr, redisconf.TLSFiles{CAFile: pki.CAFile, CertFile: ocert, KeyFile: okey})
 	if err := foreign.DialError(); !IsConfigError(err) {
 		t.Fatalf("foreign client certificate: DialError %v, want a configuration error", err)
 	}
@@ -95,7 +97,7 @@ func TestTLSWrongCAAndExpired(t *testing.T) {
 	pki := redistest.NewPKI(t)
 	srv := redistest.StartTLS(t, redistest.TLSOptions{PKI: pki})
 	other := redistest.NewPKI(t)
-	s := openTLS(t, srv.Addr, TLSFiles{CAFile: other.CAFile})
+	s := openTLS(t, srv.Addr, redisconf.TLSFiles{CAFile: other.CAFile})
 	err := s.DialError()
 	if !IsConfigError(err) || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
 		t.Fatalf("wrong CA: DialError %v", err)
@@ -109,14 +111,14 @@ func TestTLSWrongCAAndExpired(t *testing.T) {
 
 	cert, key := pki.Issue(t, false, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
 	expired := redistest.StartTLS(t, redistest.TLSOptions{PKI: pki, CertFile: cert, KeyFile: key})
-	e := openTLS(t, expired.Addr, TLSFiles{CAFile: pki.CAFile})
+	e := openTLS(t, expired.Addr, redisconf.TLSFiles{CAFile: pki.CAFile})
 	if err := e.DialError(); !IsConfigError(err) || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("expired server certificate: DialError %v", err)
 	}
 
 	// An expired client certificate is refused before any connection.
 	ccert, ckey := pki.Issue(t, true, time.Now().Add(-48*time.Hour), time.Now().Add(-24*time.Hour))
-	if _, err := (TLSFiles{CAFile: pki.CAFile, CertFile: ccert, KeyFile: ckey}).Load(time.Now()); err == nil || !strings.Contains(err.Error(), "expired") {
+	if _, err := (redisconf.TLSFiles{CAFile: pki.CAFile, CertFile: ccert, KeyFile: ckey}).Load(time.Now()); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Fatalf("expired client certificate: Load error %v", err)
 	}
 }
@@ -129,7 +131,7 @@ func TestTLSCertificateChangesAtRunTime(t *testing.T) {
 	pki := redistest.NewPKI(t)
 	cert, key := pki.IssueValid(t, false)
 	srv := redistest.StartTLS(t, redistest.TLSOptions{PKI: pki, CertFile: cert, KeyFile: key})
-	s := openTLS(t, srv.Addr, TLSFiles{CAFile: pki.CAFile})
+	s := openTLS(t, srv.Addr, redisconf.TLSFiles{CAFile: pki.CAFile})
 	if !decidedOnRedis(t, s, srv, "rt-a") {
 		t.Fatal("not decided on Redis")
 	}
@@ -186,11 +188,11 @@ func copyFile(t *testing.T, from, to string) {
 func TestTLSCluster(t *testing.T) {
 	pki := redistest.NewPKI(t)
 	c := redistest.StartClusterTLS(t, redistest.TLSOptions{PKI: pki})
-	tc, err := (TLSFiles{CAFile: pki.CAFile}).Load(time.Now())
+	tc, err := (redisconf.TLSFiles{CAFile: pki.CAFile}).Load(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(context.Background(), Config{Addrs: c.Addrs()[:1], TLS: tc, OnFailure: FailClosed, Timeout: time.Second})
+	s, err := New(context.Background(), Config{Addrs: c.Addrs()[:1], TLS: tc, OnFailure: failmode.Closed, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

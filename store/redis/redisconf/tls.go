@@ -1,4 +1,4 @@
-package redis
+package redisconf
 
 import (
 	"crypto/tls"

@@ -1,15 +1,17 @@
-package stores
+package storeopen
 
 import (
 	"testing"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/eventual"
 	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 )
 
 // TestTierStores: the stores a Set gives each tier, over one Redis
@@ -19,12 +21,12 @@ import (
 // rules.
 func TestTierStores(t *testing.T) {
 	rs := redistest.Start(t)
-	ts, err := Open(config.Store{Redis: &config.RedisStore{URL: "redis://" + rs.Addr, Timeout: time.Second}}, nil)
+	ts, err := Open(config.Store{Redis: &redisconf.Config{URL: "redis://" + rs.Addr, Timeout: time.Second}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ts.Close()
-	cfg := &rules.Config{OnError: rules.OnErrorLocal}
+	cfg := &rules.Config{OnError: failmode.Local}
 	byRule := ts.For(cfg)
 	get := func(r rules.Rule) limit.Store {
 		t.Helper()
@@ -67,10 +69,10 @@ func TestTierStores(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	if _, err := mem.store(rules.Rule{Consistency: "strict"}, rules.OnErrorLocal); err == nil {
+	if _, err := mem.Tier(rules.Rule{Consistency: "strict"}, failmode.Local); err == nil {
 		t.Error("strict without Redis accepted")
 	}
-	if s, _ := mem.store(rules.Rule{Consistency: "local"}, rules.OnErrorLocal); s != limit.Store(mem.mem) {
+	if s, _ := mem.Tier(rules.Rule{Consistency: "local"}, failmode.Local); s != limit.Store(mem.mem) {
 		t.Error("local on a memory gateway is not its store")
 	}
 }
@@ -88,7 +90,7 @@ func TestSame(t *testing.T) {
 	}
 	for _, other := range []config.Store{
 		{Memory: &config.MemoryStore{MaxKeys: 2048}},
-		{Redis: &config.RedisStore{URL: "redis://127.0.0.1:6379"}},
+		{Redis: &redisconf.Config{URL: "redis://127.0.0.1:6379"}},
 	} {
 		if set.Same(other) {
 			t.Errorf("%+v is the same store as a memory store of 1024 keys", other)

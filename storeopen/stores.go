@@ -1,11 +1,11 @@
-// Package stores opens the counter stores a configuration file names and
+// Package storeopen opens the counter stores a configuration file names and
 // gives each rule its store: the store section's (memory or Redis) and,
 // over the same connection, the consistency tiers' (strict and eventual on
 // Redis, local in memory, gossip on the store.gossip section's node). Every view of Redis answers its failures by the
 // failure mode of the rules it serves (rules.Config.OnErrorOf). The
 // gateway and tollgate forward-auth open their stores here, so that both
 // serve every tier alike.
-package stores
+package storeopen
 
 import (
 	"context"
@@ -20,12 +20,15 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/eventual"
 	"github.com/tollgate-dev/tollgate/store/gossip"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 	"github.com/tollgate-dev/tollgate/store/memory"
 	"github.com/tollgate-dev/tollgate/store/redis"
+	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
 )
 
 // Set supplies the stores of the rules (the engine's and, through
@@ -64,50 +67,45 @@ type Set struct {
 // store, for rules.New): the memory store, or a view of the Redis store
 // answering its failures by cfg's failure mode.
 func (t *Set) Engine(cfg *rules.Config) (limit.Store, error) {
-	return t.engineStore(cfg.OnErrorOf(&rules.Rule{}))
+	return t.Default(cfg.OnErrorOf(&rules.Rule{})), nil
 }
 
-func (t *Set) engineStore(onError string) (limit.Store, error) {
+// Default returns the store section's store as rules without a tier see
+// it: the memory store, or the view of the Redis store answering its
+// failures by mode. Views of one mode are equal, so the rule engine
+// charges the rules that share a mode together, atomically.
+func (t *Set) Default(mode failmode.Mode) limit.Store {
 	if t.redis == nil {
-		return t.mem, nil
+		return t.mem
 	}
-	return t.onRedis(onError)
-}
-
-// onRedis returns the view of the Redis store that answers its failures
-// by mode. Views of one mode are equal, so the rule engine charges the
-// rules that share a mode together, atomically.
-func (t *Set) onRedis(mode string) (limit.Store, error) {
-	m, err := redis.ParseFailMode(mode)
-	if err != nil {
-		return nil, err
-	}
-	return t.redis.WithFailure(m), nil
+	return t.redis.WithFailure(mode)
 }
 
 // For returns the rules.StoreFunc of cfg (its Stores field): each rule's
 // store by its tier, with its failure mode as cfg.OnErrorOf decides it.
 func (t *Set) For(cfg *rules.Config) rules.StoreFunc {
 	c := *cfg
-	return func(r rules.Rule) (limit.Store, error) { return t.store(r, c.OnErrorOf(&r)) }
+	return func(r rules.Rule) (limit.Store, error) { return t.Tier(r, c.OnErrorOf(&r)) }
 }
 
-// store returns the store of r, a rule with a tier, whose failure mode is
-// onError.
-func (t *Set) store(r rules.Rule, onError string) (limit.Store, error) {
+// Tier returns the store of r, a rule with a tier (its Consistency and,
+// for eventual, SyncInterval), whose failure mode is onError: what For
+// gives a rule, for a front end without a rules.Config (tollgate
+// envoy-rls).
+func (t *Set) Tier(r rules.Rule, onError failmode.Mode) (limit.Store, error) {
 	switch r.Consistency {
 	case rules.ConsistencyStrict:
 		if t.redis == nil {
 			return nil, errors.New("needs store.redis")
 		}
-		return t.onRedis(onError)
+		return t.redis.WithFailure(onError), nil
 	case rules.ConsistencyEventual:
 		if t.redis == nil {
 			return nil, errors.New("needs store.redis")
 		}
 		iv := r.SyncInterval
 		if iv == 0 {
-			iv = eventual.DefaultInterval
+			iv = rules.DefaultSyncInterval
 		}
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -131,7 +129,7 @@ func (t *Set) store(r rules.Rule, onError string) (limit.Store, error) {
 			return nil, errors.New("needs store.gossip")
 		}
 		v := gossipView{g: t.gossip, mode: onError, cold: &t.cold}
-		if onError == rules.OnErrorLocal {
+		if onError == failmode.Local {
 			local, err := t.localStore()
 			if err != nil {
 				return nil, err
@@ -307,7 +305,7 @@ func shape(s config.Store) any {
 		Memory  bool
 		MaxKeys int
 		Redis   *redisShape
-		Gossip  *config.GossipStore
+		Gossip  *gossipconf.Config
 	}
 	var sh storeShape
 	if s.Memory != nil {
@@ -338,7 +336,7 @@ func memoryConfig(maxKeys int, clock *memory.CoarseClock) memory.Config {
 // the rules' (rules.Config.OnErrorOf): every rule is charged through a
 // view of the store with its own mode, so the store's default is never
 // used.
-func redisConfig(r *config.RedisStore) (redis.Config, error) {
+func redisConfig(r *redisconf.Config) (redis.Config, error) {
 	u, err := url.Parse(r.URL)
 	if err != nil {
 		return redis.Config{}, errors.New("store.redis.url is malformed")

@@ -1,4 +1,4 @@
-package config
+package yamldecode
 
 import (
 	"bytes"
@@ -17,19 +17,19 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// decoder fills Go values from a YAML node tree strictly: every key must
+// Decoder fills Go values from a YAML node tree strictly: every key must
 // name a field, every value must have the field's type, and every problem is
 // recorded rather than stopping at the first.
-type decoder struct {
+type Decoder struct {
 	file string
-	ps   *problems
+	ps   *List
 	// paths, when not nil, records the position of every value by its
 	// path ("rules[2].policies[0].rate").
 	paths map[string]Pos
 	// failed holds the path of every value that failed to decode and was
 	// left zero ("" for the whole document), and that of every field an
 	// unknown key was probably meant to set: validation keeps quiet about
-	// them (see [decoder.explains]).
+	// them (see [Decoder.Explains]).
 	failed map[string]bool
 }
 
@@ -37,11 +37,29 @@ var (
 	durationType = reflect.TypeFor[time.Duration]()
 )
 
-func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
+// New returns a Decoder of the file named file (in positions), recording
+// its problems in ps and the position of every value by its path.
+func New(file string, ps *List) *Decoder {
+	return &Decoder{file: file, ps: ps, paths: map[string]Pos{}}
+}
+
+// Decode decodes data, which must hold exactly one YAML document, into
+// out (a pointer to a struct with yaml tags).
+func (d *Decoder) Decode(data []byte, out any) { d.parseDocument(data, out) }
+
+// Paths maps the path of every value decoded ("rules[2].policies[0].rate")
+// to its position.
+func (d *Decoder) Paths() map[string]Pos { return d.paths }
+
+// Failed reports whether the value at path failed to decode and was left
+// zero ("" for the whole document).
+func (d *Decoder) Failed(path string) bool { return d.failed[path] }
+
+func (d *Decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Col: n.Column} }
 
 // parseDocument decodes data, which must hold exactly one YAML document,
 // into out (a pointer to a struct).
-func (d *decoder) parseDocument(data []byte, out any) {
+func (d *Decoder) parseDocument(data []byte, out any) {
 	if d.failed == nil {
 		d.failed = map[string]bool{}
 	}
@@ -49,7 +67,7 @@ func (d *decoder) parseDocument(data []byte, out any) {
 	// most likely one truncated or caught mid-write, and loading it would
 	// drop every route and rule.
 	if len(bytes.TrimSpace(data)) == 0 {
-		d.ps.add(Pos{File: d.file}, "the file is empty: no configuration")
+		d.ps.Add(Pos{File: d.file}, "the file is empty: no configuration")
 		d.failed[""] = true
 		return
 	}
@@ -57,7 +75,7 @@ func (d *decoder) parseDocument(data []byte, out any) {
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		p, msg := syntaxError(d.file, data, err)
-		d.ps.add(p, "%s", msg)
+		d.ps.Add(p, "%s", msg)
 		d.failed[""] = true
 		return
 	}
@@ -72,17 +90,17 @@ func (d *decoder) parseDocument(data []byte, out any) {
 		}
 		if err != nil {
 			p, msg := syntaxError(d.file, data, err)
-			d.ps.add(p, "%s", msg)
+			d.ps.Add(p, "%s", msg)
 			break
 		}
 		if len(next.Content) == 0 || len(next.Content) == 1 && isNull(next.Content[0]) && next.Content[0].Value == "" {
 			continue // empty: nothing to ignore
 		}
-		d.ps.add(d.pos(&next), "a second YAML document: the configuration is one document")
+		d.ps.Add(d.pos(&next), "a second YAML document: the configuration is one document")
 		break
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 || isNull(doc.Content[0]) {
-		d.ps.add(Pos{File: d.file}, "the file holds no YAML document (only comments or null): no configuration")
+		d.ps.Add(Pos{File: d.file}, "the file holds no YAML document (only comments or null): no configuration")
 		d.failed[""] = true
 		return
 	}
@@ -100,8 +118,8 @@ func (d *decoder) parseDocument(data []byte, out any) {
 // fail records a problem with the value n at path what, which is left as it
 // was (zero, unless partly decoded), so that validation keeps quiet about
 // it.
-func (d *decoder) fail(n *yaml.Node, what, format string, args ...any) {
-	d.ps.add(d.pos(n), format, args...)
+func (d *Decoder) fail(n *yaml.Node, what, format string, args ...any) {
+	d.ps.Add(d.pos(n), format, args...)
 	d.failed[what] = true
 }
 
@@ -132,7 +150,7 @@ func kindName(n *yaml.Node) string {
 // value decodes n into v; what names v in messages ("rules[2].rate").
 // It follows an alias (parseDocument has bounded what they expand to),
 // records where what is, then decodes by v's type (decodeTyped).
-func (d *decoder) value(n *yaml.Node, v reflect.Value, what string) {
+func (d *Decoder) value(n *yaml.Node, v reflect.Value, what string) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -170,7 +188,7 @@ func nullValue(n *yaml.Node, v reflect.Value) {
 
 // decodeTyped decodes the non-null node n into v by v's type; label is
 // what, or "the document" at the top.
-func (d *decoder) decodeTyped(n *yaml.Node, v reflect.Value, what, label string) {
+func (d *Decoder) decodeTyped(n *yaml.Node, v reflect.Value, what, label string) {
 	t := v.Type()
 	switch {
 	case t == durationType:
@@ -205,7 +223,7 @@ func (d *decoder) decodeTyped(n *yaml.Node, v reflect.Value, what, label string)
 }
 
 // duration decodes a time.Duration written as Go writes one ("5s").
-func (d *decoder) duration(n *yaml.Node, v reflect.Value, what, label string) {
+func (d *Decoder) duration(n *yaml.Node, v reflect.Value, what, label string) {
 	if n.Kind != yaml.ScalarNode {
 		d.fail(n, what, "%s: want a duration such as 5s, got %s", label, kindName(n))
 		return
@@ -220,7 +238,7 @@ func (d *decoder) duration(n *yaml.Node, v reflect.Value, what, label string) {
 
 // list decodes a sequence into a slice; a single string where a list of
 // strings is expected is that list of one ("key: ip" is "key: [ip]").
-func (d *decoder) list(n *yaml.Node, v reflect.Value, what, label string) {
+func (d *Decoder) list(n *yaml.Node, v reflect.Value, what, label string) {
 	t := v.Type()
 	if n.Kind == yaml.ScalarNode && t.Elem().Kind() == reflect.String {
 		s := reflect.MakeSlice(t, 1, 1)
@@ -241,7 +259,7 @@ func (d *decoder) list(n *yaml.Node, v reflect.Value, what, label string) {
 
 // mapping decodes a mapping into a map keyed by string, a duplicate key
 // reported at its second occurrence.
-func (d *decoder) mapping(n *yaml.Node, v reflect.Value, what, label string) {
+func (d *Decoder) mapping(n *yaml.Node, v reflect.Value, what, label string) {
 	if n.Kind != yaml.MappingNode {
 		d.fail(n, what, "%s: want a mapping, got %s", label, kindName(n))
 		return
@@ -254,7 +272,7 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, what, label string) {
 			continue
 		}
 		if m.MapIndex(reflect.ValueOf(k.Value)).IsValid() {
-			d.ps.add(d.pos(k), "%s: duplicate key %q", label, k.Value)
+			d.ps.Add(d.pos(k), "%s: duplicate key %q", label, k.Value)
 			continue
 		}
 		e := reflect.New(t.Elem()).Elem()
@@ -266,7 +284,7 @@ func (d *decoder) mapping(n *yaml.Node, v reflect.Value, what, label string) {
 
 // boolean decodes only YAML 1.2's booleans, even under an explicit !!bool
 // tag: "!!bool yes" is not read as false.
-func (d *decoder) boolean(n *yaml.Node, v reflect.Value, what, label string) {
+func (d *Decoder) boolean(n *yaml.Node, v reflect.Value, what, label string) {
 	b, ok := boolValues[n.Value]
 	if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" || !ok {
 		d.fail(n, what, "%s: want true or false, got %s", label, kindName(n))
@@ -277,7 +295,7 @@ func (d *decoder) boolean(n *yaml.Node, v reflect.Value, what, label string) {
 
 // integer decodes a whole number (YAML 1.2's forms, '_' separators
 // allowed) that fits v's bits.
-func (d *decoder) integer(n *yaml.Node, v reflect.Value, what, label string) {
+func (d *Decoder) integer(n *yaml.Node, v reflect.Value, what, label string) {
 	bits := v.Type().Bits()
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
 		d.fail(n, what, "%s: %s", label, notWhole(n.Value, bits))
@@ -332,13 +350,13 @@ var boolValues = map[string]bool{
 
 // key reports whether k can be a mapping key, recording a problem when it
 // cannot.
-func (d *decoder) key(k *yaml.Node, label string) bool {
+func (d *Decoder) key(k *yaml.Node, label string) bool {
 	if k.Kind != yaml.ScalarNode {
-		d.ps.add(d.pos(k), "%s: keys must be strings", label)
+		d.ps.Add(d.pos(k), "%s: keys must be strings", label)
 		return false
 	}
 	if msg := tagProblem(k); msg != "" {
-		d.ps.add(d.pos(k), "%s: key %q: %s", label, k.Value, msg)
+		d.ps.Add(d.pos(k), "%s: key %q: %s", label, k.Value, msg)
 		return false
 	}
 	return true
@@ -392,7 +410,7 @@ func tagProblem(n *yaml.Node) string {
 }
 
 // structure decodes a mapping into a struct whose fields carry yaml tags.
-func (d *decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
+func (d *Decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
 	if n.Kind != yaml.MappingNode {
 		d.fail(n, what, "%s: want a mapping, got %s", label, kindName(n))
 		return
@@ -416,11 +434,11 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, what, label string) {
 			} else {
 				msg += " (known: " + strings.Join(names, ", ") + ")"
 			}
-			d.ps.add(d.pos(k), "%s", msg)
+			d.ps.Add(d.pos(k), "%s", msg)
 			continue
 		}
 		if seen[k.Value] {
-			d.ps.add(d.pos(k), "%s: duplicate key %q", label, k.Value)
+			d.ps.Add(d.pos(k), "%s: duplicate key %q", label, k.Value)
 			continue
 		}
 		seen[k.Value] = true
@@ -447,14 +465,14 @@ func join(what, key string) string {
 	return what + "." + key
 }
 
-// explains reports whether a validation problem, whose message starts with
+// Explains reports whether a validation problem, whose message starts with
 // the path of its subject ("rules[0].policies[0]: ...", "store.redis.url
 // is required"), follows from a value that failed to decode: its subject is
 // that value or lies under it, or its subject contains that value and the
 // message names it ("rules[0]: no policies" when policies failed), or the
 // message names the failed value's whole path ("needs store.redis" when
 // store failed).
-func (d *decoder) explains(msg string) bool {
+func (d *Decoder) Explains(msg string) bool {
 	subject := msg
 	if i := strings.IndexAny(msg, ": "); i >= 0 {
 		subject = msg[:i]

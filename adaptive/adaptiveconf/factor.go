@@ -1,4 +1,4 @@
-package adaptive
+package adaptiveconf
 
 import "sync/atomic"
 

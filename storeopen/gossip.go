@@ -1,4 +1,4 @@
-package stores
+package storeopen
 
 import (
 	"bytes"
@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/logthrottle"
 	"github.com/tollgate-dev/tollgate/limit"
-	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/gossip"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // ColdDecisions counts the decisions of gossip rules answered by their
@@ -34,7 +34,7 @@ type coldCounts struct{ open, closed, local atomic.Uint64 }
 // equal, so the engine charges the gossip rules of one mode together.
 type gossipView struct {
 	g     *gossip.Store
-	mode  string
+	mode  failmode.Mode
 	local limit.Store // nil unless mode is local
 	cold  *coldCounts
 }
@@ -65,38 +65,21 @@ func (v gossipView) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.D
 
 func (v gossipView) countCold() {
 	switch v.mode {
-	case rules.OnErrorOpen:
+	case failmode.Open:
 		v.cold.open.Add(1)
-	case rules.OnErrorClosed:
+	case failmode.Closed:
 		v.cold.closed.Add(1)
 	default:
 		v.cold.local.Add(1)
 	}
 }
 
-// gossipConfig translates the file's gossip section (defaults filled by
-// config.Parse). log, when not nil, receives memberlist's warnings and
-// errors (they name nodes and addresses, never keys).
-func gossipConfig(g *config.GossipStore, log *slog.Logger) gossip.Config {
-	gc := gossip.Config{
-		Name:               g.Name,
-		BindAddr:           g.BindAddr,
-		AdvertiseAddr:      g.AdvertiseAddr,
-		AdvertisePort:      g.AdvertisePort,
-		Seeds:              g.Seeds,
-		SecretKey:          g.Key,
-		Interval:           g.Interval,
-		Fanout:             g.Fanout,
-		MessageBytes:       g.MessageBytes,
-		RoundBytes:         g.RoundBytes,
-		PushPullInterval:   g.PushPullInterval,
-		MaxKeys:            g.MaxKeys,
-		MaxStateBytes:      g.MaxStateBytes,
-		StateBytesInFlight: g.StateBytesInFlight,
-	}
-	if g.BindPort != nil {
-		gc.BindPort = *g.BindPort
-	}
+// gossipConfig is the gossip node's configuration: the file's gossip
+// section itself (defaults filled and key read by config.Parse), and log,
+// when not nil, receiving memberlist's warnings and errors (they name
+// nodes and addresses, never keys).
+func gossipConfig(g *gossipconf.Config, log *slog.Logger) gossip.Config {
+	gc := gossip.Config{Config: *g}
 	if log != nil {
 		gc.Log = newMemberlistLog(log, gossipLogEvery, nil)
 	}

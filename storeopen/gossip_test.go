@@ -1,4 +1,4 @@
-package stores
+package storeopen
 
 import (
 	"bytes"
@@ -14,9 +14,11 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/gossip"
+	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 )
 
 // request is the smallest rules.Request: a path from one client IP.
@@ -31,17 +33,17 @@ func (r request) RemoteAddr() netip.AddrPort { return r.ip }
 func client(n int) request {
 	return request{netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(n)}), 1234)}
 }
-func gossipSection(name string, seeds ...string) *config.GossipStore {
+func gossipSection(name string, seeds ...string) *gossipconf.Config {
 	port := 0
-	return &config.GossipStore{Name: name, BindAddr: "127.0.0.1", BindPort: &port, Seeds: seeds,
+	return &gossipconf.Config{Name: name, BindAddr: "127.0.0.1", BindPort: &port, Seeds: seeds,
 		Interval: 20 * time.Millisecond}
 }
 
 // gossipEngine is a rule engine whose one rule, 10 per minute per client,
 // is a gossip rule with failure mode onError, on set's stores.
-func gossipEngine(t *testing.T, set *Set, onError string) *rules.Engine {
+func gossipEngine(t *testing.T, set *Set, onError failmode.Mode) *rules.Engine {
 	t.Helper()
-	cfg := rules.Config{OnError: rules.OnErrorLocal, Rules: []rules.Rule{{
+	cfg := rules.Config{OnError: failmode.Local, Rules: []rules.Rule{{
 		Name: "api", Consistency: rules.ConsistencyGossip, OnError: onError,
 		Policies: []rules.Policy{{Algorithm: "fixed_window", Limit: 10, Window: "1m"}},
 	}}}
@@ -149,13 +151,13 @@ func TestGossipWarmUpAnswersByFailureMode(t *testing.T) {
 		}
 		return allowed
 	}
-	if got := decide(gossipEngine(t, set, rules.OnErrorClosed), 3); got != 0 {
+	if got := decide(gossipEngine(t, set, failmode.Closed), 3); got != 0 {
 		t.Errorf("closed: %d allowed while cold, want 0", got)
 	}
-	if got := decide(gossipEngine(t, set, rules.OnErrorOpen), 20); got != 20 {
+	if got := decide(gossipEngine(t, set, failmode.Open), 20); got != 20 {
 		t.Errorf("open: %d of 20 allowed while cold, want all", got)
 	}
-	if got := decide(gossipEngine(t, set, rules.OnErrorLocal), 20); got != 10 {
+	if got := decide(gossipEngine(t, set, failmode.Local), 20); got != 10 {
 		t.Errorf("local: %d of 20 allowed while cold, want the limit, 10, decided alone", got)
 	}
 	if c := set.ColdDecisions(); c.Closed != 3 || c.Open != 20 || c.Local != 20 {
