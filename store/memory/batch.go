@@ -126,84 +126,81 @@ func (s *Store) startBatches(e *hotKey, p limit.TokenBucket) {
 	}
 }
 
-// decideBatched decides a request of a key in batches. It reports false
-// when the locked path must decide (demoted, or another policy: a reload).
-func (s *Store) decideBatched(b *batches, p limit.TokenBucket, now, cost int64) (limit.Decision, bool) {
+// decideBatched decides a request of a key in batches into d. It reports
+// false when the locked path must decide (demoted, or another policy: a
+// reload).
+func (s *Store) decideBatched(d *limit.Decision, b *batches, p limit.TokenBucket, now, cost int64) bool {
 	if p != b.p {
-		return limit.Decision{}, false // the locked path demotes, taking every batch back
+		return false // the locked path demotes, taking every batch back
 	}
 	hp := hints.Get().(*uint32)
 	i := int(*hp & b.mask)
 	hints.Put(hp)
 	if cost > 0 {
-		sl := &b.pockets[i]
+		pk := &b.pockets[i]
 		for {
-			v := sl.n.Load()
+			v := pk.n.Load()
 			if v < cost {
 				break
 			}
-			if sl.n.CompareAndSwap(v, v-cost) {
-				return b.report(now, v-cost), true
+			if pk.n.CompareAndSwap(v, v-cost) {
+				b.report(d, now, v-cost)
+				return true
 			}
 		}
-		if d, ok := b.refuseUnlocked(now, cost); ok {
+		if b.refuseUnlocked(d, now, cost) {
 			// As on the compare-and-swap path: a refusal at an instant
 			// read before others charged may be stale, so read the clock
 			// once more before refusing.
-			if t := s.later(); t > now {
-				now = t
-				d, ok = b.refuseUnlocked(now, cost)
+			t := s.later()
+			if t <= now || b.refuseUnlocked(d, t, cost) {
+				return true
 			}
-			if ok {
-				return d, true
-			}
+			now = t
 		}
 	}
-	return s.refill(b, i, now, cost)
+	return s.refill(d, b, i, now, cost)
 }
 
-// report is an allowed decision's figures: the bucket's at now, with the
-// deciding pocket's left tokens.
-func (b *batches) report(now, left int64) limit.Decision {
+// report writes an allowed decision's figures into d: the bucket's at
+// now, with the deciding pocket's left tokens.
+func (b *batches) report(d *limit.Decision, now, left int64) {
 	e := max(b.tat.Load(), now+max(b.out.Load(), 0)*b.t)
-	_, d := b.p.Decide(limit.State{A: e, Idle: e}, now, 0)
+	_, *d = b.p.Decide(limit.State{A: e, Idle: e}, now, 0)
 	if left > 0 {
 		d.Remaining = min(d.Remaining+left, d.Limit)
 		d.NextUnitAfter = 0
 	}
-	return d
 }
 
-// refuseUnlocked returns the refusal of cost at now if a consistent read
-// of the shared state shows nothing in any pocket and too little in the
-// bucket.
-func (b *batches) refuseUnlocked(now, cost int64) (limit.Decision, bool) {
+// refuseUnlocked writes into d the refusal of cost at now and reports
+// true if a consistent read of the shared state shows nothing in any
+// pocket and too little in the bucket.
+func (b *batches) refuseUnlocked(d *limit.Decision, now, cost int64) bool {
 	s1 := b.seq.Load()
 	if s1&1 != 0 {
-		return limit.Decision{}, false
+		return false
 	}
 	tat, out := b.tat.Load(), b.out.Load()
 	if out != 0 || b.seq.Load() != s1 {
-		return limit.Decision{}, false
+		return false
 	}
-	st := limit.State{A: tat, Idle: tat}
-	if _, d := b.p.Decide(st, now, cost); !d.Allowed {
-		return d, true
-	}
-	return limit.Decision{}, false
+	_, *d = b.p.Decide(limit.State{A: tat, Idle: tat}, now, cost)
+	return !d.Allowed
 }
 
-// refill decides under mu: it accounts for sl, gives it a batch if the
-// bucket has one, and before a refusal takes every pocket's tokens back.
-func (s *Store) refill(b *batches, i int, now, cost int64) (limit.Decision, bool) {
+// refill decides under mu: it accounts for pocket i, gives it a batch if
+// the bucket has one, and before a refusal takes every pocket's tokens
+// back.
+func (s *Store) refill(d *limit.Decision, b *batches, i int, now, cost int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.frozen {
-		return limit.Decision{}, false
+		return false
 	}
 	b.seq.Add(1)
 	defer b.seq.Add(1)
-	sl := &b.pockets[i]
+	pk := &b.pockets[i]
 	tat, out := b.tat.Load(), b.out.Load()
 	all, rechecked := cost == 0, false
 	if all { // a peek counts every pocket
@@ -214,17 +211,18 @@ func (s *Store) refill(b *batches, i int, now, cost int64) (limit.Decision, bool
 	for {
 		e := max(tat, now+out*b.t)
 		st := limit.State{A: e, Idle: e}
-		next, d := b.p.Decide(st, now, cost)
+		var next limit.State
+		next, *d = b.p.Decide(st, now, cost)
 		if d.Allowed {
 			if g := min(max(cost, b.size), d.Remaining+cost); g > cost && !all {
 				next, _ = b.p.Decide(st, now, g) // the request and a batch
-				sl.granted = g - cost
-				sl.n.Store(g - cost)
+				pk.granted = g - cost
+				pk.n.Store(g - cost)
 				out += g - cost
 			}
 			b.tat.Store(next.A)
 			b.out.Store(out)
-			return d, true
+			return true
 		}
 		if !all {
 			all = true
@@ -240,7 +238,7 @@ func (s *Store) refill(b *batches, i int, now, cost int64) (limit.Decision, bool
 		}
 		b.tat.Store(tat)
 		b.out.Store(out)
-		return d, true
+		return true
 	}
 }
 

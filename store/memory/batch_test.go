@@ -2,8 +2,10 @@ package memory
 
 import (
 	"context"
+	"math"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -38,6 +40,20 @@ func stillInBatches(t *testing.T, s *Store, key string, b *batches) {
 	if e := s.shards[i].hot.Load(); e == nil || e.h != tableKey(h) || e.tat.Load() != inBatches || e.b.Load() != b {
 		t.Fatal("the key left its batches: the test did not exercise them")
 	}
+}
+
+// refill and decideBatched return what Store.refill and
+// Store.decideBatched write.
+func refill(s *Store, b *batches, i int, now, cost int64) (limit.Decision, bool) {
+	var d limit.Decision
+	ok := s.refill(&d, b, i, now, cost)
+	return d, ok
+}
+
+func decideBatched(s *Store, b *batches, p limit.TokenBucket, now, cost int64) (limit.Decision, bool) {
+	var d limit.Decision
+	ok := s.decideBatched(&d, b, p, now, cost)
+	return d, ok
 }
 
 // hammerHot has 16 goroutines send n requests each for key and returns
@@ -100,7 +116,7 @@ func TestBatchesRefuseOnlyWhenEveryBatchIsSpent(t *testing.T) {
 	if len(b.pockets) < 2 || b.size < 2 {
 		t.Fatalf("%d pockets, batches of %d: this test needs two pockets and real batches", len(b.pockets), b.size)
 	}
-	if d, ok := s.refill(b, 0, *now, 1); !ok || !d.Allowed {
+	if d, ok := refill(s, b, 0, *now, 1); !ok || !d.Allowed {
 		t.Fatalf("first request from pocket 0: %+v, %v", d, ok)
 	}
 	held := b.pockets[0].n.Load()
@@ -109,7 +125,7 @@ func TestBatchesRefuseOnlyWhenEveryBatchIsSpent(t *testing.T) {
 	}
 	admitted := int64(0)
 	for {
-		d, ok := s.refill(b, 1, *now, 1)
+		d, ok := refill(s, b, 1, *now, 1)
 		if !ok {
 			t.Fatal("the locked path was asked to decide")
 		}
@@ -124,7 +140,7 @@ func TestBatchesRefuseOnlyWhenEveryBatchIsSpent(t *testing.T) {
 	if n, out := b.pockets[0].n.Load(), b.out.Load(); n != 0 || out != 0 {
 		t.Fatalf("after the refusal pocket 0 holds %d and %d are outstanding; want both 0", n, out)
 	}
-	if d, _ := s.decideBatched(b, p, *now, 1); d.Allowed {
+	if d, _ := decideBatched(s, b, p, *now, 1); d.Allowed {
 		t.Fatal("admitted after the refusal")
 	}
 }
@@ -136,7 +152,7 @@ func TestBatchesTakenLongAgoAreNotSpentOnARefilledBucket(t *testing.T) {
 	s, now := newTest(t, Config{Shards: 1})
 	p := limit.TokenBucket{Rate: limit.Per(10_000, time.Second), Burst: 10_000}
 	b := inBatchesFor(t, s, "hot", p)
-	if d, ok := s.refill(b, 0, *now, 1); !ok || !d.Allowed {
+	if d, ok := refill(s, b, 0, *now, 1); !ok || !d.Allowed {
 		t.Fatalf("first request from pocket 0: %+v, %v", d, ok)
 	}
 	if held := b.pockets[0].n.Load(); held < 100 {
@@ -159,13 +175,13 @@ func TestBatchesChargeSpentTokensWhenSpent(t *testing.T) {
 	p := limit.TokenBucket{Rate: limit.Per(10_000, time.Second), Burst: 10_000}
 	b := inBatchesFor(t, s, "hot", p)
 	stale := *now
-	if d, ok := s.refill(b, 0, stale, 1); !ok || !d.Allowed {
+	if d, ok := refill(s, b, 0, stale, 1); !ok || !d.Allowed {
 		t.Fatalf("first request from pocket 0: %+v, %v", d, ok)
 	}
 	held := b.pockets[0].n.Load()
 	*now += int64(10 * time.Second)
 	b.pockets[0].n.Store(0) // spent now, by decisions at the new instant
-	if d, ok := s.refill(b, 0, stale, 1); !ok || !d.Allowed {
+	if d, ok := refill(s, b, 0, stale, 1); !ok || !d.Allowed {
 		t.Fatalf("the refill that read the clock before they were spent: %+v, %v", d, ok)
 	}
 	if got, want := hammerHot(t, s, "hot", p, 1000), 10_000-held-1; got != want {
@@ -182,7 +198,7 @@ func TestBatchesReload(t *testing.T) {
 	old := limit.TokenBucket{Rate: limit.Per(1, time.Second), Burst: 1000}
 	b := inBatchesFor(t, s, "hot", old)
 	for range 297 {
-		if d, _ := s.decideBatched(b, old, *now, 1); !d.Allowed {
+		if d, _ := decideBatched(s, b, old, *now, 1); !d.Allowed {
 			t.Fatal("refused within the burst")
 		}
 	}
@@ -249,7 +265,7 @@ func TestBatchesDemotion(t *testing.T) {
 	// Long after, the key is idle: the sweep drops it, batches and all.
 	*now += int64(1000 * time.Hour)
 	b := inBatchesFor(t, s, "hot", p) // 3 more
-	if d, ok := s.refill(b, 0, *now, 1); !ok || !d.Allowed {
+	if d, ok := refill(s, b, 0, *now, 1); !ok || !d.Allowed {
 		t.Fatalf("a request from pocket 0: %+v, %v", d, ok)
 	}
 	*now += int64(1000 * time.Hour)
@@ -272,7 +288,7 @@ func TestBatchesBeingLimitedIsNeverEvicted(t *testing.T) {
 	slow := limit.TokenBucket{Rate: limit.Per(1, time.Second), Burst: 5}
 	b := inBatchesFor(t, s, "hot", fast)
 	for {
-		d, _ := s.decideBatched(b, fast, s.now(), 1)
+		d, _ := decideBatched(s, b, fast, s.now(), 1)
 		if !d.Allowed {
 			break
 		}
@@ -304,4 +320,63 @@ func TestBatchesNoAllocs(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("%v allocations per decision; want 0", n)
 	}
+}
+
+// BenchmarkHotKeyDesigns: one key decided from every goroutine of
+// b.RunParallel (always allowed, precise clock), by each design: "cas",
+// the compare-and-swap loop alone (the key kept from switching);
+// "batches"; and "one_pocket", batches with every processor on the same
+// pocket (the stress case of hints that all collide: one contended line,
+// as with padding removed). cpu-ns/op is the process's CPU time per
+// decision.
+func BenchmarkHotKeyDesigns(b *testing.B) {
+	tb := limit.TokenBucket{Rate: limit.Per(1_000_000_000, time.Second), Burst: 1_000_000}
+	var p limit.Policy = tb
+	ctx := context.Background()
+	for _, design := range []string{"cas", "batches", "one_pocket"} {
+		b.Run(design, func(b *testing.B) {
+			s, err := New(Config{SweepInterval: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			for range 3 {
+				s.Apply(ctx, "hot", p, 1)
+			}
+			h, i := s.hash("hot")
+			e := s.shards[i].hot.Load()
+			if e == nil || e.h != tableKey(h) {
+				b.Fatal("the key was not promoted")
+			}
+			switch design {
+			case "cas":
+				e.fails.Store(math.MinInt32) // never contended enough to switch
+			case "batches":
+				s.startBatches(e, tb)
+			case "one_pocket":
+				s.startBatches(e, tb)
+				e.b.Load().mask = 0
+			}
+			b.ReportAllocs()
+			start := processCPU(b)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					s.Apply(ctx, "hot", p, 1)
+				}
+			})
+			b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
+			if (design == "cas") != (e.tat.Load() != inBatches) {
+				b.Fatal("the key changed design during the run")
+			}
+		})
+	}
+}
+
+// processCPU returns the process's CPU time (user and system) so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

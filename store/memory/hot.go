@@ -44,24 +44,27 @@ const (
 	contendedAfter = 4
 )
 
-// decideHot decides a token-bucket request lock-free if h is the shard's
-// hot key. It reports false when the locked path must decide instead.
-func (s *Store) decideHot(sh *shard, h uint64, p limit.TokenBucket, now, cost int64) (limit.Decision, bool) {
+// decideHot decides a token-bucket request lock-free into d if h is the
+// shard's hot key. It reports false when the locked path must decide
+// instead. (A Decision is a dozen words: it is written in place rather
+// than copied up the calls.)
+func (s *Store) decideHot(d *limit.Decision, sh *shard, h uint64, p limit.TokenBucket, now, cost int64) bool {
 	e := sh.hot.Load()
 	if e == nil || e.h != h {
-		return limit.Decision{}, false
+		return false
 	}
 	rechecked := false
 	for {
 		old := e.tat.Load()
 		switch old {
 		case frozen:
-			return limit.Decision{}, false
+			return false
 		case inBatches:
-			return s.decideBatched(e.b.Load(), p, now, cost)
+			return s.decideBatched(d, e.b.Load(), p, now, cost)
 		}
 		st := limit.State{A: old, Idle: old}
-		next, d := p.Decide(st, now, cost)
+		var next limit.State
+		next, *d = p.Decide(st, now, cost)
 		if next == st {
 			// A refusal decided with an instant read before other cores
 			// charged may be stale (the bug the locked path's shard.last
@@ -73,10 +76,10 @@ func (s *Store) decideHot(sh *shard, h uint64, p limit.TokenBucket, now, cost in
 					continue
 				}
 			}
-			return d, true
+			return true
 		}
 		if e.tat.CompareAndSwap(old, next.A) {
-			return d, true
+			return true
 		}
 		// Another core charged first: decide again, at a fresh instant so
 		// that losing races never leaves this request deciding in the past.

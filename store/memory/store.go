@@ -178,7 +178,8 @@ func (s *Store) Apply(_ context.Context, key string, p limit.Policy, cost int64)
 	sh := &s.shards[i]
 	now := s.now()
 	if tb, ok := p.(limit.TokenBucket); ok {
-		if d, ok := s.decideHot(sh, tableKey(h), tb, now, cost); ok {
+		var d limit.Decision
+		if s.decideHot(&d, sh, tableKey(h), tb, now, cost) {
 			d.Policy = p
 			return d, nil
 		}
