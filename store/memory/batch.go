@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -128,8 +129,9 @@ func (s *Store) startBatches(e *hotKey, p limit.TokenBucket) {
 
 // decideBatched decides a request of a key in batches into d. It reports
 // false when the locked path must decide (demoted, or another policy: a
-// reload).
-func (s *Store) decideBatched(d *limit.Decision, b *batches, p limit.TokenBucket, now, cost int64) bool {
+// reload). As on the compare-and-swap path, the clock is read after the
+// state it decides on.
+func (s *Store) decideBatched(d *limit.Decision, b *batches, p limit.TokenBucket, cost int64) bool {
 	if p != b.p {
 		return false // the locked path demotes, taking every batch back
 	}
@@ -144,22 +146,22 @@ func (s *Store) decideBatched(d *limit.Decision, b *batches, p limit.TokenBucket
 				break
 			}
 			if pk.n.CompareAndSwap(v, v-cost) {
-				b.report(d, now, v-cost)
+				b.report(d, s.now(), v-cost)
 				return true
 			}
 		}
-		if b.refuseUnlocked(d, now, cost) {
-			// As on the compare-and-swap path: a refusal at an instant
-			// read before others charged may be stale, so read the clock
-			// once more before refusing.
-			t := s.later()
-			if t <= now || b.refuseUnlocked(d, t, cost) {
+		if now, ok := b.refuseUnlocked(d, math.MinInt64, cost); ok {
+			if s.recheck == nil {
 				return true
 			}
-			now = t
+			if t := s.recheck(); t <= now {
+				return true
+			} else if _, ok := b.refuseUnlocked(d, t, cost); ok {
+				return true
+			}
 		}
 	}
-	return s.refill(d, b, i, now, cost)
+	return s.refill(d, b, i, cost)
 }
 
 // report writes an allowed decision's figures into d: the bucket's at
@@ -173,31 +175,34 @@ func (b *batches) report(d *limit.Decision, now, left int64) {
 	}
 }
 
-// refuseUnlocked writes into d the refusal of cost at now and reports
-// true if a consistent read of the shared state shows nothing in any
-// pocket and too little in the bucket.
-func (b *batches) refuseUnlocked(d *limit.Decision, now, cost int64) bool {
+// refuseUnlocked writes into d the refusal of cost and reports true, with
+// the instant it decided at (the clock's, at least atLeast), if a
+// consistent read of the shared state shows nothing in any pocket and too
+// little in the bucket.
+func (b *batches) refuseUnlocked(d *limit.Decision, atLeast, cost int64) (int64, bool) {
 	s1 := b.seq.Load()
 	if s1&1 != 0 {
-		return false
+		return 0, false
 	}
 	tat, out := b.tat.Load(), b.out.Load()
 	if out != 0 || b.seq.Load() != s1 {
-		return false
+		return 0, false
 	}
+	now := max(atLeast, b.clock())
 	_, *d = b.p.Decide(limit.State{A: tat, Idle: tat}, now, cost)
-	return !d.Allowed
+	return now, !d.Allowed
 }
 
 // refill decides under mu: it accounts for pocket i, gives it a batch if
 // the bucket has one, and before a refusal takes every pocket's tokens
 // back.
-func (s *Store) refill(d *limit.Decision, b *batches, i int, now, cost int64) bool {
+func (s *Store) refill(d *limit.Decision, b *batches, i int, cost int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.frozen {
 		return false
 	}
+	now := b.clock()
 	b.seq.Add(1)
 	defer b.seq.Add(1)
 	pk := &b.pockets[i]
@@ -229,9 +234,9 @@ func (s *Store) refill(d *limit.Decision, b *batches, i int, now, cost int64) bo
 			tat, out, now = b.account(b.pockets, tat, out, now)
 			continue
 		}
-		if !rechecked {
+		if !rechecked && s.recheck != nil {
 			rechecked = true
-			if t := s.later(); t > now {
+			if t := s.recheck(); t > now {
 				now = t
 				continue
 			}

@@ -44,15 +44,15 @@ func stillInBatches(t *testing.T, s *Store, key string, b *batches) {
 
 // refill and decideBatched return what Store.refill and
 // Store.decideBatched write.
-func refill(s *Store, b *batches, i int, now, cost int64) (limit.Decision, bool) {
+func refill(s *Store, b *batches, i int, cost int64) (limit.Decision, bool) {
 	var d limit.Decision
-	ok := s.refill(&d, b, i, now, cost)
+	ok := s.refill(&d, b, i, cost)
 	return d, ok
 }
 
-func decideBatched(s *Store, b *batches, p limit.TokenBucket, now, cost int64) (limit.Decision, bool) {
+func decideBatched(s *Store, b *batches, p limit.TokenBucket, cost int64) (limit.Decision, bool) {
 	var d limit.Decision
-	ok := s.decideBatched(&d, b, p, now, cost)
+	ok := s.decideBatched(&d, b, p, cost)
 	return d, ok
 }
 
@@ -110,13 +110,13 @@ func TestBatchesExactAtTheLastTokens(t *testing.T) {
 // batch, decisions from another pocket drain the bucket; when it is empty
 // they take that batch back and spend it before refusing.
 func TestBatchesRefuseOnlyWhenEveryBatchIsSpent(t *testing.T) {
-	s, now := newTest(t, Config{Shards: 1})
+	s, _ := newTest(t, Config{Shards: 1})
 	p := limit.TokenBucket{Rate: limit.Per(1, time.Hour), Burst: 1000}
 	b := inBatchesFor(t, s, "hot", p)
 	if len(b.pockets) < 2 || b.size < 2 {
 		t.Fatalf("%d pockets, batches of %d: this test needs two pockets and real batches", len(b.pockets), b.size)
 	}
-	if d, ok := refill(s, b, 0, *now, 1); !ok || !d.Allowed {
+	if d, ok := refill(s, b, 0, 1); !ok || !d.Allowed {
 		t.Fatalf("first request from pocket 0: %+v, %v", d, ok)
 	}
 	held := b.pockets[0].n.Load()
@@ -125,7 +125,7 @@ func TestBatchesRefuseOnlyWhenEveryBatchIsSpent(t *testing.T) {
 	}
 	admitted := int64(0)
 	for {
-		d, ok := refill(s, b, 1, *now, 1)
+		d, ok := refill(s, b, 1, 1)
 		if !ok {
 			t.Fatal("the locked path was asked to decide")
 		}
@@ -140,7 +140,7 @@ func TestBatchesRefuseOnlyWhenEveryBatchIsSpent(t *testing.T) {
 	if n, out := b.pockets[0].n.Load(), b.out.Load(); n != 0 || out != 0 {
 		t.Fatalf("after the refusal pocket 0 holds %d and %d are outstanding; want both 0", n, out)
 	}
-	if d, _ := decideBatched(s, b, p, *now, 1); d.Allowed {
+	if d, _ := decideBatched(s, b, p, 1); d.Allowed {
 		t.Fatal("admitted after the refusal")
 	}
 }
@@ -152,7 +152,7 @@ func TestBatchesTakenLongAgoAreNotSpentOnARefilledBucket(t *testing.T) {
 	s, now := newTest(t, Config{Shards: 1})
 	p := limit.TokenBucket{Rate: limit.Per(10_000, time.Second), Burst: 10_000}
 	b := inBatchesFor(t, s, "hot", p)
-	if d, ok := refill(s, b, 0, *now, 1); !ok || !d.Allowed {
+	if d, ok := refill(s, b, 0, 1); !ok || !d.Allowed {
 		t.Fatalf("first request from pocket 0: %+v, %v", d, ok)
 	}
 	if held := b.pockets[0].n.Load(); held < 100 {
@@ -165,24 +165,40 @@ func TestBatchesTakenLongAgoAreNotSpentOnARefilledBucket(t *testing.T) {
 	stillInBatches(t, s, "hot", b)
 }
 
-// TestBatchesChargeSpentTokensWhenSpent: a pocket's tokens spent at a
-// later instant than the one its refiller read (it read the clock, then
-// waited for the lock while others spent them) are charged at the later
-// instant, not at the stale one, which would let a refilled bucket forget
-// them.
+// TestBatchesChargeSpentTokensWhenSpent: a pocket's tokens spent after
+// its refiller read the clock (between that read and its taking them back)
+// are charged at an instant read after they were taken back, not at the
+// older one, which would let a refilled bucket forget them.
 func TestBatchesChargeSpentTokensWhenSpent(t *testing.T) {
-	s, now := newTest(t, Config{Shards: 1})
+	now := int64(1_767_225_600_000_000_000)
+	var spend func() // run once by the next clock read, after it read
+	s, err := New(Config{Shards: 1, SweepInterval: -1, Clock: func() int64 {
+		t := now
+		if f := spend; f != nil {
+			spend = nil
+			f()
+		}
+		return t
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
 	p := limit.TokenBucket{Rate: limit.Per(10_000, time.Second), Burst: 10_000}
 	b := inBatchesFor(t, s, "hot", p)
-	stale := *now
-	if d, ok := refill(s, b, 0, stale, 1); !ok || !d.Allowed {
+	if d, ok := refill(s, b, 0, 1); !ok || !d.Allowed {
 		t.Fatalf("first request from pocket 0: %+v, %v", d, ok)
 	}
 	held := b.pockets[0].n.Load()
-	*now += int64(10 * time.Second)
-	b.pockets[0].n.Store(0) // spent now, by decisions at the new instant
-	if d, ok := refill(s, b, 0, stale, 1); !ok || !d.Allowed {
+	spend = func() {
+		now += int64(10 * time.Second)
+		b.pockets[0].n.Store(0) // spent at the new instant, by other cores
+	}
+	if d, ok := refill(s, b, 0, 1); !ok || !d.Allowed {
 		t.Fatalf("the refill that read the clock before they were spent: %+v, %v", d, ok)
+	}
+	if spend != nil {
+		t.Fatal("the refill did not read the clock")
 	}
 	if got, want := hammerHot(t, s, "hot", p, 1000), 10_000-held-1; got != want {
 		t.Fatalf("admitted %d at the new instant besides the %d spent from pocket 0 and the refill's request; want exactly %d", got, held, want)
@@ -198,7 +214,7 @@ func TestBatchesReload(t *testing.T) {
 	old := limit.TokenBucket{Rate: limit.Per(1, time.Second), Burst: 1000}
 	b := inBatchesFor(t, s, "hot", old)
 	for range 297 {
-		if d, _ := decideBatched(s, b, old, *now, 1); !d.Allowed {
+		if d, _ := decideBatched(s, b, old, 1); !d.Allowed {
 			t.Fatal("refused within the burst")
 		}
 	}
@@ -265,7 +281,7 @@ func TestBatchesDemotion(t *testing.T) {
 	// Long after, the key is idle: the sweep drops it, batches and all.
 	*now += int64(1000 * time.Hour)
 	b := inBatchesFor(t, s, "hot", p) // 3 more
-	if d, ok := refill(s, b, 0, *now, 1); !ok || !d.Allowed {
+	if d, ok := refill(s, b, 0, 1); !ok || !d.Allowed {
 		t.Fatalf("a request from pocket 0: %+v, %v", d, ok)
 	}
 	*now += int64(1000 * time.Hour)
@@ -288,7 +304,7 @@ func TestBatchesBeingLimitedIsNeverEvicted(t *testing.T) {
 	slow := limit.TokenBucket{Rate: limit.Per(1, time.Second), Burst: 5}
 	b := inBatchesFor(t, s, "hot", fast)
 	for {
-		d, _ := decideBatched(s, b, fast, s.now(), 1)
+		d, _ := decideBatched(s, b, fast, 1)
 		if !d.Allowed {
 			break
 		}

@@ -48,11 +48,18 @@ const (
 // shard's hot key. It reports false when the locked path must decide
 // instead. (A Decision is a dozen words: it is written in place rather
 // than copied up the calls.)
-func (s *Store) decideHot(d *limit.Decision, sh *shard, h uint64, p limit.TokenBucket, now, cost int64) bool {
+//
+// The clock is read after the state: every charge in the state was
+// decided at an instant read before it was made, so no refusal comes from
+// deciding at an instant older than the state (the bug the locked path's
+// shard.last check fixes), and only a Config.Recheck clock is read again
+// before refusing.
+func (s *Store) decideHot(d *limit.Decision, sh *shard, h uint64, p limit.TokenBucket, cost int64) bool {
 	e := sh.hot.Load()
 	if e == nil || e.h != h {
 		return false
 	}
+	now := int64(math.MinInt64)
 	rechecked := false
 	for {
 		old := e.tat.Load()
@@ -60,18 +67,16 @@ func (s *Store) decideHot(d *limit.Decision, sh *shard, h uint64, p limit.TokenB
 		case frozen:
 			return false
 		case inBatches:
-			return s.decideBatched(d, e.b.Load(), p, now, cost)
+			return s.decideBatched(d, e.b.Load(), p, cost)
 		}
+		now = max(now, s.now())
 		st := limit.State{A: old, Idle: old}
 		var next limit.State
 		next, *d = p.Decide(st, now, cost)
 		if next == st {
-			// A refusal decided with an instant read before other cores
-			// charged may be stale (the bug the locked path's shard.last
-			// check fixes): look at the clock once more before refusing.
-			if !d.Allowed && !rechecked {
+			if !d.Allowed && !rechecked && s.recheck != nil {
 				rechecked = true
-				if t := s.later(); t > now {
+				if t := s.recheck(); t > now {
 					now = t
 					continue
 				}
@@ -81,22 +86,12 @@ func (s *Store) decideHot(d *limit.Decision, sh *shard, h uint64, p limit.TokenB
 		if e.tat.CompareAndSwap(old, next.A) {
 			return true
 		}
-		// Another core charged first: decide again, at a fresh instant so
-		// that losing races never leaves this request deciding in the past.
+		// Another core charged first: decide again, on its state and at an
+		// instant read after it.
 		if e.fails.Add(1) >= contendedAfter {
 			s.startBatches(e, p)
 		}
-		now = max(now, s.now())
 	}
-}
-
-// later reads the clock again before a refusal: Config.Recheck when
-// set, the store's clock otherwise.
-func (s *Store) later() int64 {
-	if s.recheck != nil {
-		return s.recheck()
-	}
-	return s.now()
 }
 
 // promote makes h, whose table slot holds st under p, the shard's hot key,
