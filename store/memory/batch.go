@@ -168,7 +168,7 @@ func (s *Store) decideBatched(d *limit.Decision, b *batches, p limit.TokenBucket
 // now, with the deciding pocket's left tokens.
 func (b *batches) report(d *limit.Decision, now, left int64) {
 	e := max(b.tat.Load(), now+max(b.out.Load(), 0)*b.t)
-	_, *d = b.p.Decide(limit.State{A: e, Idle: e}, now, 0)
+	b.p.DecideInto(d, limit.State{A: e, Idle: e}, now, 0)
 	if left > 0 {
 		d.Remaining = min(d.Remaining+left, d.Limit)
 		d.NextUnitAfter = 0
@@ -189,7 +189,7 @@ func (b *batches) refuseUnlocked(d *limit.Decision, atLeast, cost int64) (int64,
 		return 0, false
 	}
 	now := max(atLeast, b.clock())
-	_, *d = b.p.Decide(limit.State{A: tat, Idle: tat}, now, cost)
+	b.p.DecideInto(d, limit.State{A: tat, Idle: tat}, now, cost)
 	return now, !d.Allowed
 }
 
@@ -216,8 +216,7 @@ func (s *Store) refill(d *limit.Decision, b *batches, i int, cost int64) bool {
 	for {
 		e := max(tat, now+out*b.t)
 		st := limit.State{A: e, Idle: e}
-		var next limit.State
-		next, *d = b.p.Decide(st, now, cost)
+		next := b.p.DecideInto(d, st, now, cost)
 		if d.Allowed {
 			if g := min(max(cost, b.size), d.Remaining+cost); g > cost && !all {
 				next, _ = b.p.Decide(st, now, g) // the request and a batch

@@ -71,8 +71,7 @@ func (s *Store) decideHot(d *limit.Decision, sh *shard, h uint64, p limit.TokenB
 		}
 		now = max(now, s.now())
 		st := limit.State{A: old, Idle: old}
-		var next limit.State
-		next, *d = p.Decide(st, now, cost)
+		next := p.DecideInto(d, st, now, cost)
 		if next == st {
 			if !d.Allowed && !rechecked && s.recheck != nil {
 				rechecked = true
