@@ -219,10 +219,14 @@ func (s *Store) refill(d *limit.Decision, b *batches, i int, cost int64) bool {
 		next := b.p.DecideInto(d, st, now, cost)
 		if d.Allowed {
 			if g := min(max(cost, b.size), d.Remaining+cost); g > cost && !all {
-				next, _ = b.p.Decide(st, now, g) // the request and a batch
-				pk.granted = g - cost
-				pk.n.Store(g - cost)
-				out += g - cost
+				// The request and a batch: Remaining+cost is what the
+				// bucket holds, so it admits g.
+				if withBatch, dg := b.p.Decide(st, now, g); dg.Allowed {
+					next = withBatch
+					pk.granted = g - cost
+					pk.n.Store(g - cost)
+					out += g - cost
+				}
 			}
 			b.tat.Store(next.A)
 			b.out.Store(out)
