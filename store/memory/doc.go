@@ -37,7 +37,9 @@
 // another core writes. There are two pockets per processor (a power of
 // two, at most 256), and a batch is at most 1024 tokens and at most the
 // burst ÷ (8 × pockets), so at most an eighth of the burst is out in
-// pockets at any time; about one decision in a batch takes the mutex.
+// pockets at any time; about one decision in a batch takes the mutex. The
+// pockets cost 128 bytes each (256 a processor) while the key is hot, for
+// at most one key a shard.
 //
 // Exactness: the tokens in pockets were charged when taken, so a client
 // never gets past its limit however they are spread; the bucket's refill
