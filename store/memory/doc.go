@@ -50,13 +50,16 @@
 // any pocket (a key being limited, the flood case) is decided lock-free
 // from a consistent read of the shared state. A demotion (a sweep, an
 // ApplyAll, an eviction) and a new policy for the key (a reload) take
-// every batch back first. Two figures are approximate: Decision.Remaining
-// counts the bucket and the deciding processor's pocket but not the other
-// pockets (low by at most an eighth of the burst); and while the bucket is
-// nearly full (within an eighth of the burst), tokens spent from a pocket
-// are charged when the pocket is next refilled rather than when spent, so
-// that much refill may arrive later than it would have; a key below that
-// (every key being limited) is decided exactly as by one lock.
+// every batch back first; the sweeper demotes every shard's hot key on
+// each pass, so a key that is no longer contended goes back to the
+// compare-and-swap loop within a SweepInterval. Two figures are
+// approximate: Decision.Remaining counts the bucket and the deciding
+// processor's pocket but not the other pockets (low by at most an eighth
+// of the burst); and while the bucket is nearly full (within an eighth of
+// the burst), tokens spent from a pocket are charged when the pocket is
+// next accounted for rather than when spent, so up to that many tokens of
+// refill may arrive later than they would have (never earlier); a key
+// below that (every key being limited) is decided exactly as by one lock.
 //
 // Why this does not depend on the processor: the compare-and-swap loop
 // alone moves the TAT's cache line between cores on every decision, and a
