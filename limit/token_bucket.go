@@ -52,31 +52,40 @@ func (p TokenBucket) String() string {
 
 // Decide applies GCRA. State.A and State.Idle both hold the TAT.
 func (p TokenBucket) Decide(st State, now, cost int64) (State, Decision) {
+	var d Decision
+	next := p.DecideInto(&d, st, now, cost)
+	return next, d
+}
+
+// DecideInto is Decide writing the decision into d, all of it: for a
+// store's hot path, where a Decision (a dozen words) returned by value is
+// copied at every call it goes up.
+func (p TokenBucket) DecideInto(d *Decision, st State, now, cost int64) State {
 	t := p.Rate.Interval()
 	b := p.burst()
 	tau := mulSat(t, b)
 	tat := max(st.A, now)
-	d := Decision{Limit: b}
+	*d = Decision{Limit: b}
 	if cost == 0 {
 		d.Allowed = true
-		p.report(&d, tat, now, t, tau)
-		return st, d
+		p.report(d, tat, now, t, tau)
+		return st
 	}
 	inc := mulSat(t, cost)
 	newTat := addSat(tat, inc)
 	allowAt := newTat - tau
 	if now < allowAt {
-		p.report(&d, tat, now, t, tau)
+		p.report(d, tat, now, t, tau)
 		if cost > b {
 			d.RetryAfter = Never
 		} else {
 			d.RetryAfter = time.Duration(allowAt - now)
 		}
-		return st, d
+		return st
 	}
 	d.Allowed = true
-	p.report(&d, newTat, now, t, tau)
-	return State{A: newTat, Idle: newTat}, d
+	p.report(d, newTat, now, t, tau)
+	return State{A: newTat, Idle: newTat}
 }
 
 // report fills Remaining, NextUnitAfter, ResetAfter and IdleAt for a

@@ -10,68 +10,87 @@ import (
 // A hot key is a token-bucket key decided twice in a row in its shard. Its
 // whole state is one integer (the GCRA theoretical arrival time), so while
 // it is hot it is decided without the shard's lock, by compare-and-swap on
-// that integer: a key hammered from every core moves one cache line per
-// decision instead of contending for a mutex. Each shard has at most one.
+// that integer. Each shard has at most one.
+//
+// A compare-and-swap that loses a race is contention: the same integer
+// written from several cores, whose cache line then moves between them on
+// every decision (how much that costs depends on the processor, which is
+// why a CAS loop alone wins on one machine and loses to a mutex on
+// another). After contendedAfter lost races the key switches to batches
+// (see batches): each core takes a batch of tokens from the shared state
+// and decides from it without writing a shared line.
 //
 // While a key is hot, its hotKey holds the truth and its table slot may be
 // stale. Every locked path that reads or removes that slot first demotes
 // the key: it freezes the integer (so a compare-and-swap in flight fails),
-// writes the final value back to the table and forgets the hotKey. A
-// hotKey is never reused for another key, so a stale pointer to it can
-// only ever see its own key's TAT, which only grows, and then frozen.
+// takes every batch back, writes the final value back to the table and
+// forgets the hotKey. A hotKey is never reused for another key, so a stale
+// pointer to it can only ever see its own key's state, and then frozen.
 type hotKey struct {
-	h   uint64
-	tat atomic.Int64
-	p   limit.Stateful // the token bucket that promoted it, to mark it on demotion
+	h     uint64
+	tat   atomic.Int64 // the TAT, or frozen, or inBatches
+	p     limit.Stateful
+	fails atomic.Int32            // compare-and-swap races lost
+	b     atomic.Pointer[batches] // set before tat becomes inBatches
 }
 
-// frozen marks a demoted hotKey; no TAT is ever this small.
-const frozen = math.MinInt64
+const (
+	// frozen marks a demoted hotKey; no TAT is ever this small.
+	frozen = math.MinInt64
+	// inBatches marks a hotKey whose state is in its batches.
+	inBatches = math.MinInt64 + 1
+	// contendedAfter is how many lost compare-and-swap races switch a hot
+	// key to batches: one is a coincidence, a few are two cores at it.
+	contendedAfter = 4
+)
 
-// decideHot decides a token-bucket request lock-free if h is the shard's
-// hot key. It reports false when the locked path must decide instead.
-func (s *Store) decideHot(sh *shard, h uint64, p limit.TokenBucket, now, cost int64) (limit.Decision, bool) {
+// decideHot decides a token-bucket request lock-free into d if h is the
+// shard's hot key. It reports false when the locked path must decide
+// instead. (A Decision is a dozen words: it is written in place rather
+// than copied up the calls.)
+//
+// The clock is read after the state: every charge in the state was
+// decided at an instant read before it was made, so no refusal comes from
+// deciding at an instant older than the state (the bug the locked path's
+// shard.last check fixes), and only a Config.Recheck clock is read again
+// before refusing.
+func (s *Store) decideHot(d *limit.Decision, sh *shard, h uint64, p limit.TokenBucket, cost int64) bool {
 	e := sh.hot.Load()
 	if e == nil || e.h != h {
-		return limit.Decision{}, false
+		return false
 	}
+	now := int64(math.MinInt64)
 	rechecked := false
 	for {
 		old := e.tat.Load()
-		if old == frozen {
-			return limit.Decision{}, false
+		switch old {
+		case frozen:
+			return false
+		case inBatches:
+			return s.decideBatched(d, e.b.Load(), p, cost)
 		}
+		now = max(now, s.now())
 		st := limit.State{A: old, Idle: old}
-		next, d := p.Decide(st, now, cost)
+		next := p.DecideInto(d, st, now, cost)
 		if next == st {
-			// A refusal decided with an instant read before other cores
-			// charged may be stale (the bug the locked path's shard.last
-			// check fixes): look at the clock once more before refusing.
-			if !d.Allowed && !rechecked {
+			if !d.Allowed && !rechecked && s.recheck != nil {
 				rechecked = true
-				if t := s.later(); t > now {
+				if t := s.recheck(); t > now {
 					now = t
 					continue
 				}
 			}
-			return d, true
+			return true
 		}
 		if e.tat.CompareAndSwap(old, next.A) {
-			return d, true
+			return true
 		}
-		// Another core charged first: decide again, at a fresh instant so
-		// that losing races never leaves this request deciding in the past.
-		now = max(now, s.now())
+		// Another core charged first: decide again, on its state and at an
+		// instant read after it.
+		if e.fails.Add(1) >= contendedAfter {
+			s.startBatches(e, p)
+		}
 	}
-}
-
-// later reads the clock again before a refusal: Config.Recheck when
-// set, the store's clock otherwise.
-func (s *Store) later() int64 {
-	if s.recheck != nil {
-		return s.recheck()
-	}
-	return s.now()
 }
 
 // promote makes h, whose table slot holds st under p, the shard's hot key,
@@ -97,6 +116,9 @@ func (sh *shard) demote(now int64) {
 	}
 	sh.hot.Store(nil)
 	tat := e.tat.Swap(frozen) // every charge that won its CAS is in tat
+	if tat == inBatches {
+		tat = e.b.Load().freeze() // and every batch is taken back
+	}
 	if i := sh.states.find(e.h); i >= 0 {
 		st := limit.State{A: tat, Idle: tat}
 		_, d := e.p.Decide(st, now, 0)

@@ -109,3 +109,38 @@ func TestHotKeyBeingLimitedIsNeverEvicted(t *testing.T) {
 		t.Fatalf("the exhausted hot key was evicted and admitted again (stats %+v)", s.Stats())
 	}
 }
+
+// TestHotKeyReadsTheClockOnce: a hot key's decision reads the clock once,
+// after the state it decides on, allowed or refused, on the
+// compare-and-swap path and from batches: no charge in that state can be
+// later than the instant, so a refusal needs no second reading (before,
+// every refusal read the clock twice, the flood's cost).
+func TestHotKeyReadsTheClockOnce(t *testing.T) {
+	now, reads := int64(1_767_225_600_000_000_000), 0
+	s, err := New(Config{Shards: 1, SweepInterval: -1, Clock: func() int64 { reads++; return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	p := limit.TokenBucket{Rate: limit.Per(1, time.Hour), Burst: 5}
+	for range 3 {
+		s.Apply(ctx, "k", p, 1)
+	}
+	e := s.shards[0].hot.Load()
+	if e == nil {
+		t.Fatal("the key was not promoted: this test would not reach the hot path")
+	}
+	check := func(path string, wantAllowed bool) {
+		t.Helper()
+		reads = 0
+		if d, _ := s.Apply(ctx, "k", p, 1); d.Allowed != wantAllowed || reads != 1 {
+			t.Fatalf("%s: allowed %v after %d clock reads; want %v after 1", path, d.Allowed, reads, wantAllowed)
+		}
+	}
+	check("compare-and-swap, allowed", true)
+	check("compare-and-swap, allowed", true)
+	check("compare-and-swap, refused", false)
+	s.startBatches(e, p)
+	check("batches, refused with nothing outstanding", false)
+}

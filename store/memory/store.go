@@ -176,13 +176,14 @@ func (s *Store) Apply(_ context.Context, key string, p limit.Policy, cost int64)
 	}
 	h, i := s.hash(key)
 	sh := &s.shards[i]
-	now := s.now()
 	if tb, ok := p.(limit.TokenBucket); ok {
-		if d, ok := s.decideHot(sh, tableKey(h), tb, now, cost); ok {
+		var d limit.Decision
+		if s.decideHot(&d, sh, tableKey(h), tb, cost) {
 			d.Policy = p
 			return d, nil
 		}
 	}
+	now := s.now()
 	sh.mu.Lock()
 	now = s.fresh(sh, now)
 	d, err := s.apply(sh, h, p, now, cost, nil)
