@@ -2,6 +2,7 @@ package replay
 
 import (
 	"math"
+	"reflect"
 	"slices"
 
 	"github.com/tollgate-dev/tollgate/limit"
@@ -10,11 +11,38 @@ import (
 // slot is one simulated policy instance with its own per-key state: a
 // user's policy, the exact sliding log shadowing a sliding window counter,
 // or an unbounded copy measuring the capacity each key needed.
+//
+// Two slots of one policy (a sliding window's exact shadow and a user's
+// sliding log of the same limit and window, say) share one column and one
+// decision per request: the same algorithm on the same requests decides
+// the same, so it runs once (see simulator.decide).
 type slot struct {
 	stateful limit.Stateful
 	logged   limit.Logged
 	idx      int // index into the simulator's stateful or logged columns
+	memo     int // index into the simulator's per-request decision memo
+	// The algorithm by its concrete type, so that decide calls it
+	// directly rather than through the interface.
+	kind slotKind
+	tb   limit.TokenBucket
+	lb   limit.LeakyBucket
+	fw   limit.FixedWindow
+	sw   limit.SlidingWindow
+	sl   limit.SlidingLog
 }
+
+// slotKind is a slot's algorithm, for a direct call; kindOther calls
+// through the interface.
+type slotKind uint8
+
+const (
+	kindOther slotKind = iota
+	kindTokenBucket
+	kindLeakyBucket
+	kindFixedWindow
+	kindSlidingWindow
+	kindSlidingLog
+)
 
 // run is one user policy's simulation and its totals.
 type run struct {
@@ -121,6 +149,11 @@ type simulator struct {
 	series *series
 	track  map[string]bool
 
+	// The decision of each distinct slot for the request being applied:
+	// memo[i] is valid when memoAt[i] is that request's number (events).
+	memoAt []int64
+	memo   []limit.Decision
+
 	events int64
 	sink   int64 // see touch
 	sweepN int64
@@ -133,8 +166,15 @@ const sweepEvery = 1 << 18
 
 func newSimulator(policies []Policy, engine *engineRun, engineName string, suggest bool, track []string, maxKeys, top int) *simulator {
 	s := &simulator{index: newKeyTable(), suggest: suggest, maxKeys: maxKeys}
+	var made []*slot
 	addSlot := func(p limit.Policy) *slot {
-		sl := &slot{}
+		for _, o := range made {
+			if samePolicy(o.policy(), p) {
+				c := *o
+				return &c
+			}
+		}
+		sl := &slot{memo: len(made)}
 		switch q := p.(type) {
 		case limit.Stateful:
 			sl.stateful, sl.idx = q, s.nStateful
@@ -143,6 +183,19 @@ func newSimulator(policies []Policy, engine *engineRun, engineName string, sugge
 			sl.logged, sl.idx = q, s.nLogged
 			s.nLogged++
 		}
+		switch q := p.(type) {
+		case limit.TokenBucket:
+			sl.kind, sl.tb = kindTokenBucket, q
+		case limit.LeakyBucket:
+			sl.kind, sl.lb = kindLeakyBucket, q
+		case limit.FixedWindow:
+			sl.kind, sl.fw = kindFixedWindow, q
+		case limit.SlidingWindow:
+			sl.kind, sl.sw = kindSlidingWindow, q
+		case limit.SlidingLog:
+			sl.kind, sl.sl = kindSlidingLog, q
+		}
+		made = append(made, sl)
 		return sl
 	}
 	if engine != nil {
@@ -168,6 +221,8 @@ func newSimulator(policies []Policy, engine *engineRun, engineName string, sugge
 		}
 		s.runs = append(s.runs, r)
 	}
+	s.memoAt = make([]int64, len(made))
+	s.memo = make([]limit.Decision, len(made))
 	s.outWords = statWords + 3*s.nStateful
 	s.stride = s.outWords + 3*len(s.runs)
 	s.retired = newRetiredStats(len(s.runs), top)
@@ -266,14 +321,53 @@ func (s *simulator) outcome(k int32, i int) keyOutcome {
 // decide applies slot sl to key k (whose record is rec) at now with cost:
 // the one place where an algorithm runs, and it is always package limit's
 // own code.
+// A slot sharing its column with another (see slot) decides once per
+// request: the second asks the memo.
 func (s *simulator) decide(sl *slot, k int32, rec []int64, now, cost int64) limit.Decision {
+	if s.memoAt[sl.memo] == s.events {
+		return s.memo[sl.memo]
+	}
+	var d limit.Decision
 	if sl.stateful != nil {
 		w := rec[statWords+3*sl.idx : statWords+3*sl.idx+3]
-		st, d := sl.stateful.Decide(limit.State{A: w[0], B: w[1], Idle: w[2]}, now, cost)
+		st := limit.State{A: w[0], B: w[1], Idle: w[2]}
+		switch sl.kind {
+		case kindTokenBucket:
+			st, d = sl.tb.Decide(st, now, cost)
+		case kindLeakyBucket:
+			st, d = sl.lb.Decide(st, now, cost)
+		case kindFixedWindow:
+			st, d = sl.fw.Decide(st, now, cost)
+		case kindSlidingWindow:
+			st, d = sl.sw.Decide(st, now, cost)
+		default:
+			st, d = sl.stateful.Decide(st, now, cost)
+		}
 		w[0], w[1], w[2] = st.A, st.B, st.Idle
-		return d
+	} else if l := &s.logs[int(k)*s.nLogged+sl.idx]; sl.kind == kindSlidingLog {
+		d = sl.sl.DecideLog(l, now, cost)
+	} else {
+		d = sl.logged.DecideLog(l, now, cost)
 	}
-	return sl.logged.DecideLog(&s.logs[int(k)*s.nLogged+sl.idx], now, cost)
+	s.memoAt[sl.memo], s.memo[sl.memo] = s.events, d
+	return d
+}
+
+// policy returns the slot's algorithm.
+func (sl *slot) policy() limit.Policy {
+	if sl.stateful != nil {
+		return sl.stateful
+	}
+	return sl.logged
+}
+
+// samePolicy reports whether a and b are the same algorithm with the same
+// parameters (and so decide alike on the same requests).
+func samePolicy(a, b limit.Policy) bool {
+	if a == nil || b == nil || reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
+		return false
+	}
+	return a == b
 }
 
 // touch reads a word of each cache line key k's next request will use, so
