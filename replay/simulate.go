@@ -375,15 +375,30 @@ func samePolicy(a, b limit.Policy) bool {
 // a field so the compiler keeps the loads.
 func (s *simulator) touch(k int32) {
 	rec := s.slab[int(k)*s.stride : (int(k)+1)*s.stride]
-	sum := int64(0)
+	sum := rec[len(rec)-1]
 	for i := 0; i < len(rec); i += 8 {
 		sum += rec[i]
 	}
-	for j := range s.nLogged {
-		sum += int64(s.logs[int(k)*s.nLogged+j].Len())
+	if s.nLogged > 0 {
+		logs := s.logs[int(k)*s.nLogged : (int(k)+1)*s.nLogged]
+		sum += logs[0].Sum() + logs[len(logs)-1].Sum()
 	}
+	if s.nSeam > 0 {
+		seams := s.seams[int(k)*s.nSeam : (int(k)+1)*s.nSeam]
+		sum += seams[0].sum + seams[len(seams)-1].sum
+	}
+	s.sink += sum
+}
+
+// touchDeep reads what key k's state points to (the seam trackers'
+// buffers), its state being loaded already (touch).
+func (s *simulator) touchDeep(k int32) {
+	sum := int64(0)
 	for j := range s.nSeam {
-		sum += s.seams[int(k)*s.nSeam+j].sum
+		q := &s.seams[int(k)*s.nSeam+j]
+		if q.off < len(q.ents) {
+			sum += q.ents[q.off].at + q.ents[len(q.ents)-1].at
+		}
 	}
 	s.sink += sum
 }
