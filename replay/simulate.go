@@ -107,9 +107,13 @@ type keyOutcome struct {
 	need     int64 // capacity needed never to refuse (with suggestions)
 }
 
-// grow extends s by n zero elements without a temporary slice.
+// grow extends s by n zero elements without a temporary slice, doubling
+// its capacity when it is full (append grows large slices by a quarter,
+// which copies a slab of 200,000 records many times over).
 func grow[T any](s []T, n int) []T {
-	s = slices.Grow(s, n)
+	if len(s)+n > cap(s) {
+		s = slices.Grow(s, max(n, len(s)))
+	}
 	s = s[:len(s)+n]
 	clear(s[len(s)-n:])
 	return s
@@ -151,8 +155,10 @@ type simulator struct {
 
 	// The decision of each distinct slot for the request being applied:
 	// memo[i] is valid when memoAt[i] is that request's number (events).
-	memoAt []int64
-	memo   []limit.Decision
+	// Only slots sharing their column (sharedSlot) use it.
+	memoAt     []int64
+	memo       []limit.Decision
+	sharedSlot []bool
 
 	events int64
 	sink   int64 // see touch
@@ -167,9 +173,11 @@ const sweepEvery = 1 << 18
 func newSimulator(policies []Policy, engine *engineRun, engineName string, suggest bool, track []string, maxKeys, top int) *simulator {
 	s := &simulator{index: newKeyTable(), suggest: suggest, maxKeys: maxKeys}
 	var made []*slot
+	shared := map[int]bool{}
 	addSlot := func(p limit.Policy) *slot {
 		for _, o := range made {
 			if samePolicy(o.policy(), p) {
+				shared[o.memo] = true
 				c := *o
 				return &c
 			}
@@ -223,6 +231,10 @@ func newSimulator(policies []Policy, engine *engineRun, engineName string, sugge
 	}
 	s.memoAt = make([]int64, len(made))
 	s.memo = make([]limit.Decision, len(made))
+	s.sharedSlot = make([]bool, len(made))
+	for i := range made {
+		s.sharedSlot[i] = shared[i]
+	}
 	s.outWords = statWords + 3*s.nStateful
 	s.stride = s.outWords + 3*len(s.runs)
 	s.retired = newRetiredStats(len(s.runs), top)
@@ -324,7 +336,8 @@ func (s *simulator) outcome(k int32, i int) keyOutcome {
 // A slot sharing its column with another (see slot) decides once per
 // request: the second asks the memo.
 func (s *simulator) decide(sl *slot, k int32, rec []int64, now, cost int64) limit.Decision {
-	if s.memoAt[sl.memo] == s.events {
+	shared := s.sharedSlot[sl.memo]
+	if shared && s.memoAt[sl.memo] == s.events {
 		return s.memo[sl.memo]
 	}
 	var d limit.Decision
@@ -349,7 +362,9 @@ func (s *simulator) decide(sl *slot, k int32, rec []int64, now, cost int64) limi
 	} else {
 		d = sl.logged.DecideLog(l, now, cost)
 	}
-	s.memoAt[sl.memo], s.memo[sl.memo] = s.events, d
+	if shared {
+		s.memoAt[sl.memo], s.memo[sl.memo] = s.events, d
+	}
 	return d
 }
 
