@@ -83,7 +83,7 @@ type keyStat struct {
 // Each key's fixed-size data lives in one record of int64 words in
 // simulator.slab, so that a request touches a few adjacent cache lines:
 // the summary words below, then 3 words of limit.State per stateful slot,
-// then 3 words of keyOutcome per run.
+// then 2 words of keyOutcome per run (3 with suggestions: need).
 const (
 	wRequests = iota
 	wCost
@@ -136,6 +136,7 @@ type simulator struct {
 	slab     []int64
 	stride   int
 	outWords int
+	outWidth int // words per outcome: 3 with suggestions, else 2 (no need)
 	// Columns of variable-size state, key-major: key k's at k*n + i.
 	logs   []limit.Log
 	seams  []seamQueue
@@ -236,7 +237,11 @@ func newSimulator(policies []Policy, engine *engineRun, engineName string, sugge
 		s.sharedSlot[i] = shared[i]
 	}
 	s.outWords = statWords + 3*s.nStateful
-	s.stride = s.outWords + 3*len(s.runs)
+	s.outWidth = 2
+	if suggest {
+		s.outWidth = 3 // need, too
+	}
+	s.stride = s.outWords + s.outWidth*len(s.runs)
 	s.retired = newRetiredStats(len(s.runs), top)
 	s.retireAt = maxKeys
 	s.series = newSeries(len(s.runs))
@@ -326,8 +331,12 @@ func (s *simulator) stat(k int32) keyStat {
 
 // outcome returns key k's outcome under run i.
 func (s *simulator) outcome(k int32, i int) keyOutcome {
-	w := s.slab[int(k)*s.stride+s.outWords+3*i:]
-	return keyOutcome{refused: w[0], firstRef: w[1], need: w[2]}
+	w := s.slab[int(k)*s.stride+s.outWords+s.outWidth*i:]
+	o := keyOutcome{refused: w[0], firstRef: w[1]}
+	if s.outWidth > 2 {
+		o.need = w[2]
+	}
+	return o
 }
 
 // decide applies slot sl to key k (whose record is rec) at now with cost:
@@ -469,7 +478,7 @@ func (s *simulator) apply(e event) {
 		if tb >= 0 {
 			track.outcome(tb, i, allowed)
 		}
-		o := out[3*i : 3*i+3] // refused, first refusal, need
+		o := out[s.outWidth*i : s.outWidth*(i+1)] // refused, first refusal, need
 		if allowed {
 			if r.seamIdx >= 0 && e.cost > 0 {
 				q := &s.seams[int(e.key)*s.nSeam+r.seamIdx]
