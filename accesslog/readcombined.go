@@ -46,8 +46,10 @@ func (p *clfParser) Parse(line []byte, r *Record) error {
 	r.User = u
 	i++ // '['
 	ts := i
-	for i < n && line[i] != ']' {
-		i++
+	if j := indexByte(line[i:], ']'); j >= 0 {
+		i += j
+	} else {
+		i = n
 	}
 	if i >= n {
 		return ErrSyntax

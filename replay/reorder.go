@@ -139,6 +139,11 @@ func (r *reorderer) pop() event {
 		r.h[0] = r.h[n]
 		r.h = r.h[:n]
 		r.down(0)
+		if n > 0 {
+			// The next straggler out is likely a few requests away: start
+			// loading its state (the FIFO's are loaded by prefetch).
+			r.sink.touch(r.h[0].key)
+		}
 	} else {
 		e = r.fifo[r.head]
 		r.head++
