@@ -158,7 +158,7 @@ type simulator struct {
 	// memo[i] is valid when memoAt[i] is that request's number (events).
 	// Only slots sharing their column (sharedSlot) use it.
 	memoAt     []int64
-	memo       []limit.Decision
+	memo       []memoEntry
 	sharedSlot []bool
 
 	events int64
@@ -231,7 +231,7 @@ func newSimulator(policies []Policy, engine *engineRun, engineName string, sugge
 		s.runs = append(s.runs, r)
 	}
 	s.memoAt = make([]int64, len(made))
-	s.memo = make([]limit.Decision, len(made))
+	s.memo = make([]memoEntry, len(made))
 	s.sharedSlot = make([]bool, len(made))
 	for i := range made {
 		s.sharedSlot[i] = shared[i]
@@ -342,12 +342,16 @@ func (s *simulator) outcome(k int32, i int) keyOutcome {
 // decide applies slot sl to key k (whose record is rec) at now with cost:
 // the one place where an algorithm runs, and it is always package limit's
 // own code.
-// A slot sharing its column with another (see slot) decides once per
-// request: the second asks the memo.
-func (s *simulator) decide(sl *slot, k int32, rec []int64, now, cost int64) limit.Decision {
+// It returns whether the request is allowed and the capacity in use after
+// it (Limit − Remaining), all that the simulation reads of a decision, so
+// that the decision itself stays in this frame. A slot sharing its column
+// with another (see slot) decides once per request: the second asks the
+// memo.
+func (s *simulator) decide(sl *slot, k int32, rec []int64, now, cost int64) (allowed bool, used int64) {
 	shared := s.sharedSlot[sl.memo]
 	if shared && s.memoAt[sl.memo] == s.events {
-		return s.memo[sl.memo]
+		m := &s.memo[sl.memo]
+		return m.allowed, m.used
 	}
 	var d limit.Decision
 	if sl.stateful != nil {
@@ -372,9 +376,15 @@ func (s *simulator) decide(sl *slot, k int32, rec []int64, now, cost int64) limi
 		d = sl.logged.DecideLog(l, now, cost)
 	}
 	if shared {
-		s.memoAt[sl.memo], s.memo[sl.memo] = s.events, d
+		s.memoAt[sl.memo], s.memo[sl.memo] = s.events, memoEntry{d.Allowed, d.Limit - d.Remaining}
 	}
-	return d
+	return d.Allowed, d.Limit - d.Remaining
+}
+
+// memoEntry is what decide returns, kept for a shared slot.
+type memoEntry struct {
+	allowed bool
+	used    int64
 }
 
 // policy returns the slot's algorithm.
@@ -472,7 +482,7 @@ func (s *simulator) apply(e event) {
 		if r.engine != nil {
 			allowed = e.req == nil || r.engine.decide(e.req, e.t)
 		} else {
-			allowed = s.decide(&r.main, e.key, rec, e.t, e.cost).Allowed
+			allowed, _ = s.decide(&r.main, e.key, rec, e.t, e.cost)
 		}
 		s.series.outcome(b, i, allowed)
 		if tb >= 0 {
@@ -494,9 +504,9 @@ func (s *simulator) apply(e event) {
 			o[0]++
 		}
 		if r.shadow != nil {
-			exact := s.decide(r.shadow, e.key, rec, e.t, e.cost)
+			exact, _ := s.decide(r.shadow, e.key, rec, e.t, e.cost)
 			r.compared++
-			if exact.Allowed != allowed {
+			if exact != allowed {
 				r.differ++
 				if allowed {
 					r.falseAllow++
@@ -506,8 +516,8 @@ func (s *simulator) apply(e event) {
 			}
 		}
 		if r.unb != nil {
-			u := s.decide(r.unb, e.key, rec, e.t, e.cost)
-			o[2] = max(o[2], u.Limit-u.Remaining-r.needAdjust)
+			_, used := s.decide(r.unb, e.key, rec, e.t, e.cost)
+			o[2] = max(o[2], used-r.needAdjust)
 		}
 	}
 	if s.events-s.sweepN >= sweepEvery {
