@@ -46,8 +46,10 @@ func (p *clfParser) Parse(line []byte, r *Record) error {
 	r.User = u
 	i++ // '['
 	ts := i
-	for i < n && line[i] != ']' {
-		i++
+	if j := indexByte(line[i:], ']'); j >= 0 {
+		i += j
+	} else {
+		i = n
 	}
 	if i >= n {
 		return ErrSyntax
@@ -66,17 +68,25 @@ func (p *clfParser) Parse(line []byte, r *Record) error {
 	}
 	i++
 	rs := i
-	for i < n && line[i] != '"' {
-		if line[i] == '\\' {
+	// The first quote ends the request unless a backslash comes before
+	// it, which may escape it: then walk the escapes.
+	escaped := false
+	if q := indexByte(line[i:], '"'); q >= 0 && indexByte(line[i:i+q], '\\') < 0 {
+		i += q
+	} else {
+		escaped = true
+		for i < n && line[i] != '"' {
+			if line[i] == '\\' {
+				i++
+			}
 			i++
 		}
-		i++
 	}
 	if i >= n {
 		return ErrSyntax
 	}
 	req := line[rs:i]
-	if indexByte(req, '\\') >= 0 {
+	if escaped && indexByte(req, '\\') >= 0 {
 		p.req = Unquote(p.req[:0], req)
 		req = p.req
 	}

@@ -90,3 +90,31 @@ func BenchmarkLine(b *testing.B) {
 		p.line(int64(i), lines[i%batch])
 	}
 }
+
+// An IPv6 client's line (its key the /64 prefix, the address written bare
+// or bracketed with a port) allocates nothing either: the address is
+// parsed from the line's bytes, not from a copy.
+func TestIPv6LinePathDoesNotAllocate(t *testing.T) {
+	cfg := Config{Policies: fivePolicies(t)}
+	if err := cfg.defaults(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := newPipeline(&cfg, accesslog.FormatCombined)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, addr := range []string{"2001:db8:0:3::1a", "[2001:db8::1]:443", "::ffff:10.1.2.3"} {
+		line := []byte(addr + ` - - [29/Nov/2026:00:00:00 +0200] "GET / HTTP/1.1" 200 1 "-" "x"`)
+		n := int64(0)
+		next := func() { p.line(n, line); n++ }
+		for range 100 {
+			next()
+		}
+		if a := testing.AllocsPerRun(1000, next); a != 0 {
+			t.Errorf("%s: %v allocations per line, want 0", addr, a)
+		}
+	}
+	if p.in.Malformed != 0 {
+		t.Fatalf("%d malformed lines", p.in.Malformed)
+	}
+}

@@ -12,15 +12,15 @@ const inlineKey = 46
 // keyTable maps keys to their ids. Short keys live inline in an
 // open-addressing table (linear probing, at most half full), so that a
 // lookup touches one slot instead of a map's control word, slot and
-// separately allocated string, and the pipeline can start loading a
-// line's slot (prefetch) one line before it looks the key up. Longer
+// separately allocated string, and the pipeline can load the slots of a
+// batch of lines together before it looks their keys up. Longer
 // keys go to a Go map.
 type keyTable struct {
 	slots []keySlot // power-of-two length
 	n     int
 	seed  maphash.Seed
 	long  map[string]int32
-	sink  uint16 // see prefetch
+	sink  uint16 // see slotLen
 }
 
 // keySlot is one table entry: 64 bytes, one cache line.
@@ -38,10 +38,11 @@ func newKeyTable() *keyTable {
 // hash returns key's hash for the lookup functions.
 func (t *keyTable) hash(key []byte) uint64 { return maphash.Bytes(t.seed, key) }
 
-// prefetch reads the slot key's lookup will start at, so that the load is
-// in flight while other work proceeds.
-func (t *keyTable) prefetch(h uint64) {
-	t.sink += t.slots[h&uint64(len(t.slots)-1)].klen
+// slotLen reads the slot the lookup of a key of hash h starts at: a load
+// that brings the slot into the cache ahead of the lookup (the caller
+// keeps the result in sink).
+func (t *keyTable) slotLen(h uint64) uint16 {
+	return t.slots[h&uint64(len(t.slots)-1)].klen
 }
 
 // get returns the id of key (whose hash is h) and whether it is present.

@@ -41,6 +41,9 @@ type reorderer struct {
 	peak      int   // the most events queued at once
 	seq       int64
 	sink      *simulator // receives the released events
+	// touched and deep count the events from the FIFO's head whose state
+	// has been loaded (see prefetch).
+	touched, deep int
 }
 
 // push adds an event and releases every event now outside the window, in
@@ -95,11 +98,7 @@ func (r *reorderer) push(t int64, key int32, cost int64, req *engineRequest) {
 			r.early++
 		}
 		queued--
-		// Start loading the state of a request a few places ahead, so
-		// that its cache misses overlap this one's work.
-		if j := r.head + prefetchAhead; j < len(r.fifo) {
-			r.sink.touch(r.fifo[j].key)
-		}
+		r.prefetch()
 		r.sink.apply(r.pop())
 	}
 }
@@ -140,17 +139,51 @@ func (r *reorderer) pop() event {
 		r.h[0] = r.h[n]
 		r.h = r.h[:n]
 		r.down(0)
+		if n > 0 {
+			// The next straggler out is likely a few requests away: start
+			// loading its state (the FIFO's are loaded by prefetch).
+			r.sink.touch(r.h[0].key)
+		}
 	} else {
 		e = r.fifo[r.head]
 		r.head++
+		r.touched, r.deep = max(r.touched-1, 0), max(r.deep-1, 0)
 	}
 	r.started, r.released = true, e.t
 	return e
 }
 
-// prefetchAhead is how many queued requests ahead the reorderer touches
-// the state of.
-const prefetchAhead = 6
+// Requests ahead of the FIFO's head have their state loaded in batches
+// (simulator.touch), so that their cache misses overlap each other's
+// instead of each stalling its own request: the records of the next
+// prefetchBatch requests once fewer than prefetchBatch are loaded ahead,
+// and then (touchDeep) what those records point to, once loaded.
+const prefetchBatch = 16
+
+// prefetch loads the state of the requests ahead in the FIFO.
+func (r *reorderer) prefetch() {
+	live := len(r.fifo) - r.head
+	if r.touched > live {
+		r.touched = live
+	}
+	if r.deep > r.touched {
+		r.deep = r.touched
+	}
+	if r.deep < prefetchBatch/2 && r.deep < r.touched {
+		end := min(r.touched, r.deep+prefetchBatch)
+		for _, e := range r.fifo[r.head+r.deep : r.head+end] {
+			r.sink.touchDeep(e.key)
+		}
+		r.deep = end
+	}
+	if r.touched < 2*prefetchBatch && r.touched < live {
+		end := min(live, r.touched+prefetchBatch)
+		for _, e := range r.fifo[r.head+r.touched : r.head+end] {
+			r.sink.touch(e.key)
+		}
+		r.touched = end
+	}
+}
 
 // subSat returns a - b for b >= 0, or the smallest int64 where that
 // would overflow: times may be anywhere in the int64 range.

@@ -260,11 +260,18 @@ func rankedEntries(s *simulator, in *InputStats) (entries []keyEntry, peakSec, p
 	if ret.keys > 0 {
 		first, last = ret.first, ret.last
 	}
+	n := s.live + len(ret.busiest)
+	for _, l := range ret.topRefused {
+		n += len(l)
+	}
+	entries = make([]keyEntry, 0, n)
+	outs := make([]keyOutcome, s.live*len(s.runs)) // every live entry's, in one allocation
 	for k := range s.names {
 		if s.names[k] == "" {
 			continue
 		}
-		e := s.entry(int32(k))
+		var e keyEntry
+		e, outs = s.entryInto(int32(k), outs)
 		e.live = true
 		entries = append(entries, e)
 		peakSec[e.stat.peakSec]++
@@ -276,10 +283,9 @@ func rankedEntries(s *simulator, in *InputStats) (entries []keyEntry, peakSec, p
 	if in.Keys > 0 {
 		in.First, in.Last = unixTime(first), unixTime(last)
 	}
+	// A retired entry may be in several of the lists; a live one is in
+	// none (a record retired and reused has a new serial number).
 	seen := make(map[int64]bool)
-	for _, e := range entries {
-		seen[e.serial] = true
-	}
 	addRetired := func(list []keyEntry) {
 		for _, e := range list {
 			if !seen[e.serial] {

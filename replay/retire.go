@@ -19,11 +19,19 @@ type keyEntry struct {
 
 // entry returns key k's figures.
 func (s *simulator) entry(k int32) keyEntry {
-	e := keyEntry{stat: s.stat(k), outs: make([]keyOutcome, len(s.runs)), serial: s.slab[int(k)*s.stride+wSerial]}
+	e, _ := s.entryInto(k, make([]keyOutcome, len(s.runs)))
+	return e
+}
+
+// entryInto is entry with its outcomes in the first len(s.runs) elements
+// of buf; it returns the rest of buf.
+func (s *simulator) entryInto(k int32, buf []keyOutcome) (keyEntry, []keyOutcome) {
+	n := len(s.runs)
+	e := keyEntry{stat: s.stat(k), outs: buf[:n:n], serial: s.slab[int(k)*s.stride+wSerial]}
 	for i := range e.outs {
 		e.outs[i] = s.outcome(k, i)
 	}
-	return e
+	return e, buf[n:]
 }
 
 // byRequests orders entries busiest first, then by key.

@@ -194,19 +194,21 @@ type pipeline struct {
 	reo    *reorderer
 	in     InputStats
 	rec    accesslog.Record
-	keyBuf []byte
-	// The line before the current one waits here, its key table slot
-	// being loaded (prefetched) while the current line is parsed.
-	pend    pendingLine
-	pendBuf []byte
+	// Parsed lines wait here, pendBatch at a time, so that their key
+	// table slots are loaded together (their cache misses overlapping)
+	// before their keys are looked up, in input order.
+	pend  [pendBatch]pendingLine
+	npend int
 }
+
+// pendBatch is how many parsed lines wait for their key lookups.
+const pendBatch = 16
 
 // pendingLine is a parsed line whose key is still to be looked up.
 type pendingLine struct {
-	valid   bool
 	t, cost int64
 	h       uint64 // the key's hash
-	key     []byte
+	key     []byte // its own buffer, reused
 	req     *engineRequest
 }
 
@@ -216,8 +218,10 @@ func newPipeline(cfg *Config, format accesslog.Format) (*pipeline, error) {
 	}
 	fields := cfg.Fields
 	fields.Extra = cfg.Key.Extra
-	p := &pipeline{cfg: cfg, parser: accesslog.NewParser(format, fields), nExtra: len(fields.Extra),
-		keyBuf: make([]byte, 0, 256), pendBuf: make([]byte, 0, 256)}
+	p := &pipeline{cfg: cfg, parser: accesslog.NewParser(format, fields), nExtra: len(fields.Extra)}
+	for i := range p.pend {
+		p.pend[i].key = make([]byte, 0, 256)
+	}
 	engineName := ""
 	if cfg.Rules != nil {
 		var err error
@@ -288,27 +292,34 @@ func (p *pipeline) line(n int64, line []byte) {
 		p.in.Filtered++
 		return
 	}
-	p.keyBuf = p.cfg.Key.append(p.keyBuf[:0], rec)
-	var req *engineRequest
+	l := &p.pend[p.npend]
+	l.key = p.cfg.Key.append(l.key[:0], rec)
+	l.req = nil
 	if p.er != nil {
-		req = &engineRequest{method: p.strs.get(rec.Method), host: p.strs.get(rec.Host),
+		l.req = &engineRequest{method: p.strs.get(rec.Method), host: p.strs.get(rec.Host),
 			path: p.strs.get(rec.Path), query: p.strs.get(rec.Query), addr: parseAddr(rec.Addr)}
 	}
-	h := p.sim.index.hash(p.keyBuf)
-	p.sim.index.prefetch(h)
-	p.flushPending()
-	p.pend = pendingLine{valid: true, t: rec.Time, cost: rec.Cost, h: h, key: p.keyBuf, req: req}
-	p.keyBuf, p.pendBuf = p.pendBuf[:0], p.keyBuf
+	l.t, l.cost, l.h = rec.Time, rec.Cost, p.sim.index.hash(l.key)
+	if p.npend++; p.npend == pendBatch {
+		p.flushPending()
+	}
 }
 
-// flushPending interns the waiting line's key and queues it.
+// flushPending loads the waiting lines' key table slots, then interns
+// their keys and queues them, in input order.
 func (p *pipeline) flushPending() {
-	if !p.pend.valid {
-		return
+	pend := p.pend[:p.npend]
+	p.npend = 0
+	sum := uint16(0)
+	for i := range pend {
+		sum += p.sim.index.slotLen(pend[i].h)
 	}
-	l := &p.pend
-	p.reo.push(l.t, p.sim.internHashed(l.key, l.h), l.cost, l.req)
-	l.valid, l.req = false, nil
+	p.sim.index.sink += sum
+	for i := range pend {
+		l := &pend[i]
+		p.reo.push(l.t, p.sim.internHashed(l.key, l.h), l.cost, l.req)
+		l.req = nil
+	}
 }
 
 // finish simulates everything still queued.

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"math"
+	"reflect"
 	"slices"
 
 	"github.com/tollgate-dev/tollgate/limit"
@@ -10,11 +11,38 @@ import (
 // slot is one simulated policy instance with its own per-key state: a
 // user's policy, the exact sliding log shadowing a sliding window counter,
 // or an unbounded copy measuring the capacity each key needed.
+//
+// Two slots of one policy (a sliding window's exact shadow and a user's
+// sliding log of the same limit and window, say) share one column and one
+// decision per request: the same algorithm on the same requests decides
+// the same, so it runs once (see simulator.decide).
 type slot struct {
 	stateful limit.Stateful
 	logged   limit.Logged
 	idx      int // index into the simulator's stateful or logged columns
+	memo     int // index into the simulator's per-request decision memo
+	// The algorithm by its concrete type, so that decide calls it
+	// directly rather than through the interface.
+	kind slotKind
+	tb   limit.TokenBucket
+	lb   limit.LeakyBucket
+	fw   limit.FixedWindow
+	sw   limit.SlidingWindow
+	sl   limit.SlidingLog
 }
+
+// slotKind is a slot's algorithm, for a direct call; kindOther calls
+// through the interface.
+type slotKind uint8
+
+const (
+	kindOther slotKind = iota
+	kindTokenBucket
+	kindLeakyBucket
+	kindFixedWindow
+	kindSlidingWindow
+	kindSlidingLog
+)
 
 // run is one user policy's simulation and its totals.
 type run struct {
@@ -55,7 +83,7 @@ type keyStat struct {
 // Each key's fixed-size data lives in one record of int64 words in
 // simulator.slab, so that a request touches a few adjacent cache lines:
 // the summary words below, then 3 words of limit.State per stateful slot,
-// then 3 words of keyOutcome per run.
+// then 2 words of keyOutcome per run (3 with suggestions: need).
 const (
 	wRequests = iota
 	wCost
@@ -79,9 +107,13 @@ type keyOutcome struct {
 	need     int64 // capacity needed never to refuse (with suggestions)
 }
 
-// grow extends s by n zero elements without a temporary slice.
+// grow extends s by n zero elements without a temporary slice, doubling
+// its capacity when it is full (append grows large slices by a quarter,
+// which copies a slab of 200,000 records many times over).
 func grow[T any](s []T, n int) []T {
-	s = slices.Grow(s, n)
+	if len(s)+n > cap(s) {
+		s = slices.Grow(s, max(n, len(s)))
+	}
 	s = s[:len(s)+n]
 	clear(s[len(s)-n:])
 	return s
@@ -104,6 +136,7 @@ type simulator struct {
 	slab     []int64
 	stride   int
 	outWords int
+	outWidth int // words per outcome: 3 with suggestions, else 2 (no need)
 	// Columns of variable-size state, key-major: key k's at k*n + i.
 	logs   []limit.Log
 	seams  []seamQueue
@@ -121,6 +154,13 @@ type simulator struct {
 	series *series
 	track  map[string]bool
 
+	// The decision of each distinct slot for the request being applied:
+	// memo[i] is valid when memoAt[i] is that request's number (events).
+	// Only slots sharing their column (sharedSlot) use it.
+	memoAt     []int64
+	memo       []memoEntry
+	sharedSlot []bool
+
 	events int64
 	sink   int64 // see touch
 	sweepN int64
@@ -133,8 +173,17 @@ const sweepEvery = 1 << 18
 
 func newSimulator(policies []Policy, engine *engineRun, engineName string, suggest bool, track []string, maxKeys, top int) *simulator {
 	s := &simulator{index: newKeyTable(), suggest: suggest, maxKeys: maxKeys}
+	var made []*slot
+	shared := map[int]bool{}
 	addSlot := func(p limit.Policy) *slot {
-		sl := &slot{}
+		for _, o := range made {
+			if samePolicy(o.policy(), p) {
+				shared[o.memo] = true
+				c := *o
+				return &c
+			}
+		}
+		sl := &slot{memo: len(made)}
 		switch q := p.(type) {
 		case limit.Stateful:
 			sl.stateful, sl.idx = q, s.nStateful
@@ -143,6 +192,19 @@ func newSimulator(policies []Policy, engine *engineRun, engineName string, sugge
 			sl.logged, sl.idx = q, s.nLogged
 			s.nLogged++
 		}
+		switch q := p.(type) {
+		case limit.TokenBucket:
+			sl.kind, sl.tb = kindTokenBucket, q
+		case limit.LeakyBucket:
+			sl.kind, sl.lb = kindLeakyBucket, q
+		case limit.FixedWindow:
+			sl.kind, sl.fw = kindFixedWindow, q
+		case limit.SlidingWindow:
+			sl.kind, sl.sw = kindSlidingWindow, q
+		case limit.SlidingLog:
+			sl.kind, sl.sl = kindSlidingLog, q
+		}
+		made = append(made, sl)
 		return sl
 	}
 	if engine != nil {
@@ -168,8 +230,18 @@ func newSimulator(policies []Policy, engine *engineRun, engineName string, sugge
 		}
 		s.runs = append(s.runs, r)
 	}
+	s.memoAt = make([]int64, len(made))
+	s.memo = make([]memoEntry, len(made))
+	s.sharedSlot = make([]bool, len(made))
+	for i := range made {
+		s.sharedSlot[i] = shared[i]
+	}
 	s.outWords = statWords + 3*s.nStateful
-	s.stride = s.outWords + 3*len(s.runs)
+	s.outWidth = 2
+	if suggest {
+		s.outWidth = 3 // need, too
+	}
+	s.stride = s.outWords + s.outWidth*len(s.runs)
 	s.retired = newRetiredStats(len(s.runs), top)
 	s.retireAt = maxKeys
 	s.series = newSeries(len(s.runs))
@@ -259,21 +331,77 @@ func (s *simulator) stat(k int32) keyStat {
 
 // outcome returns key k's outcome under run i.
 func (s *simulator) outcome(k int32, i int) keyOutcome {
-	w := s.slab[int(k)*s.stride+s.outWords+3*i:]
-	return keyOutcome{refused: w[0], firstRef: w[1], need: w[2]}
+	w := s.slab[int(k)*s.stride+s.outWords+s.outWidth*i:]
+	o := keyOutcome{refused: w[0], firstRef: w[1]}
+	if s.outWidth > 2 {
+		o.need = w[2]
+	}
+	return o
 }
 
 // decide applies slot sl to key k (whose record is rec) at now with cost:
 // the one place where an algorithm runs, and it is always package limit's
 // own code.
-func (s *simulator) decide(sl *slot, k int32, rec []int64, now, cost int64) limit.Decision {
+// It returns whether the request is allowed and the capacity in use after
+// it (Limit − Remaining), all that the simulation reads of a decision, so
+// that the decision itself stays in this frame. A slot sharing its column
+// with another (see slot) decides once per request: the second asks the
+// memo.
+func (s *simulator) decide(sl *slot, k int32, rec []int64, now, cost int64) (allowed bool, used int64) {
+	shared := s.sharedSlot[sl.memo]
+	if shared && s.memoAt[sl.memo] == s.events {
+		m := &s.memo[sl.memo]
+		return m.allowed, m.used
+	}
+	var d limit.Decision
 	if sl.stateful != nil {
 		w := rec[statWords+3*sl.idx : statWords+3*sl.idx+3]
-		st, d := sl.stateful.Decide(limit.State{A: w[0], B: w[1], Idle: w[2]}, now, cost)
+		st := limit.State{A: w[0], B: w[1], Idle: w[2]}
+		switch sl.kind {
+		case kindTokenBucket:
+			st, d = sl.tb.Decide(st, now, cost)
+		case kindLeakyBucket:
+			st, d = sl.lb.Decide(st, now, cost)
+		case kindFixedWindow:
+			st, d = sl.fw.Decide(st, now, cost)
+		case kindSlidingWindow:
+			st, d = sl.sw.Decide(st, now, cost)
+		default:
+			st, d = sl.stateful.Decide(st, now, cost)
+		}
 		w[0], w[1], w[2] = st.A, st.B, st.Idle
-		return d
+	} else if l := &s.logs[int(k)*s.nLogged+sl.idx]; sl.kind == kindSlidingLog {
+		d = sl.sl.DecideLog(l, now, cost)
+	} else {
+		d = sl.logged.DecideLog(l, now, cost)
 	}
-	return sl.logged.DecideLog(&s.logs[int(k)*s.nLogged+sl.idx], now, cost)
+	if shared {
+		s.memoAt[sl.memo], s.memo[sl.memo] = s.events, memoEntry{d.Allowed, d.Limit - d.Remaining}
+	}
+	return d.Allowed, d.Limit - d.Remaining
+}
+
+// memoEntry is what decide returns, kept for a shared slot.
+type memoEntry struct {
+	allowed bool
+	used    int64
+}
+
+// policy returns the slot's algorithm.
+func (sl *slot) policy() limit.Policy {
+	if sl.stateful != nil {
+		return sl.stateful
+	}
+	return sl.logged
+}
+
+// samePolicy reports whether a and b are the same algorithm with the same
+// parameters (and so decide alike on the same requests).
+func samePolicy(a, b limit.Policy) bool {
+	if a == nil || b == nil || reflect.TypeOf(a) != reflect.TypeOf(b) || !reflect.TypeOf(a).Comparable() {
+		return false
+	}
+	return a == b
 }
 
 // touch reads a word of each cache line key k's next request will use, so
@@ -281,15 +409,30 @@ func (s *simulator) decide(sl *slot, k int32, rec []int64, now, cost int64) limi
 // a field so the compiler keeps the loads.
 func (s *simulator) touch(k int32) {
 	rec := s.slab[int(k)*s.stride : (int(k)+1)*s.stride]
-	sum := int64(0)
+	sum := rec[len(rec)-1]
 	for i := 0; i < len(rec); i += 8 {
 		sum += rec[i]
 	}
-	for j := range s.nLogged {
-		sum += int64(s.logs[int(k)*s.nLogged+j].Len())
+	if s.nLogged > 0 {
+		logs := s.logs[int(k)*s.nLogged : (int(k)+1)*s.nLogged]
+		sum += logs[0].Sum() + logs[len(logs)-1].Sum()
 	}
+	if s.nSeam > 0 {
+		seams := s.seams[int(k)*s.nSeam : (int(k)+1)*s.nSeam]
+		sum += seams[0].sum + seams[len(seams)-1].sum
+	}
+	s.sink += sum
+}
+
+// touchDeep reads what key k's state points to (the seam trackers'
+// buffers), its state being loaded already (touch).
+func (s *simulator) touchDeep(k int32) {
+	sum := int64(0)
 	for j := range s.nSeam {
-		sum += s.seams[int(k)*s.nSeam+j].sum
+		q := &s.seams[int(k)*s.nSeam+j]
+		if q.off < len(q.ents) {
+			sum += q.ents[q.off].at + q.ents[len(q.ents)-1].at
+		}
 	}
 	s.sink += sum
 }
@@ -339,13 +482,13 @@ func (s *simulator) apply(e event) {
 		if r.engine != nil {
 			allowed = e.req == nil || r.engine.decide(e.req, e.t)
 		} else {
-			allowed = s.decide(&r.main, e.key, rec, e.t, e.cost).Allowed
+			allowed, _ = s.decide(&r.main, e.key, rec, e.t, e.cost)
 		}
 		s.series.outcome(b, i, allowed)
 		if tb >= 0 {
 			track.outcome(tb, i, allowed)
 		}
-		o := out[3*i : 3*i+3] // refused, first refusal, need
+		o := out[s.outWidth*i : s.outWidth*(i+1)] // refused, first refusal, need
 		if allowed {
 			if r.seamIdx >= 0 && e.cost > 0 {
 				q := &s.seams[int(e.key)*s.nSeam+r.seamIdx]
@@ -361,9 +504,9 @@ func (s *simulator) apply(e event) {
 			o[0]++
 		}
 		if r.shadow != nil {
-			exact := s.decide(r.shadow, e.key, rec, e.t, e.cost)
+			exact, _ := s.decide(r.shadow, e.key, rec, e.t, e.cost)
 			r.compared++
-			if exact.Allowed != allowed {
+			if exact != allowed {
 				r.differ++
 				if allowed {
 					r.falseAllow++
@@ -373,8 +516,8 @@ func (s *simulator) apply(e event) {
 			}
 		}
 		if r.unb != nil {
-			u := s.decide(r.unb, e.key, rec, e.t, e.cost)
-			o[2] = max(o[2], u.Limit-u.Remaining-r.needAdjust)
+			_, used := s.decide(r.unb, e.key, rec, e.t, e.cost)
+			o[2] = max(o[2], used-r.needAdjust)
 		}
 	}
 	if s.events-s.sweepN >= sweepEvery {

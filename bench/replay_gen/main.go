@@ -12,6 +12,7 @@ import (
 	"bufio"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -59,6 +60,11 @@ func run(n int, out string, clients, rate int, seed uint64) error {
 		defer f.Close()
 		w = f
 	}
+	return generate(w, n, clients, rate, seed)
+}
+
+// generate writes the log to w.
+func generate(w io.Writer, n, clients, rate int, seed uint64) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	zipf := rand.NewZipf(rng, 1.1, 4, uint64(clients-1))
