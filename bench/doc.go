@@ -5,5 +5,8 @@
 // are the Go baselines that ../scripts/bench-gateway.sh serves beside the
 // gateway (net/http, fasthttp, gnet). envoyproxy/ratelimit is pinned as a
 // tool (go.mod's tool directive): rlsload measures it and envoyrls's
-// parity test runs it (scripts/test.sh builds it).
+// parity test runs it (scripts/test.sh builds it). ../scripts/bench.sh
+// runs every headline comparison (these benchmarks, rlsload, replay_gen
+// and the scripts' servers) in one interleaved run and writes
+// BENCHMARKS.md's first table.
 package bench
