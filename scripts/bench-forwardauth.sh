@@ -46,6 +46,8 @@ for tool in wrk nginx go curl; do
 	command -v $tool >/dev/null || { echo "bench-forwardauth: $tool is not installed" >&2; exit 1; }
 done
 
+ports_free $(seq 18481 18488)
+
 # --- the origin (18481) and the floor's auth service (18482): nginx 200 -------
 origin() { # name port [sed-extra]
 	mkdir -p "$RUN/$1/tmp"

@@ -13,6 +13,18 @@ cputicks() {
 # median: the median of the numbers on standard input, one a line.
 median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
+# ports_free PORT...: fails, naming it, when something already listens on
+# one of the 127.0.0.1 PORTs (another run's server would be measured instead).
+ports_free() {
+	local p
+	for p in "$@"; do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$(basename "$0"): 127.0.0.1:$p is in use by another process" >&2
+			return 1
+		fi
+	done
+}
+
 # build_tollgate DEST: the tollgate binary the load scripts measure, at
 # DEST: a copy of $TOLLGATE when that names a built one (scripts/bench.sh
 # builds it once, and a second commit's as $TOLLGATE_B), else built from
