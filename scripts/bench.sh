@@ -454,8 +454,8 @@ done
 # Empty values (a configuration a harness did not report) are dropped.
 awk 'NF == 3 || /^#/' "$RES" >"$RES.tmp" && mv "$RES.tmp" "$RES"
 
-LOADMED=$(printf '%s\n' "${LOADS[@]}" | median)
-COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo "+changes")
+LOADMED=$(printf '%s\n' "${LOADS[@]}" | median | awk '{printf "%.1f", $1}')
+COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!*.md' 2>/dev/null || echo "+changes")
 echo "#meta Measured $(date -u '+%Y-%m-%d %H:%M UTC') by \`scripts/bench.sh$([ "$QUICK" = 1 ] && echo " -quick") -rounds $ROUNDS\` at commit $COMMIT$([ -n "$COMPARE" ] && echo " beside $COMPARE"): medians of $ROUNDS interleaved rounds, $(nproc) cores ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), load average $LOADMED (median over the steps; $(printf '%s\n' "${LOADS[@]}" | sort -g | head -1)–$(printf '%s\n' "${LOADS[@]}" | sort -g | tail -1)), $(($(date -u +%s) - START)) s." >>"$RES"
 
 if [ "$DRY" = 1 ]; then
