@@ -7,4 +7,7 @@
 // tool (go.mod's tool directive): rlsload measures it and envoyrls's
 // parity test runs it (scripts/test.sh builds it). flashcrowd is the
 // adaptive limits' flash-crowd benchmark (../scripts/bench-adaptive.sh).
+// ../scripts/bench.sh runs every headline comparison (these benchmarks,
+// rlsload, replay_gen and the scripts' servers) in one interleaved run and
+// writes BENCHMARKS.md's first table.
 package bench

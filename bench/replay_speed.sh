@@ -9,6 +9,7 @@
 #   bench/replay_speed.sh            # 10,000,000 lines, 200,000 clients, 3 runs
 #   N=1000000 RUNS=5 CLIENTS=10000 bench/replay_speed.sh
 #   EXTRA="-max-keys 50000" bench/replay_speed.sh   # more replay flags
+#   LOG=/tmp/access.log TOLLGATE=/tmp/tollgate bench/replay_speed.sh  # that log (N its lines), that binary
 set -eu
 N=${N:-10000000}
 RUNS=${RUNS:-3}
@@ -18,10 +19,18 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT INT TERM
 
-(cd "$ROOT" && go build -o "$TMP/tollgate" ./cmd/tollgate)
-(cd "$ROOT/bench" && go build -o "$TMP/gen" ./replay_gen)
-"$TMP/gen" -n "$N" -clients "$CLIENTS" -o "$TMP/access.log"
-LOG="$TMP/access.log"
+if [ -n "${TOLLGATE:-}" ]; then
+	cp "$TOLLGATE" "$TMP/tollgate"
+else
+	(cd "$ROOT" && go build -o "$TMP/tollgate" ./cmd/tollgate)
+fi
+if [ -n "${LOG:-}" ]; then
+	N=$(wc -l <"$LOG")
+else
+	(cd "$ROOT/bench" && go build -o "$TMP/gen" ./replay_gen)
+	"$TMP/gen" -n "$N" -clients "$CLIENTS" -o "$TMP/access.log"
+	LOG="$TMP/access.log"
+fi
 echo "log: $N lines from a population of $CLIENTS clients, $(du -m "$LOG" | cut -f1) MB, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # The five algorithms, one policy each (the sliding window also runs its

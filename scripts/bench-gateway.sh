@@ -8,6 +8,9 @@
 #
 #   scripts/bench-gateway.sh [ROUNDS] [SECONDS]     defaults: 3 rounds of 5 s
 #
+# TOLLGATE=path measures that tollgate binary instead of building this
+# tree's; TOLLGATE_B=path adds a second build (tollgate-b-rule-allow and
+# tollgate-b-rule-deny on 18085-18086), measured in the same rounds.
 # ONLY="nginx-limit-deny tollgate-rule-deny" measures only the named
 # configurations (all servers still start); CONNS sets wrk's connections.
 # SYSCALLS=1 adds a pass that counts each server's system calls per
@@ -31,7 +34,7 @@ RUN=$(mktemp -d /tmp/bench-gateway.XXXXXX)
 PIDS=()
 declare -A PIDOF # port -> process id of the server on it (nginx: the master)
 
-. "$ROOT/scripts/bench-lib.sh" # need_tools, stop_servers, only_configs, start_tollgate, cputicks, median
+. "$ROOT/scripts/bench-lib.sh" # need_tools, stop_servers, only_configs, build_tollgate, start_tollgate, cputicks, median
 
 cleanup() {
 	stop_servers
@@ -64,11 +67,18 @@ nginx_proxy allow 18083 'limit_req_zone $binary_remote_addr zone=z:10m rate=1000
 nginx_proxy deny 18084 'limit_req_zone $binary_remote_addr zone=z:10m rate=100r/s;' 'limit_req zone=z;'
 
 # --- tollgate: no rule, a rule that never refuses, a rule that always does ---
-(cd "$ROOT" && go build -o "$RUN/tollgate" ./cmd/tollgate)
+build_tollgate "$RUN/tollgate"
 tollgate() { start_tollgate "$1" "$2" 18081 "" "$3"; } # name port rules-yaml
+ALLOW='rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1000000/s, burst: 1000}]}]'
+DENY='rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1/h, burst: 1}]}]'
 tollgate norule 18090 ""
-tollgate allow 18091 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1000000/s, burst: 1000}]}]'
-tollgate deny 18092 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1/h, burst: 1}]}]'
+tollgate allow 18091 "$ALLOW"
+tollgate deny 18092 "$DENY"
+if [ -n "${TOLLGATE_B:-}" ]; then
+	cp "$TOLLGATE_B" "$RUN/tollgate-b"
+	TGBIN=$RUN/tollgate-b tollgate b-allow 18085 "$ALLOW"
+	TGBIN=$RUN/tollgate-b tollgate b-deny 18086 "$DENY"
+fi
 
 # --- baselines: built from the bench module (bench/peers) ---------------------
 # stdproxy: net/http's httputil.ReverseProxy, and a net/http 429 responder.
@@ -130,6 +140,9 @@ CONFIGS=(
 	"nethttp-reverseproxy 18095"
 	"nethttp-429 18096"
 )
+if [ -n "${PIDOF[18085]:-}" ]; then
+	CONFIGS+=("tollgate-b-rule-allow 18085" "tollgate-b-rule-deny 18086")
+fi
 if [ -n "${PIDOF[18097]:-}" ]; then
 	CONFIGS+=("fasthttp-hostclient-proxy 18097" "fasthttp-429 18098")
 fi

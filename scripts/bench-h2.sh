@@ -7,13 +7,16 @@
 #
 #   scripts/bench-h2.sh [ROUNDS] [REQUESTS]     defaults: 3 rounds of 100000
 #
-# ONLY="name ..." measures only the named configurations.
+# ONLY="name ..." measures only the named configurations. TOLLGATE=path
+# measures that tollgate binary instead of building this tree's;
+# TOLLGATE_B=path adds a second build (tollgate-b-h2-rule-allow and
+# tollgate-b-h2-rule-deny on 18390-18391), measured in the same rounds.
 #
 # h2load runs 8 connections with 8 streams each (64 streams), h2c with
 # prior knowledge; TLS=1 measures h2 over TLS (ALPN) instead. Besides
 # requests per second it records the server's CPU time per request.
 # Needs: go, h2load (Debian nghttp2-client), nginx, caddy, openssl (TLS).
-# Everything listens on 127.0.0.1:18381-18389 and is stopped on exit.
+# Everything listens on 127.0.0.1:18381-18391 and is stopped on exit.
 set -euo pipefail
 
 ROUNDS=${1:-3}
@@ -63,14 +66,21 @@ nginx_h2 allow 18383 'limit_req_zone $binary_remote_addr zone=z:10m rate=1000000
 nginx_h2 deny 18384 'limit_req_zone $binary_remote_addr zone=z:10m rate=100r/s;' 'limit_req zone=z;'
 
 # --- tollgate, listen.http2 on: a rule that never refuses, one that always does
-(cd "$ROOT" && go build -o "$RUN/tollgate" ./cmd/tollgate)
+build_tollgate "$RUN/tollgate"
 tollgate() { # name port rules-yaml
 	local tls=""
 	[ "$SCHEME" = https ] && tls=", tls: {cert: $RUN/cert.pem, key: $RUN/key.pem}"
 	start_tollgate "$1" "$2" 18381 ", http2: on$tls" "$3"
 }
-tollgate allow 18385 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1000000/s, burst: 1000}]}]'
-tollgate deny 18386 'rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1/h, burst: 1}]}]'
+ALLOW='rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1000000/s, burst: 1000}]}]'
+DENY='rules: [{name: per-ip, key: ip, policies: [{algorithm: token_bucket, rate: 1/h, burst: 1}]}]'
+tollgate allow 18385 "$ALLOW"
+tollgate deny 18386 "$DENY"
+if [ -n "${TOLLGATE_B:-}" ]; then
+	cp "$TOLLGATE_B" "$RUN/tollgate-b"
+	TGBIN=$RUN/tollgate-b tollgate b-allow 18390 "$ALLOW"
+	TGBIN=$RUN/tollgate-b tollgate b-deny 18391 "$DENY"
+fi
 
 # --- Caddy's reverse_proxy (no rate limiting: it has none built in) -----------
 mkdir -p "$RUN/caddy"
@@ -127,7 +137,9 @@ done
 
 CONFIGS=("nginx-h2-limit-allow 18383" "tollgate-h2-rule-allow 18385" "caddy-reverse-proxy 18387")
 [ "$SCHEME" = http ] && CONFIGS+=("nethttp-reverseproxy-h2c 18388")
+[ -n "${PIDOF[18390]:-}" ] && CONFIGS+=("tollgate-b-h2-rule-allow 18390")
 CONFIGS+=("nginx-h2-limit-deny 18384" "tollgate-h2-rule-deny 18386")
+[ -n "${PIDOF[18391]:-}" ] && CONFIGS+=("tollgate-b-h2-rule-deny 18391")
 [ "$SCHEME" = http ] && CONFIGS+=("nethttp-429-h2c 18389")
 only_configs
 for c in "${CONFIGS[@]}"; do

@@ -42,11 +42,35 @@ cputicks() {
 # median: the median of the numbers on standard input, one a line.
 median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 
+# ports_free PORT...: fails, naming it, when something already listens on
+# one of the 127.0.0.1 PORTs (another run's server would be measured instead).
+ports_free() {
+	local p
+	for p in "$@"; do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$(basename "$0"): 127.0.0.1:$p is in use by another process" >&2
+			return 1
+		fi
+	done
+}
+
+# build_tollgate DEST: the tollgate binary the load scripts measure, at
+# DEST: a copy of $TOLLGATE when that names a built one (scripts/bench.sh
+# builds it once, and a second commit's as $TOLLGATE_B), else built from
+# this tree.
+build_tollgate() {
+	if [ -n "${TOLLGATE:-}" ]; then
+		cp "$TOLLGATE" "$1"
+	else
+		(cd "$ROOT" && go build -o "$1" ./cmd/tollgate)
+	fi
+}
+
 # start_tollgate NAME PORT UPSTREAM-PORT LISTEN-EXTRA RULES-YAML: writes
 # $RUN/tollgate-NAME.yaml (a listener on 127.0.0.1:PORT with LISTEN-EXTRA
 # added to its mapping, no admin listener, one route to the origin on
 # 127.0.0.1:UPSTREAM-PORT, then RULES-YAML), checks it and starts
-# $RUN/tollgate on it, recording the process in PIDS and PIDOF[PORT].
+# $RUN/tollgate (or $TGBIN when set) on it, recording the process in PIDS and PIDOF[PORT].
 start_tollgate() {
 	cat >"$RUN/tollgate-$1.yaml" <<YAML
 listen: {addr: "127.0.0.1:$2"$4}
@@ -56,8 +80,8 @@ upstream: {max_conns: 512}
 routes: [{path: /, upstream: "http://127.0.0.1:$3"}]
 $5
 YAML
-	"$RUN/tollgate" check -q "$RUN/tollgate-$1.yaml"
-	"$RUN/tollgate" serve -config "$RUN/tollgate-$1.yaml" -log-level error &
+	"${TGBIN:-$RUN/tollgate}" check -q "$RUN/tollgate-$1.yaml"
+	"${TGBIN:-$RUN/tollgate}" serve -config "$RUN/tollgate-$1.yaml" -log-level error &
 	PIDS+=($!)
 	PIDOF[$2]=$!
 }

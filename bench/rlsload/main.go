@@ -77,6 +77,7 @@ func main() {
 	conns := flag.Int("conns", 1, "gRPC connections per server, shared by the callers (ghz's default is 1)")
 	memory := flag.Bool("memory", true, "measure tollgate in memory too")
 	profile := flag.String("profile", "", "`prefix` of CPU profiles of each tollgate server, taken in the first round at the most callers and descriptors (PREFIX-SERVER.pprof)")
+	raw := flag.String("raw", "", "`file` to append each measurement to, one a line: server callers descriptors round per-sec p99-µs server-CPU-µs Redis-CPU-µs (scripts/bench.sh reads it)")
 	flag.Parse()
 	if *tollgate == "" {
 		fmt.Fprintln(os.Stderr, "rlsload: -tollgate is required")
@@ -89,7 +90,7 @@ func main() {
 		if err == nil {
 			err = run(plan{
 				tollgate: *tollgate, tollgateB: *tollgateB, peer: *peer, peerEnv: *peerEnv, memory: *memory,
-				rounds: *rounds, duration: *duration, callers: cs, descriptors: ds, keys: *keys, conns: *conns, profile: *profile,
+				rounds: *rounds, duration: *duration, callers: cs, descriptors: ds, keys: *keys, conns: *conns, profile: *profile, raw: *raw,
 			})
 		}
 	}
@@ -109,6 +110,7 @@ type plan struct {
 	callers, descriptors []int
 	keys, conns          int
 	profile              string
+	raw                  string
 }
 
 func run(p plan) error {
@@ -187,6 +189,13 @@ func run(p plan) error {
 			return fmt.Errorf("%s: warm-up: %w", s.name, err)
 		}
 	}
+	var rawOut *os.File
+	if p.raw != "" {
+		if rawOut, err = os.OpenFile(p.raw, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err != nil {
+			return err
+		}
+		defer rawOut.Close()
+	}
 	results := map[cell][]result{}
 	for r := 0; r < p.rounds; r++ {
 		for _, c := range p.callers {
@@ -213,6 +222,12 @@ func run(p plan) error {
 					}
 					k := cell{s.name, c, d}
 					results[k] = append(results[k], res)
+					if rawOut != nil {
+						us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+						if _, err := fmt.Fprintf(rawOut, "%s %d %d %d %.0f %.1f %.2f %.2f\n", s.name, c, d, r+1, res.perSec, us(res.p99), us(res.cpuPerCall), us(res.redisCPU)); err != nil {
+							return err
+						}
+					}
 					fmt.Fprintf(os.Stderr, "round %d %-16s callers %2d descriptors %d: %s\n", r+1, s.name, c, d, res)
 				}
 			}
