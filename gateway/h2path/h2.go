@@ -50,7 +50,7 @@ func (g *Server) NewListener(cfg *config.Config) *Listener {
 	hl := &Listener{}
 	hl.conns.plain = l.TLS == nil
 	hs := &http.Server{
-		Handler: http.HandlerFunc(g.serveH2),
+		Handler: http.HandlerFunc(g.serveStream),
 		// The same bounds as the HTTP/1.1 path's: ReadTimeout covers a
 		// request's head and body (per stream, on HTTP/2),
 		// WriteTimeout a response.
@@ -95,17 +95,54 @@ func (g *Server) NewListener(cfg *config.Config) *Listener {
 	return hl
 }
 
+// serveStream is serveH2 on a stack grown once, at its top, for HTTP/2:
+// net/http runs each stream in a new goroutine, whose small stack the
+// refusal path (serveH2, the engine's decision, the header fields) grew
+// twice, each time copying every frame on it. Grown here, with five
+// frames on it, it is copied once and cheaply (growStack).
+func (g *Server) serveStream(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 2 {
+		growStack(r.ProtoMajor)
+	}
+	g.serveH2(w, r)
+}
+
+// growStack has a frame as deep as a refusal's path below serveStream
+// (measured: the stream goroutine's stack then grows no more), so that
+// the runtime grows the stack to fit it in one step. The array is
+// indexed by n so that the compiler keeps it.
+//
+//go:noinline
+func growStack(n int) byte {
+	var pad [5 << 10]byte
+	pad[n%len(pad)] = byte(n)
+	return pad[(n>>1)%len(pad)]
+}
+
 // upgradeH2C serves HTTP/1.1's Upgrade: h2c with x/net's h2c, which is
 // deprecated with the Upgrade itself (RFC 9113 §3.1) but is the only
 // implementation: net/http serves h2c with prior knowledge alone. The
 // upgraded connections get conf's stream limit and error counter.
+// HTTP/2 streams (h2c with prior knowledge, served by net/http itself)
+// go straight to h: h2c's handler would only look for an Upgrade field
+// that HTTP/2 forbids (net/http resets a stream carrying one), and on
+// every refused stream that look and its frames (they grew the stream
+// goroutine's stack) cost more than the decision. HTTP/1.1's "PRI *
+// HTTP/2.0", h2c's own prior knowledge, still goes to h2c.
 func upgradeH2C(h http.Handler, conf *http.HTTP2Config) http.Handler {
 	//lint:ignore SA1019 net/http has no Upgrade: h2c (see above)
 	h2s := &http2.Server{MaxConcurrentStreams: uint32(conf.MaxConcurrentStreams)}
 	//lint:ignore SA1019 as above
 	h2s.CountError = conf.CountError
 	//lint:ignore SA1019 as above
-	return h2c.NewHandler(h, h2s)
+	up := h2c.NewHandler(h, h2s)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor == 2 && r.Method != "PRI" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		up.ServeHTTP(w, r)
+	})
 }
 
 // Serve serves ln until it is closed.
