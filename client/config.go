@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/ctxsleep"
 )
 
 // Defaults used for zero Config fields.
@@ -132,7 +134,7 @@ func (c Config) withDefaults() Config {
 		c.Now = time.Now
 	}
 	if c.Sleep == nil {
-		c.Sleep = sleep
+		c.Sleep = ctxsleep.Sleep
 	}
 	if c.Rand == nil {
 		c.Rand = rand.Int64N
@@ -149,19 +151,4 @@ func orDefault(j, def time.Duration) time.Duration {
 		return 0
 	}
 	return j
-}
-
-// sleep waits d on a timer, or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

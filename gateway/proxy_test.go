@@ -562,3 +562,30 @@ func TestInvalidResponseFieldNameRemoved(t *testing.T) {
 		t.Fatalf("response head:\n%s", head)
 	}
 }
+
+// Removing the hop-by-hop fields allocates nothing, with fields named in
+// Connection and standard hop fields present.
+func TestRemoveRequestHopAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	var h fasthttp.RequestHeader
+	fill := func() {
+		h.Set("Connection", "keep-alive, X-Hop")
+		h.Set("X-Hop", "1")
+		h.Set("Keep-Alive", "timeout=5")
+		h.Set("Te", "trailers")
+	}
+	fill()
+	fastpath.RemoveRequestHop(&h)
+	if len(h.Peek("X-Hop")) != 0 || len(h.Peek("Keep-Alive")) != 0 || len(h.Peek("Te")) != 0 {
+		t.Fatalf("hop fields left: %s", h.Header())
+	}
+	n := testing.AllocsPerRun(200, func() {
+		fill()
+		fastpath.RemoveRequestHop(&h)
+	})
+	if n != 0 {
+		t.Errorf("%v allocations per call, want 0", n)
+	}
+}

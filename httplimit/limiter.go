@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/ctxsleep"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -257,12 +258,5 @@ func WriteDelayEnded(w http.ResponseWriter, r *http.Request) {
 // Sleep waits d or until ctx is done, and returns ctx.Err() in the latter
 // case. It is the default Config.Wait.
 func Sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return ctxsleep.Sleep(ctx, d)
 }

@@ -1,6 +1,7 @@
 package adapt
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,14 +17,7 @@ import (
 func (cs *Controllers) Statuses() []dashboard.Status {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	names := make([]string, 0, len(cs.running))
-	for name := range cs.running {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	out := make([]dashboard.Status, 0, len(names))
-	for _, name := range names {
-		l := cs.running[name]
+	return byName(cs.running, func(name string, l *adaptive.Loop) dashboard.Status {
 		st := l.Settings()
 		f := l.Factor().Permille()
 		fleet := st.FleetTier
@@ -34,16 +28,15 @@ func (cs *Controllers) Statuses() []dashboard.Status {
 		for _, sg := range st.Signals {
 			signals = append(signals, sg.Name)
 		}
-		out = append(out, dashboard.Status{Name: "adaptive " + name, Kind: "adaptive", Fields: []dashboard.Field{
+		return dashboard.Status{Name: "adaptive " + name, Kind: "adaptive", Fields: []dashboard.Field{
 			{Name: "factor", Value: permille(f), Alert: f < adaptive.Base},
 			{Name: "floor", Value: permille(st.Floor)},
 			{Name: "every", Value: st.Interval.String()},
 			{Name: "signals", Value: strings.Join(signals, ", ")},
 			{Name: "upstream", Value: st.Upstream},
 			{Name: "shared with", Value: fleet},
-		}})
-	}
-	return out
+		}}
+	})
 }
 
 // Statuses are the routes' gradient concurrency limits as the dashboard
@@ -51,24 +44,26 @@ func (cs *Controllers) Statuses() []dashboard.Status {
 func (cs *ConcLimits) Statuses() []dashboard.Status {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	routes := make([]string, 0, len(cs.byRoute))
-	for r := range cs.byRoute {
-		routes = append(routes, r)
-	}
-	slices.Sort(routes)
-	out := make([]dashboard.Status, 0, len(routes))
-	for _, r := range routes {
-		l := cs.byRoute[r]
+	return byName(cs.byRoute, func(r string, l *ConcLimit) dashboard.Status {
 		st := l.Ctl.State()
 		s := l.Ctl.Settings()
-		out = append(out, dashboard.Status{Name: "adaptive concurrency " + r, Kind: "adaptive", Fields: []dashboard.Field{
+		return dashboard.Status{Name: "adaptive concurrency " + r, Kind: "adaptive", Fields: []dashboard.Field{
 			{Name: "limit", Value: strconv.Itoa(st.Limit), Alert: st.Limit <= s.MinLimit && !st.Measuring},
 			{Name: "in flight", Value: strconv.Itoa(st.InFlight)},
 			{Name: "minRTT", Value: st.MinRTT.Round(time.Microsecond).String()},
 			{Name: "sample RTT", Value: st.SampleRTT.Round(time.Microsecond).String()},
 			{Name: "measuring minRTT", Value: strconv.FormatBool(st.Measuring)},
 			{Name: "bounds", Value: strconv.Itoa(s.MinLimit) + " to " + strconv.Itoa(s.MaxLimit)},
-		}})
+		}}
+	})
+}
+
+// byName is status(name, v) for each entry of m, in the order of the
+// names.
+func byName[V any](m map[string]V, status func(name string, v V) dashboard.Status) []dashboard.Status {
+	out := make([]dashboard.Status, 0, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, status(name, m[name]))
 	}
 	return out
 }

@@ -138,18 +138,15 @@ func (c *ConcLimits) ForRoute(name string, ac *config.AdaptiveConcurrency) *Conc
 func NewConcLimits(reg *prometheus.Registry) *ConcLimits {
 	c := &ConcLimits{}
 	c.Seed = maphash.MakeSeed()
-	c.Limit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "tollgate_adaptive_concurrency_limit",
-		Help: "A route's adaptive concurrency limit in force (min_concurrency while minRTT is measured).",
-	}, []string{"route"})
-	c.MinRTT = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "tollgate_adaptive_concurrency_min_rtt_seconds",
-		Help: "A route's last measured minRTT, the upstream's latency with few requests in flight.",
-	}, []string{"route"})
-	c.SampleRTT = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "tollgate_adaptive_concurrency_sample_rtt_seconds",
-		Help: "A route's last sample window's latency quantile (sampleRTT).",
-	}, []string{"route"})
+	byRoute := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"route"})
+	}
+	c.Limit = byRoute("tollgate_adaptive_concurrency_limit",
+		"A route's adaptive concurrency limit in force (min_concurrency while minRTT is measured).")
+	c.MinRTT = byRoute("tollgate_adaptive_concurrency_min_rtt_seconds",
+		"A route's last measured minRTT, the upstream's latency with few requests in flight.")
+	c.SampleRTT = byRoute("tollgate_adaptive_concurrency_sample_rtt_seconds",
+		"A route's last sample window's latency quantile (sampleRTT).")
 	c.Refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "tollgate_adaptive_concurrency_refused_total",
 		Help: "Requests refused 503 because a route's adaptive concurrency limit was reached (after max_delay).",

@@ -34,12 +34,18 @@ var (
 	ValHTTPS      = []byte("https")
 )
 
-// RemoveRequestHop deletes the fields named in Connection, Connection
-// itself, then the standard hop-by-hop ones. Fields are looked up before
-// deleting: most requests have none, and a lookup costs less than a
-// delete. PeekAll, as the first line may be empty (PeekCanonical reads
-// nil then). The server has read the client's Connection: close already.
-func RemoveRequestHop(h *fasthttp.RequestHeader) {
+// hopFields is what delHop needs of a request's or a response's header.
+type hopFields interface {
+	PeekAll(key string) [][]byte
+	DelBytes(key []byte)
+	Del(key string)
+}
+
+// delHop deletes the fields named in Connection, Connection itself, then
+// the standard hop-by-hop ones. Fields are looked up before deleting:
+// most messages have none, and a lookup costs less than a delete.
+// PeekAll, as the first line may be empty (PeekCanonical reads nil then).
+func delHop[H hopFields](h H) {
 	if vs := h.PeekAll("Connection"); len(vs) > 0 {
 		for _, v := range vs {
 			ForEachToken(v, func(name []byte) { h.DelBytes(name) })
@@ -51,6 +57,12 @@ func RemoveRequestHop(h *fasthttp.RequestHeader) {
 			h.Del(k)
 		}
 	}
+}
+
+// RemoveRequestHop deletes the hop-by-hop fields (delHop). The server has
+// read the client's Connection: close already.
+func RemoveRequestHop(h *fasthttp.RequestHeader) {
+	delHop(h)
 	if h.ContentLength() != -2 {
 		// A body the upstream ends by closing (-2: no length, not
 		// chunked) keeps the close: fasthttp then ends it the same way
@@ -59,27 +71,17 @@ func RemoveRequestHop(h *fasthttp.RequestHeader) {
 	}
 }
 
-// removeResponseHop deletes the fields named in Connection, Connection
-// itself, then the standard hop-by-hop ones. The upstream's Connection:
-// close is about its own connection: it must not close the client's
-// (fasthttp sets close again when the client asked for it).
+// removeResponseHop deletes the hop-by-hop fields (delHop). The
+// upstream's Connection: close is about its own connection: it must not
+// close the client's (fasthttp sets close again when the client asked
+// for it).
 func removeResponseHop(h *fasthttp.ResponseHeader) {
 	// A body the upstream ends by closing (-2: no length, not chunked)
 	// keeps the close: fasthttp then ends it the same way for a client
 	// that cannot read chunks (HTTP/1.0). Read before deleting
 	// Connection, which clears it.
 	closeDelimited := h.ConnectionClose() && h.ContentLength() == -2
-	if vs := h.PeekAll("Connection"); len(vs) > 0 {
-		for _, v := range vs {
-			ForEachToken(v, func(name []byte) { h.DelBytes(name) })
-		}
-		h.DelBytes(hdrConnection)
-	}
-	for _, k := range hopHeaders {
-		if len(h.PeekAll(k)) > 0 {
-			h.Del(k)
-		}
-	}
+	delHop(h)
 	if closeDelimited {
 		h.SetConnectionClose()
 	} else {

@@ -274,10 +274,7 @@ func (e *entry) repolicy(p limit.Stateful) {
 }
 
 func stateful(p limit.Policy) (limit.Stateful, error) {
-	if p == nil {
-		return nil, fmt.Errorf("%w: nil policy", limit.ErrInvalidPolicy)
-	}
-	if err := p.Validate(); err != nil {
+	if err := limit.Check(p); err != nil {
 		return nil, err
 	}
 	sp, ok := p.(limit.Stateful)

@@ -24,10 +24,7 @@ func gossipable(a limit.Algorithm) bool {
 // shapeOf returns p's shape, or an error for an invalid policy or one
 // that cannot be gossiped.
 func shapeOf(p limit.Policy) (limit.Stateful, shape, error) {
-	if p == nil {
-		return nil, shape{}, fmt.Errorf("%w: nil policy", limit.ErrInvalidPolicy)
-	}
-	if err := p.Validate(); err != nil {
+	if err := limit.Check(p); err != nil {
 		return nil, shape{}, err
 	}
 	sp, ok := p.(limit.Stateful)

@@ -37,20 +37,13 @@ func (s *Store) IncrExpire(ctx context.Context, keys []string, hits, ttl, out []
 	if len(hits) != len(keys) || len(ttl) != len(keys) || len(out) < len(keys) {
 		return errCounterArgs
 	}
-	if len(keys) == 0 {
-		return nil
-	}
-	c, err := s.client()
-	if err != nil {
-		return err
-	}
-	cp := cmdPool.Get().(*rueidis.Commands)
-	cmds := (*cp)[:0]
-	for i, k := range keys {
-		cmds = append(cmds, c.B().Incrby().Key(k).Increment(hits[i]).Build(),
-			c.B().Expire().Key(k).Seconds(ttl[i]).Build())
-	}
-	err = s.counterCall(ctx, c, cmds, func(i int, r rueidis.RedisResult) error {
+	return s.counterPipeline(ctx, len(keys), func(c rueidis.Client, cmds rueidis.Commands) rueidis.Commands {
+		for i, k := range keys {
+			cmds = append(cmds, c.B().Incrby().Key(k).Increment(hits[i]).Build(),
+				c.B().Expire().Key(k).Seconds(ttl[i]).Build())
+		}
+		return cmds
+	}, func(i int, r rueidis.RedisResult) error {
 		if i%2 == 1 {
 			return r.Error()
 		}
@@ -58,10 +51,6 @@ func (s *Store) IncrExpire(ctx context.Context, keys []string, hits, ttl, out []
 		out[i/2] = n
 		return err
 	})
-	clear(cmds)
-	*cp = cmds[:0]
-	cmdPool.Put(cp)
-	return err
 }
 
 // Counts reads the integers at keys (GET, pipelined) into out; a key
@@ -72,19 +61,12 @@ func (s *Store) Counts(ctx context.Context, keys []string, ttl, out []int64) err
 	if len(out) < len(keys) {
 		return errCounterArgs
 	}
-	if len(keys) == 0 {
-		return nil
-	}
-	c, err := s.client()
-	if err != nil {
-		return err
-	}
-	cp := cmdPool.Get().(*rueidis.Commands)
-	cmds := (*cp)[:0]
-	for _, k := range keys {
-		cmds = append(cmds, c.B().Get().Key(k).Build())
-	}
-	err = s.counterCall(ctx, c, cmds, func(i int, r rueidis.RedisResult) error {
+	return s.counterPipeline(ctx, len(keys), func(c rueidis.Client, cmds rueidis.Commands) rueidis.Commands {
+		for _, k := range keys {
+			cmds = append(cmds, c.B().Get().Key(k).Build())
+		}
+		return cmds
+	}, func(i int, r rueidis.RedisResult) error {
 		n, err := r.AsInt64()
 		if rueidis.IsRedisNil(err) {
 			n, err = 0, nil
@@ -92,6 +74,22 @@ func (s *Store) Counts(ctx context.Context, keys []string, ttl, out []int64) err
 		out[i] = n
 		return err
 	})
+}
+
+// counterPipeline is the calls' one round trip for n keys (none: no
+// call): build appends the commands to a pooled slice, counterCall sends
+// them and hands each reply to read, and the slice goes back to the pool.
+func (s *Store) counterPipeline(ctx context.Context, n int, build func(rueidis.Client, rueidis.Commands) rueidis.Commands, read func(int, rueidis.RedisResult) error) error {
+	if n == 0 {
+		return nil
+	}
+	c, err := s.client()
+	if err != nil {
+		return err
+	}
+	cp := cmdPool.Get().(*rueidis.Commands)
+	cmds := build(c, (*cp)[:0])
+	err = s.counterCall(ctx, c, cmds, read)
 	clear(cmds)
 	*cp = cmds[:0]
 	cmdPool.Put(cp)

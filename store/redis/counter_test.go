@@ -82,3 +82,22 @@ func TestPlainCountersTimeouts(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPlainCounters is IncrExpire and Counts on two keys against a
+// real redis-server: one pipelined round trip each, its allocations
+// rueidis's (the store's own command slice is pooled).
+func BenchmarkPlainCounters(b *testing.B) {
+	srv := redistest.Start(b)
+	s := open(b, srv.Addr, Config{Timeout: 2 * time.Second})
+	ctx := context.Background()
+	keys, hits, ttl, out := []string{"d_k_a_60", "d_k_b_60"}, []int64{1, 1}, []int64{60, 60}, make([]int64, 2)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := s.IncrExpire(ctx, keys, hits, ttl, out); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Counts(ctx, keys, ttl, out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

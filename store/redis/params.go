@@ -59,10 +59,7 @@ func (e *encoded) get(p limit.Policy) (args, error) {
 // encode converts p to script parameters, refusing a policy the scripts
 // cannot compute exactly.
 func encode(p limit.Policy) (args, error) {
-	if p == nil {
-		return args{}, fmt.Errorf("%w: nil policy", limit.ErrInvalidPolicy)
-	}
-	if err := p.Validate(); err != nil {
+	if err := limit.Check(p); err != nil {
 		return args{}, err
 	}
 	var a args

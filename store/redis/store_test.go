@@ -17,7 +17,7 @@ import (
 // open returns a store on addr. Unless cfg says otherwise, its timeout is
 // long: on a loaded machine a 50ms timeout would now and then answer by the
 // failure mode, which tests comparing decisions must not see.
-func open(t *testing.T, addr string, cfg Config) *Store {
+func open(t testing.TB, addr string, cfg Config) *Store {
 	t.Helper()
 	cfg.Addrs = []string{addr}
 	if cfg.Timeout == 0 {
