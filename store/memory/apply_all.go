@@ -23,7 +23,7 @@ func (s *Store) ApplyAll(_ context.Context, reqs []limit.Request) (limit.Decisio
 		if r.Cost < 0 {
 			return limit.Decision{}, limit.ErrNegativeCost
 		}
-		if err := r.Policy.Validate(); err != nil {
+		if err := limit.Check(r.Policy); err != nil {
 			return limit.Decision{}, err
 		}
 	}

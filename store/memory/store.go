@@ -171,7 +171,7 @@ func (s *Store) Apply(_ context.Context, key string, p limit.Policy, cost int64)
 	if cost < 0 {
 		return limit.Decision{}, limit.ErrNegativeCost
 	}
-	if err := p.Validate(); err != nil {
+	if err := limit.Check(p); err != nil {
 		return limit.Decision{}, err
 	}
 	h, i := s.hash(key)
