@@ -70,6 +70,18 @@
 // answered 503, which nobody reads. The sequence is httplimit's
 // (Decide, Enforce, Finish), on the original request.
 //
+// A concurrency policy (rules.AlgConcurrency, nginx's limit_conn) is
+// refused: New returns ErrConcurrency naming the rule, and
+// `tollgate forward-auth` refuses the file at start and on reload
+// (CheckRules). A slot is held until the request it counts ends, and
+// the auth subrequest is answered before the request it asks about is
+// even sent on: forward-auth never sees that end, so releasing at the
+// answer would bound only the auth requests in flight (a limit that
+// never bites), and holding the slot would leak it. Limit concurrency
+// where the request is served (tollgate serve, httplimit, limit_conn).
+// An engine given to Handler.Swap, which cannot refuse it, has its slots
+// released as each answer is written.
+//
 // # Serving it
 //
 // `tollgate forward-auth -config FILE -listen ADDR` serves a Handler from

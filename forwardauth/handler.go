@@ -3,6 +3,7 @@ package forwardauth
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -65,15 +66,48 @@ const (
 	HeaderRefusal = "X-Tollgate-Refusal"
 )
 
+// ErrConcurrency is New's error for an engine with a concurrency policy
+// (rules.AlgConcurrency). A slot is held from the decision until the
+// request it counts ends, and an auth subrequest is answered before the
+// request it asks about is even sent to the origin: forward-auth cannot
+// see its end, so it cannot hold the slot. Limit concurrency where the
+// request is served (tollgate serve, httplimit, nginx's limit_conn).
+var ErrConcurrency = errors.New("a concurrency policy cannot be enforced by forward-auth: " +
+	"the auth subrequest ends before the request it asks about, so the slot could not be held for it; " +
+	"use a rate policy, or limit concurrency where the request is served (tollgate serve)")
+
+// concurrencyError is ErrConcurrency naming the rule.
+func concurrencyError(rule string) error {
+	return fmt.Errorf("forwardauth: rule %q: %w", rule, ErrConcurrency)
+}
+
+// CheckRules returns ErrConcurrency, naming the rule, when a rule of rs
+// has a concurrency policy: a configuration's check before it is built
+// into an engine, as New checks the engine.
+func CheckRules(rs []rules.Rule) error {
+	for i := range rs {
+		for _, p := range rs[i].Policies {
+			if p.Algorithm == rules.AlgConcurrency {
+				return concurrencyError(rs[i].Name)
+			}
+		}
+	}
+	return nil
+}
+
 // maxRefusalField bounds the refusal body sent as a header field, well
 // under nginx's default proxy_buffer_size (4 KiB for the whole head).
 const maxRefusalField = 1024
 
 // New returns a Handler over e. A nil e is a programming error and
-// panics; a malformed TrustedProxies entry is an error.
+// panics; a malformed TrustedProxies entry is an error, and so is a rule
+// with a concurrency policy (ErrConcurrency).
 func New(e *rules.Engine, cfg Config) (*Handler, error) {
 	if e == nil {
 		panic("forwardauth.New: nil *rules.Engine")
+	}
+	if name, ok := e.ConcurrencyRule(); ok {
+		return nil, concurrencyError(name)
 	}
 	h := &Handler{log: cfg.Logger}
 	h.forwarded = httplimit.Config{Wait: cfg.Wait, OnDelayCancelled: func(*http.Request, *rules.Result) { h.cancels.Add(1) }}
@@ -91,7 +125,11 @@ func New(e *rules.Engine, cfg Config) (*Handler, error) {
 }
 
 // Swap replaces the engine for requests that start from now on (a
-// configuration reload). A nil e panics, as in New.
+// configuration reload). A nil e panics, as in New. Swap cannot refuse
+// an engine with a concurrency policy as New does (check it with
+// CheckRules first): its slots are then given back as each answer is
+// written, so they bound the auth requests in flight, not the requests
+// they ask about.
 func (h *Handler) Swap(e *rules.Engine) {
 	if e == nil {
 		panic("forwardauth.Handler.Swap: nil *rules.Engine")
@@ -137,6 +175,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// httplimit's sequence on the original request; the answer to an
 	// admitted one is the 200 itself.
 	res := httplimit.DecideOn(r, &o, h.engine.Load())
+	if res.Holds() {
+		// Only an engine given to Swap has concurrency policies (New
+		// refuses them): the slots go back with the answer.
+		defer res.Release()
+	}
 	w.Header().Set("Cache-Control", "no-store") // an answer about one request
 	steps := &h.forwarded
 	if nginx {

@@ -191,3 +191,18 @@ func (r *Result) Holds() bool {
 	}
 	return false
 }
+
+// ConcurrencyRule returns the name of the first rule with a concurrency
+// policy, if any: a front end that cannot see the end of the requests it
+// decides on (forward-auth) refuses such an engine.
+func (e *Engine) ConcurrencyRule() (string, bool) {
+	if !e.conc {
+		return "", false
+	}
+	for _, r := range e.enforced { // a shadow rule holds no slots
+		if len(r.conc) > 0 {
+			return r.name, true
+		}
+	}
+	return "", false
+}

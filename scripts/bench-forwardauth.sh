@@ -9,6 +9,9 @@
 #   fa-floor        the same snippet, auth_request to an auth service that
 #                   answers 200 at once (an nginx `return 200 ""`): the cost of
 #                   the subrequest itself, over the same keepalive upstream
+#   fa-floor-nethttp  the same, auth_request to a bare net/http server
+#                   answering 200 (bench/peers/stdproxy -ok): the floor of an
+#                   auth service on Go's HTTP stack, the one forward-auth runs on
 #   fa-tollgate     the same snippet, auth_request to `tollgate forward-auth`
 #                   with one per-IP rule that never refuses
 #
@@ -22,7 +25,7 @@
 # TOLLGATE=path measures that tollgate binary instead of building this
 # tree's; TOLLGATE_B=path adds fa-tollgate-b, a second build, in the same
 # rounds. CONNS sets wrk's connections (32).
-# Needs: go, wrk, nginx. Listens on 127.0.0.1:18481-18489; everything
+# Needs: go, wrk, nginx. Listens on 127.0.0.1:18481-18490; everything
 # started is stopped on exit.
 set -euo pipefail
 
@@ -46,7 +49,7 @@ for tool in wrk nginx go curl; do
 	command -v $tool >/dev/null || { echo "bench-forwardauth: $tool is not installed" >&2; exit 1; }
 done
 
-ports_free $(seq 18481 18488)
+ports_free $(seq 18481 18490)
 
 # --- the origin (18481) and the floor's auth service (18482): nginx 200 -------
 origin() { # name port [sed-extra]
@@ -61,6 +64,12 @@ origin origin 18481
 # reads only the header of its subrequest, and an upstream connection
 # whose response had a body is closed rather than kept alive.
 origin authfloor 18482 's|return 200 "ok"|return 200 ""|'
+
+# --- the net/http floor (18489): a bare Go server answering 200 ---------------
+(cd "$ROOT/bench" && go build -o "$RUN/" ./peers/stdproxy)
+"$RUN/stdproxy" -addr 127.0.0.1:18489 -ok &
+PIDS+=($!)
+PIDOF[18489]=$!
 
 # --- tollgate forward-auth (18483; the second build on 18487) -----------------
 build_tollgate "$RUN/tollgate"
@@ -90,6 +99,7 @@ front() { # name port auth-port [sed-extra]
 }
 front nginx-alone 18484 18482 '/auth_request \/_tollgate;/d'
 front fa-floor 18485 18482
+front fa-floor-nethttp 18490 18489
 front fa-tollgate 18486 18483
 [ -n "${PIDOF[18487]:-}" ] && front fa-tollgate-b 18488 18487
 
@@ -102,7 +112,7 @@ for port in "${!PIDOF[@]}"; do
 done
 
 # name front-port auth-port (0: none): measured in this order every round.
-CONFIGS=("nginx-alone 18484 0" "fa-floor 18485 18482" "fa-tollgate 18486 18483")
+CONFIGS=("nginx-alone 18484 0" "fa-floor 18485 18482" "fa-floor-nethttp 18490 18489" "fa-tollgate 18486 18483")
 [ -n "${PIDOF[18488]:-}" ] && CONFIGS+=("fa-tollgate-b 18488 18487")
 for c in "${CONFIGS[@]}"; do
 	set -- $c

@@ -130,7 +130,7 @@ func checkForwardAuth(cfg *config.Config) error {
 		return errors.New("client_ip.trusted_proxies is empty: list the proxies that ask " +
 			"(every auth request comes from one; nothing is trusted by default)")
 	}
-	return nil
+	return forwardauth.CheckRules(cfg.Rules)
 }
 
 // newForwardAuth builds the handler over the stores of set (each rule's by

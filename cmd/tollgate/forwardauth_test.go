@@ -167,3 +167,14 @@ func (l *syncLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// A concurrency policy cannot be held by an auth subrequest, which ends
+// before the request it asks about: forward-auth refuses the file at
+// start, naming the rule and what to use instead.
+func TestForwardAuthRefusesConcurrencyPolicies(t *testing.T) {
+	cfg := "client_ip: {trusted_proxies: [127.0.0.1]}\nrules: [{name: inflight, policies: [{algorithm: concurrency, limit: 4}]}]\n"
+	code, _, stderr := runCLI("forward-auth", "-config", writeConfig(t, cfg), "-listen", freeAddr(t))
+	if code != exitFail || !strings.Contains(stderr, `"inflight"`) || !strings.Contains(stderr, "concurrency") {
+		t.Errorf("exit %d, stderr %q; want %d naming the rule and concurrency", code, stderr, exitFail)
+	}
+}

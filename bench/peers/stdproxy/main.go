@@ -3,7 +3,9 @@
 // same header fields and problem body tollgate writes. With -h2c it also
 // serves h2c with prior knowledge (net/http's own HTTP/2), the bare
 // standard stack that tollgate's HTTP/2 path is measured against;
-// -upstream names the origin.
+// -upstream names the origin. With -ok it answers every request 200 with
+// no body: the bare net/http auth service, forward-auth's floor
+// (scripts/bench-forwardauth.sh).
 package main
 
 import (
@@ -17,11 +19,15 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:18095", "listen address")
 	deny := flag.Bool("deny", false, "answer 429 to everything")
+	ok := flag.Bool("ok", false, "answer 200 with no body to everything (a bare auth service)")
 	h2c := flag.Bool("h2c", false, "serve h2c (prior knowledge) besides HTTP/1.1")
 	upstream := flag.String("upstream", "http://127.0.0.1:18081", "the origin")
 	flag.Parse()
 	var h http.Handler
-	if *deny {
+	switch {
+	case *ok:
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	case *deny:
 		body := []byte(`{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,"detail":"retry in 3600 seconds","violated-policies":["per-ip"]}`)
 		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			hd := w.Header()
@@ -34,7 +40,7 @@ func main() {
 			w.WriteHeader(429)
 			w.Write(body)
 		})
-	} else {
+	default:
 		u, _ := url.Parse(*upstream)
 		p := httputil.NewSingleHostReverseProxy(u)
 		p.Transport = &http.Transport{MaxIdleConns: 512, MaxIdleConnsPerHost: 512}
