@@ -50,7 +50,12 @@
 // policy and outcome: a refused request counts once, as refused, against
 // the rule and policy that refused it, and as not_charged against the
 // other rules it matched (allowed for a rule of a consistency tier
-// charged before the refusing one).
+// charged before the refusing one). A delayed request (a policy's delay
+// or burst without nodelay) whose client goes away during the delay is
+// never sent upstream, on either data path, as nginx drops it (its 499):
+// the HTTP/2 and gRPC path answers 503, and both count it in
+// tollgate_delays_cancelled_total, as httplimit's and forward-auth's
+// DelaysCancelled do.
 //
 // With store.redis the gateway starts whether or not Redis answers: the
 // store connects in the background, and until then, and whenever Redis

@@ -208,6 +208,11 @@ func TestFrontEndTable(t *testing.T) {
 		}
 		t.Cleanup(func() { g.Close() })
 		run := &frontendtest.Running{URL: "http://" + g.Addr().String(), Served: served}
+		run.Cancelled = func() uint64 {
+			var m dto.Metric
+			g.core.M.DelaysCancelled.Write(&m) //nolint:errcheck // a counter's Write does not fail
+			return uint64(m.GetCounter().GetValue())
+		}
 		decided := func() uint64 {
 			var m dto.Metric
 			g.core.M.DecisionTime.Write(&m) //nolint:errcheck // a histogram's Write does not fail

@@ -46,6 +46,9 @@ func (g *Server) Serve(ctx *fasthttp.RequestCtx) {
 			defer conns.HoldSlots(ctx, &res)
 		}
 		if !fastlimit.Enforce(ctx, &res) {
+			if !res.Refused() { // a delay its client left
+				g.M.DelaysCancelled.Inc()
+			}
 			conns.YieldBeforeNextRead(ctx)
 			return
 		}

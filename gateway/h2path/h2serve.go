@@ -91,6 +91,9 @@ func (g *Server) serveH2(w http.ResponseWriter, r *http.Request) {
 			steps = &grpcSteps
 		}
 		if !httplimit.Enforce(w, r, &res, steps) {
+			if !res.Refused() { // a delay its client left
+				g.M.DelaysCancelled.Inc()
+			}
 			return
 		}
 	}

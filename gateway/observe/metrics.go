@@ -13,15 +13,16 @@ import (
 type Metrics struct {
 	Reg *prometheus.Registry
 
-	decisions      *prometheus.CounterVec   // rule, policy, outcome
-	DecisionTime   prometheus.Histogram     // seconds per Decide
-	storeErrors    *prometheus.CounterVec   // rule
-	UpstreamTime   *prometheus.HistogramVec // route
-	UpstreamStatus *prometheus.CounterVec   // route, class
-	ShareRefused   *prometheus.CounterVec   // route
-	Reloads        *prometheus.CounterVec   // result
-	ReloadOK       prometheus.Gauge
-	H2             h2Metrics // the net/http data path's (h2metrics.go)
+	decisions       *prometheus.CounterVec   // rule, policy, outcome
+	DecisionTime    prometheus.Histogram     // seconds per Decide
+	storeErrors     *prometheus.CounterVec   // rule
+	UpstreamTime    *prometheus.HistogramVec // route
+	UpstreamStatus  *prometheus.CounterVec   // route, class
+	ShareRefused    *prometheus.CounterVec   // route
+	DelaysCancelled prometheus.Counter       // delayed requests whose client left
+	Reloads         *prometheus.CounterVec   // result
+	ReloadOK        prometheus.Gauge
+	H2              h2Metrics // the net/http data path's (h2metrics.go)
 }
 
 // NewMetrics creates the collectors.
@@ -55,6 +56,10 @@ func NewMetrics() *Metrics {
 			Name: "tollgate_upstream_client_share_refused_total",
 			Help: "Requests answered 503 by the gateway, by route, because their client already had upstream.max_conns_per_client requests in flight to the upstream.",
 		}, []string{"route"}),
+		DelaysCancelled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tollgate_delays_cancelled_total",
+			Help: "Delayed requests (a policy's burst/delay) whose client went away during the delay: not sent upstream (answered 503 on net/http, as nginx drops them with 499).",
+		}),
 		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_config_reloads_total",
 			Help: "Configuration reloads by result (success, failure).",
@@ -66,7 +71,7 @@ func NewMetrics() *Metrics {
 	}
 	m.ReloadOK.Set(1)
 	m.Reg.MustRegister(m.decisions, m.DecisionTime, m.storeErrors, m.UpstreamTime,
-		m.UpstreamStatus, m.ShareRefused, m.Reloads, m.ReloadOK,
+		m.UpstreamStatus, m.ShareRefused, m.DelaysCancelled, m.Reloads, m.ReloadOK,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
