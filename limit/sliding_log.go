@@ -46,32 +46,54 @@ func (p SlidingLog) String() string {
 // DecideLog applies the exact sliding window to l.
 func (p SlidingLog) DecideLog(l *Log, now, cost int64) Decision {
 	w := int64(p.Window)
-	if last := l.newest(); last > now { // the clock went back: clamp
-		now = last
-	}
-	l.forget(now - w)
-	d := Decision{Limit: p.Limit}
-	if cost <= p.Limit-l.sum {
-		d.Allowed = true
-		if cost > 0 {
-			l.push(now, cost)
+	now, allowed := p.admit(l, now, cost)
+	d := Decision{Limit: p.Limit, Allowed: allowed}
+	if !d.Allowed {
+		if cost > p.Limit {
+			d.RetryAfter = Never
+		} else {
+			d.RetryAfter = l.waitFor(l.sum+cost-p.Limit, now, w)
 		}
-	} else if cost > p.Limit {
-		d.RetryAfter = Never
-	} else {
-		d.RetryAfter = l.waitFor(l.sum+cost-p.Limit, now, w)
 	}
 	d.Remaining = max(0, p.Limit-l.sum)
 	if d.Remaining == 0 {
 		d.NextUnitAfter = l.waitFor(l.sum+1-p.Limit, now, w)
 	}
-	l.idle = 0
 	if l.Len() > 0 {
-		l.idle = addSat(l.newest(), w)
 		d.IdleAt = l.idle
 		d.ResetAfter = until(d.IdleAt, now)
 	}
 	return d
+}
+
+// Admit is DecideLog without the times: it leaves l exactly as DecideLog
+// would and returns the decision's Allowed and its Limit − Remaining (the
+// cost admitted in the window, at most Limit). DecideLog also walks the log
+// to compute RetryAfter and NextUnitAfter when it refuses or is full; a
+// caller that reads neither (a simulation counting refusals) saves that.
+func (p SlidingLog) Admit(l *Log, now, cost int64) (allowed bool, used int64) {
+	_, allowed = p.admit(l, now, cost)
+	return allowed, min(p.Limit, l.sum)
+}
+
+// admit forgets what left the window, charges cost if it fits and updates
+// l.idle; it returns now clamped to the newest entry and whether it
+// admitted.
+func (p SlidingLog) admit(l *Log, now, cost int64) (int64, bool) {
+	w := int64(p.Window)
+	if last := l.newest(); last > now { // the clock went back: clamp
+		now = last
+	}
+	l.forget(now - w)
+	allowed := cost <= p.Limit-l.sum
+	if allowed && cost > 0 {
+		l.push(now, cost)
+	}
+	l.idle = 0
+	if l.Len() > 0 {
+		l.idle = addSat(l.newest(), w)
+	}
+	return now, allowed
 }
 
 // waitFor is the time until need units of cost have left the window

@@ -371,7 +371,13 @@ func (s *simulator) decide(sl *slot, k int32, rec []int64, now, cost int64) (all
 		}
 		w[0], w[1], w[2] = st.A, st.B, st.Idle
 	} else if l := &s.logs[int(k)*s.nLogged+sl.idx]; sl.kind == kindSlidingLog {
-		d = sl.sl.DecideLog(l, now, cost)
+		// Admit: the simulation reads no RetryAfter, whose walk of the
+		// log DecideLog makes on every refusal.
+		allowed, used := sl.sl.Admit(l, now, cost)
+		if shared {
+			s.memoAt[sl.memo], s.memo[sl.memo] = s.events, memoEntry{allowed, used}
+		}
+		return allowed, used
 	} else {
 		d = sl.logged.DecideLog(l, now, cost)
 	}
