@@ -158,7 +158,7 @@ table_rows() {
 	PRIMARY+=(fauth.fa.%s.cpu)
 	# 7. Redis
 	r=$(rat redis.c64.tollgate.rps redis.c64.redisrate.rps) e=$(rat redis.c64.redisrate.cpu redis.c64.tollgate.cpu)
-	row "Redis, strict, decisions/s at 64 callers (Redis µs per script call) | $(k "$(med redis.c64.tollgate.rps)")/s, Redis $(us "$(med redis.c64.tollgate.cpu)"), p99 $(us "$(med redis.c64.tollgate.p99)") | go-redis/redis_rate v10 $(k "$(med redis.c64.redisrate.rps)")/s, Redis $(us "$(med redis.c64.redisrate.cpu)"), p99 $(us "$(med redis.c64.redisrate.p99)") | $(x "$r") (Redis CPU $(x "$e")) | ≥ 3×: $(verdict "$r" '>=' 3) | [Redis](#redis-and-distributed-state): \`-bench RedisDecisions\`"
+	row "Redis, strict, decisions/s at 64 callers (Redis CPU a decision) | $(k "$(med redis.c64.tollgate.rps)")/s, Redis $(us "$(med redis.c64.tollgate.cpu)"), p99 $(us "$(med redis.c64.tollgate.p99)") | go-redis/redis_rate v10 $(k "$(med redis.c64.redisrate.rps)")/s, Redis $(us "$(med redis.c64.redisrate.cpu)"), p99 $(us "$(med redis.c64.redisrate.p99)") | $(x "$r") (Redis CPU $(x "$e")) | ≥ 3×: $(verdict "$r" '>=' 3) | [Redis](#redis-and-distributed-state): \`-bench RedisDecisions\`"
 	PRIMARY+=(redis.c64.%s.cpu)
 	# 8. envoy-rls: server + Redis CPU per call, cost ratio
 	local e1 e3
@@ -344,7 +344,7 @@ step_redis() {
 			name="BenchmarkRedisDecisions/impl=${pair#*:}/callers=64"
 			put "redis.c64.${pair%%:*}.rps" "$1" "$(metric "$name" decisions/s <<<"$out")"
 			put "redis.c64.${pair%%:*}.p99" "$1" "$(metric "$name" p99-µs <<<"$out")"
-			put "redis.c64.${pair%%:*}.cpu" "$1" "$(metric "$name" server-µs/call <<<"$out")"
+			put "redis.c64.${pair%%:*}.cpu" "$1" "$(metric "$name" redis-cpu-µs/decision <<<"$out")"
 		done
 	done
 }
