@@ -138,7 +138,8 @@ table_rows() {
 	PRIMARY+=(core.rand.%s.ns)
 	# 2. core, hot key (throughput ratio: the peer's ns over tollgate's)
 	t=$(med core.hot.tollgate.ns) p=$(med core.hot.xrate.ns) e=$(rat core.hot.xrate.ns core.hot.tollgate.ns)
-	row "one hot key on 2 cores | $(num '%.1f ns' "$t") | one \`rate.Limiter\` $(num '%.1f ns' "$p") | $(x "$e") throughput | ≥ 1.5×: $(verdict "$e" '>=' 1.5) | [core](#core-algorithms-and-the-memory-store): \`-bench HotKey\`"
+	c=$(med core.hot.coarse.ns) ec=$(rat core.hot.xrate.ns core.hot.coarse.ns)
+	row "one hot key on 2 cores: a clock read per decision (the gateway's cached clock) | $(num '%.1f ns' "$t") ($(num '%.1f ns' "$c")) | one \`rate.Limiter\` $(num '%.1f ns' "$p") | $(x "$e") ($(x "$ec")) throughput | ≥ 1.5×: $(verdict "$e" '>=' 1.5) ($(verdict "$ec" '>=' 1.5)) | [core](#core-algorithms-and-the-memory-store): \`-bench HotKey\`"
 	PRIMARY+=(core.hot.%s.ns)
 	# 3. middleware: added over a bare handler
 	t=$(med http.mw.tollgate.added) p=$(med http.mw.golimiter.added) e=$(rat http.mw.tollgate.added http.mw.golimiter.added)
@@ -289,7 +290,7 @@ metric() { awk -v n="$1" -v u="$2" '{sub(/-[0-9]+$/, "", $1)} $1 == n {for (i = 
 step_core() { # ROUND
 	local out who bin pat
 	for who in tollgate ref; do
-		bin=$W/bin/bench.test pat='^Benchmark(RandomKey|HotKey)$/^(tollgate|mutex_map_x_time_rate|x_time_rate_shared)$'
+		bin=$W/bin/bench.test pat='^Benchmark(RandomKey|HotKey)$/^(tollgate|tollgate_coarse_clock|mutex_map_x_time_rate|x_time_rate_shared)$'
 		if [ $who = ref ]; then
 			[ -n "$REF" ] || continue
 			bin=$W/bin/bench-ref.test pat='^Benchmark(RandomKey|HotKey)$/^tollgate$'
@@ -302,6 +303,7 @@ step_core() { # ROUND
 		[ $who = ref ] && continue
 		put core.rand.mutexmap.ns "$1" "$(metric BenchmarkRandomKey/mutex_map_x_time_rate ns/op <<<"$out")"
 		put core.hot.xrate.ns "$1" "$(metric BenchmarkHotKey/x_time_rate_shared ns/op <<<"$out")"
+		put core.hot.coarse.ns "$1" "$(metric BenchmarkHotKey/tollgate_coarse_clock ns/op <<<"$out")"
 	done
 }
 
