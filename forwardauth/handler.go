@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -142,10 +143,17 @@ func (h *Handler) Swap(e *rules.Engine) {
 // answered 503, which nobody reads, and not allowed.
 func (h *Handler) DelaysCancelled() uint64 { return h.cancels.Load() }
 
-func (h *Handler) isTrusted(r *http.Request) bool {
-	ap := httplimit.Request{Req: r}.RemoteAddr() // the peer, as the engine reads it
-	return ap.IsValid() && h.trusted.Contains(ap.Addr().Unmap().WithZone(""))
+// isTrusted reports whether peer (the auth request's, as the engine
+// reads it) is a trusted proxy.
+func (h *Handler) isTrusted(peer netip.AddrPort) bool {
+	return peer.IsValid() && h.trusted.Contains(peer.Addr().Unmap().WithZone(""))
 }
+
+// noStore is the value of the Cache-Control field on every decided
+// answer, set without Header.Set's canonicalizing and allocating. It is
+// shared: the field's value slice is replaced (SetHeaders on a refusal)
+// or appended to (a full slice, so a copy), never written in place.
+var noStore = []string{"no-store"}
 
 // ServeHTTP decides on the original request r describes and answers in
 // the style r's path selects.
@@ -155,7 +163,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if nginx {
 		f = nginxFields
 	}
-	if !h.isTrusted(r) {
+	// The peer parsed once, for the trust check here and the engine's
+	// client address (original.RemoteAddr).
+	peer := httplimit.Request{Req: r}.RemoteAddr()
+	if !h.isTrusted(peer) {
 		if h.log != nil {
 			h.log.LogAttrs(r.Context(), slog.LevelWarn, "forward-auth: request from a peer that is not a trusted proxy",
 				slog.String("peer", r.RemoteAddr))
@@ -172,6 +183,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, r, http.StatusBadRequest, field+": "+err.Error())
 		return
 	}
+	o.peer = peer
 	// httplimit's sequence on the original request; the answer to an
 	// admitted one is the 200 itself.
 	res := httplimit.DecideOn(r, &o, h.engine.Load())
@@ -180,7 +192,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// refuses them): the slots go back with the answer.
 		defer res.Release()
 	}
-	w.Header().Set("Cache-Control", "no-store") // an answer about one request
+	w.Header()["Cache-Control"] = noStore // an answer about one request
 	steps := &h.forwarded
 	if nginx {
 		steps = &h.nginx

@@ -3,6 +3,7 @@ package forwardauth
 import (
 	"errors"
 	"net/http"
+	"net/netip"
 	"strings"
 
 	"github.com/tollgate-dev/tollgate/httplimit"
@@ -48,7 +49,8 @@ var (
 // client address from the forwarding fields of a trusted peer, as
 // rules.ClientIP says).
 type original struct {
-	httplimit.Request            // Header, FirstHeader, RemoteAddr: the proxy's
+	httplimit.Request                           // Header, FirstHeader: the proxy's
+	peer                         netip.AddrPort // set by ServeHTTP
 	method, host, path, rawQuery string
 }
 
@@ -62,6 +64,16 @@ func (o *original) Host() string { return o.host }
 
 // Path returns the forwarded path, decoded.
 func (o *original) Path() string { return o.path }
+
+// RemoteAddr returns the auth request's peer (the proxy): the one
+// ServeHTTP parsed for its trust check, or, unset, parsed here as
+// httplimit.Request.RemoteAddr parses it.
+func (o *original) RemoteAddr() netip.AddrPort {
+	if o.peer.IsValid() {
+		return o.peer
+	}
+	return o.Request.RemoteAddr()
+}
 
 // Query returns the first value of a parameter of the forwarded query.
 func (o *original) Query(name string) (string, bool) { return rules.QueryValue(o.rawQuery, name) }
