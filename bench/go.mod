@@ -11,7 +11,7 @@ require (
 	github.com/sethvargo/go-limiter v0.7.1
 	github.com/tollgate-dev/tollgate v0.0.0
 	github.com/valyala/fasthttp v1.78.0
-	golang.org/x/sys v0.49.0
+	golang.org/x/sys v0.50.0
 	golang.org/x/time v0.16.0
 	google.golang.org/grpc v1.85.0
 )
