@@ -153,3 +153,17 @@ func TestBenchDryRun(t *testing.T) {
 		t.Errorf("dry run formats no sample table:\n%s", out)
 	}
 }
+
+// The bench module builds as committed: a merge that changes the root
+// module's requirements can leave bench/go.mod needing an update, which
+// only a full bench.sh run (its first build) would otherwise find.
+func TestBenchModuleNeedsNoUpdate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("lists the bench module's packages")
+	}
+	cmd := exec.Command("go", "list", "-mod=readonly", "-deps", "./...")
+	cmd.Dir = filepath.Join("..", "bench")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go list in bench/: %v\n%s", err, out)
+	}
+}
