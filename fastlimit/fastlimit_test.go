@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tollgate-dev/tollgate/fastlimit"
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
@@ -139,7 +140,7 @@ func TestRequestViewDoesNotAllocate(t *testing.T) {
 
 // An allowed request keyed by IP costs the engine's allocations only.
 func TestMiddlewareAllocations(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	e := newEngine(t, rules.Config{Rules: []rules.Rule{{
@@ -180,7 +181,7 @@ func BenchmarkMiddlewareAllowed(b *testing.B) {
 // A refused request costs no allocation: the refusal's headers and body
 // are written into buffers on the stack and copied by fasthttp.
 func TestMiddlewareRefusalAllocations(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	e := newEngine(t, rules.Config{Rules: []rules.Rule{{

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 	"github.com/valyala/fasthttp"
 )
 
@@ -78,7 +79,7 @@ access_log: {path: "` + file + `", format: ` + format + `, ` + c.settings + `}
 // The access log allocates nothing per request whatever its query
 // setting.
 func TestServeAllocationsWithAccessLogQuery(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	for _, q := range []string{"keep", "drop", "redact, redact: [token, api_key]"} {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/originsim"
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 )
 
 // The origin is pushed past its capacity through the gateway: the
@@ -83,7 +84,7 @@ headers: {styles: [draft10, legacy]}
 	var lateServed int64
 	var windows []string
 	late := 5
-	if raceEnabled {
+	if racebuild.Enabled {
 		late = 8 // the detector slows the gateway: the queue drains later
 	}
 	for range late {

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 )
 
 const streamSize = 100 << 20 // 100 MiB
@@ -105,7 +107,7 @@ routes:
 `)
 	c := h2cClient()
 	paths := []string{"/h1/", "/h2/"}
-	if raceEnabled {
+	if racebuild.Enabled {
 		// Four times slower under the race detector: the h2c upstream
 		// alone (the HTTP/1.1 one is the same proxy code).
 		paths = paths[1:]
@@ -132,7 +134,7 @@ routes:
 			t.Fatalf("%s download: %d bytes, %v", p, n, err)
 		}
 		bound := int64(48 << 20)
-		if raceEnabled {
+		if racebuild.Enabled {
 			bound = 128 << 20 // the race detector's shadow memory
 		}
 		if g := rss.growth(); g > bound {

@@ -24,6 +24,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway/fastpath"
 	"github.com/tollgate-dev/tollgate/gateway/observe"
 	"github.com/tollgate-dev/tollgate/internal/logtest"
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 )
 
 // dialRaw opens a connection to addr, writes raw on it and returns a
@@ -566,7 +567,7 @@ func TestInvalidResponseFieldNameRemoved(t *testing.T) {
 // Removing the hop-by-hop fields allocates nothing, with fields named in
 // Connection and standard hop fields present.
 func TestRemoveRequestHopAllocations(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	var h fasthttp.RequestHeader

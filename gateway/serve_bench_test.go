@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 )
 
 // newTestGateway builds a gateway (not started) from YAML.
@@ -60,7 +61,7 @@ func BenchmarkServeRuleDeny(b *testing.B)  { benchServe(b, demoRoute+alwaysRefus
 // a rule, allowed or refused (the rate-limit header values and the
 // refusal body are written into stack buffers that fasthttp copies).
 func TestServeAllocations(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	for _, tc := range []struct {

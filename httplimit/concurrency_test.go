@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/failmode"
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/rules"
@@ -62,7 +63,7 @@ func (o *origin) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // no slot is left held.
 func TestConcurrencyLimitUnderAborts(t *testing.T) {
 	total := 100_000
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racebuild.Enabled {
 		total = 5_000 // the detector makes each request several times slower
 	}
 	for _, backend := range []string{"memory", "redis"} {

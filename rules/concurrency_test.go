@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
@@ -145,7 +146,7 @@ func TestConcurrencyConfigErrors(t *testing.T) {
 }
 
 func TestConcurrencyDecideAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	e, _, _ := concEngine(t, []Rule{{

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 	"github.com/tollgate-dev/tollgate/limit"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
@@ -386,7 +387,7 @@ func TestConsistencyValidation(t *testing.T) {
 // TestConsistencyAllowedPathAllocatesNothing: several store groups cost
 // no allocation on an allowed request either.
 func TestConsistencyAllowedPathAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("sync.Pool drops items under the race detector")
 	}
 	c := newClock()

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 )
 
 // The refusal built from compiled parts is byte for byte the one the
@@ -70,7 +72,7 @@ func TestRefusalBytesUnchanged(t *testing.T) {
 
 // With room in the buffer, the default refusal body costs no allocation.
 func TestAppendRefusalDoesNotAllocate(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	e, _ := newEngine(t, Config{Rules: []Rule{{Name: "per-ip", Policies: []Policy{{Rate: "1/h"}}}}})
@@ -115,7 +117,7 @@ func TestAppendRawHeaders(t *testing.T) {
 		if i == 2 && res.Outcome != Refused {
 			t.Fatalf("third request %v", res.Outcome)
 		}
-		if raceEnabled {
+		if racebuild.Enabled {
 			continue
 		}
 		if n := testing.AllocsPerRun(100, func() { res.AppendRawHeaders(hs[:0], buf[:0]) }); n != 0 {

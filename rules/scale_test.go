@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
@@ -76,7 +77,7 @@ func TestAdaptivePolicyFollowsTheFactor(t *testing.T) {
 }
 
 func TestAdaptiveDecideAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("allocation counts are not meaningful under the race detector")
 	}
 	sc := &testScale{}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 )
 
 // checkBounds asserts Space-Saving's guarantees against exact counts: every
@@ -241,7 +243,7 @@ func TestAddAllocatesNothing(t *testing.T) {
 // distinct keys: the heap does not grow, and the hot key stays on top.
 func TestMemoryFixedUnderTenMillionKeys(t *testing.T) {
 	n := 10_000_000
-	if testing.Short() || raceEnabled {
+	if testing.Short() || racebuild.Enabled {
 		n = 200_000
 	}
 	s, _ := New(Config{Counters: 256, Shards: 4})

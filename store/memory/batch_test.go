@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 	"github.com/tollgate-dev/tollgate/limit"
 )
 
@@ -322,7 +323,7 @@ func TestBatchesBeingLimitedIsNeverEvicted(t *testing.T) {
 // TestBatchesNoAllocs: deciding from a pocket, refilling it and refusing
 // allocate nothing.
 func TestBatchesNoAllocs(t *testing.T) {
-	if raceEnabled {
+	if racebuild.Enabled {
 		t.Skip("sync.Pool drops values at random under the race detector")
 	}
 	s, now := newTest(t, Config{Shards: 1})

@@ -1,5 +1,0 @@
-//go:build !race
-
-package fastlimit_test
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build race
-
-package topk
-
-const raceEnabled = true
