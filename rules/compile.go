@@ -54,6 +54,9 @@ func compile(c *Config) (*Engine, problems) {
 		e.logger = logthrottle.New(c.Logger, logthrottle.Config{})
 	}
 	checkOnError(c.OnError, "on_error", &ps)
+	if len(c.Except) > 0 {
+		ps.add("except", "exemptions are not available in this build")
+	}
 	if c.OnStoreError != "" {
 		if now, ok := failmode.Old(c.OnStoreError); ok {
 			ps.add("on_store_error", "the old spelling of on_error: write on_error: %s", now)
@@ -105,6 +108,26 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 		ps.add(where+".max_delay", "%v must not be negative", r.MaxDelay)
 	} else if r.MaxDelay > 0 {
 		cr.maxDelay = r.MaxDelay
+	}
+	// Not yet built (issue 26): refused until each is.
+	if len(r.Except) > 0 {
+		ps.add(where+".except", "exemptions are not available in this build")
+	}
+	if r.Count != nil {
+		ps.add(where+".count", "counting on the answer is not available in this build")
+	}
+	if r.Penalty != 0 {
+		ps.add(where+".penalty", "penalties are not available in this build")
+	}
+	for i, p := range r.Policies {
+		if p.Penalty != 0 {
+			ps.add(fmt.Sprintf("%s.policies[%d].penalty", where, i), "penalties are not available in this build")
+		}
+	}
+	for _, m := range []Match{r.Match} {
+		if len(m.Clients)+len(m.Countries)+len(m.ASNs)+len(m.JA4) > 0 {
+			ps.add(where+".match", "clients, countries, asns and ja4 matchers are not available in this build")
+		}
 	}
 	cr.tier = compileTier(r, where, ps)
 	cr.match = compileMatch(r.Match, where+".match", ps)

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"log/slog"
+	"net/netip"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/failmode"
@@ -16,6 +17,10 @@ type Config struct {
 	// applies (they are charged together, all or nothing). Names must be
 	// unique.
 	Rules []Rule `yaml:"rules" json:"rules"`
+	// Except exempts requests from every rule: a request that any entry
+	// matches is not counted by any rule and carries no rate-limit
+	// header fields. Entries with a key list must name their Key part.
+	Except []Except `yaml:"except" json:"except"`
 	// ClientIP says how the client address is found.
 	ClientIP ClientIP `yaml:"client_ip" json:"client_ip"`
 	// Headers says which rate-limit header fields responses carry.
@@ -67,6 +72,10 @@ type Config struct {
 	// concurrency). New refuses a concurrency policy when it is nil. Set
 	// in code; never decoded.
 	Slots limit.Slots `yaml:"-" json:"-"`
+	// Geo, when set, answers the country and asn key parts and matchers
+	// (package geoip's databases, in the gateway). New refuses a rule
+	// that uses them when it is nil. Set in code; never decoded.
+	Geo Geo `yaml:"-" json:"-"`
 	// Scales, when set, finds the adaptive controller a policy names
 	// (Policy.Adaptive). New refuses a policy naming one when it is nil,
 	// or naming one it does not know. Set in code; never decoded.
@@ -83,6 +92,11 @@ type Rule struct {
 	// Match selects the requests the rule applies to. The zero Match
 	// matches every request.
 	Match Match `yaml:"match" json:"match"`
+	// Except exempts requests from this rule: one that any entry matches
+	// is not counted and carries no rate-limit header fields for it. An
+	// entry's key list compares the rule's own key value unless the
+	// entry names another Key part.
+	Except []Except `yaml:"except" json:"except"`
 	// Key groups requests into counters. The zero Key is the client IP.
 	Key Key `yaml:"key" json:"key"`
 	// Policies apply to every key of this rule. Exactly one of Policies
@@ -92,6 +106,15 @@ type Rule struct {
 	Tiers *Tiers `yaml:"tiers" json:"tiers"`
 	// Cost is what one request charges. The zero Cost charges 1.
 	Cost Cost `yaml:"cost" json:"cost"`
+	// Count, when set, charges a request only when its answer is one of
+	// Count's (the upstream's status, optionally a response header
+	// field): the decision is made before the request is served (a key
+	// with nothing left is refused at once), the charge after the
+	// answer (Result.Charge). Nil: every admitted request is charged
+	// when it is decided.
+	Count *Count `yaml:"count" json:"count"`
+	// Penalty is the default Policy.Penalty of the rule's policies.
+	Penalty time.Duration `yaml:"penalty" json:"penalty"`
 	// Shadow makes the rule count and report but never refuse or delay.
 	// Shadow rules are charged separately from enforced ones.
 	Shadow bool `yaml:"shadow" json:"shadow"`
@@ -158,6 +181,62 @@ type Match struct {
 	Patterns []string `yaml:"patterns" json:"patterns"`
 	// Headers must all be present (and equal, when Value is set).
 	Headers []HeaderMatch `yaml:"headers" json:"headers"`
+	// Clients are client addresses and CIDR prefixes ("192.0.2.7",
+	// "10.0.0.0/8", "2001:db8::/32") the client IP (see ClientIP) must
+	// be in.
+	Clients []string `yaml:"clients" json:"clients"`
+	// Countries are ISO 3166-1 alpha-2 codes ("DE", "US") the client
+	// IP's country (Config.Geo) must be one of.
+	Countries []string `yaml:"countries" json:"countries"`
+	// ASNs are autonomous system numbers the client IP's network
+	// (Config.Geo) must be one of.
+	ASNs []uint32 `yaml:"asns" json:"asns"`
+	// JA4 are JA4 fingerprints of the TLS ClientHello (package ja4) the
+	// request's connection must have (TLSFingerprint); a request not
+	// over TLS has none and does not match.
+	JA4 []string `yaml:"ja4" json:"ja4"`
+}
+
+// Except is one exemption entry: the fields of Match (all non-empty ones
+// must match), plus client and key lists. An entry with no field set is
+// an error (it would exempt everything).
+type Except struct {
+	Match `yaml:",inline"`
+	// ClientsFile names a file of client addresses and CIDR prefixes, one
+	// per line ('#' starts a comment), added to Clients. It is read when
+	// the engine is built and again whenever it changes (WatchedFiles);
+	// a version that does not parse is refused and the one before kept.
+	ClientsFile string `yaml:"clients_file" json:"clients_file"`
+	// Key is the key part (one of Key's, e.g. "header:X-API-Key") whose
+	// value Keys and KeysFile list. Empty: the rule's key value (a rule's
+	// entry only).
+	Key string `yaml:"key" json:"key"`
+	// Keys are key values that are exempt, compared exactly.
+	Keys []string `yaml:"keys" json:"keys"`
+	// KeysFile names a file of key values, one per line ('#' starts a
+	// comment), added to Keys, watched as ClientsFile is.
+	KeysFile string `yaml:"keys_file" json:"keys_file"`
+}
+
+// Count says which answers a counting rule (Rule.Count) charges: every
+// non-empty field must match.
+type Count struct {
+	// Statuses are status codes ("401"), classes ("4xx") and inclusive
+	// ranges ("500-599") of the upstream's answer.
+	Statuses []string `yaml:"statuses" json:"statuses"`
+	// Header, when its Name is set, is a response header field the
+	// answer must carry (equal to Value when Value is set).
+	Header HeaderMatch `yaml:"header" json:"header"`
+}
+
+// Geo says where a client address is. Implementations are safe for
+// concurrent use and do not allocate.
+type Geo interface {
+	// Country is the address's ISO 3166-1 alpha-2 code, upper case, or
+	// "" when unknown.
+	Country(a netip.Addr) string
+	// ASN is the address's autonomous system number, or 0 when unknown.
+	ASN(a netip.Addr) uint32
 }
 
 // HeaderMatch requires a request header field.
@@ -190,6 +269,10 @@ type HeaderMatch struct {
 //	               path /package.Service/Method (see GRPCMethod)
 //	grpc_method    a gRPC request's service and method,
 //	               "package.Service/Method"
+//	country        the client IP's country code (Config.Geo), "DE"
+//	asn            the client IP's autonomous system number, "64496"
+//	ja4            the JA4 fingerprint of the connection's TLS
+//	               ClientHello (TLSFingerprint); missing when not TLS
 //
 // A part that is missing from the request (no such header or parameter)
 // makes the whole key missing: the rule then does not apply unless
@@ -238,6 +321,12 @@ type Policy struct {
 	// controller's floor and the policy as written (the base). Headers
 	// report the scaled quota. Empty: the policy is static.
 	Adaptive string `yaml:"adaptive" json:"adaptive"`
+	// Penalty, when positive, refuses a key for this long once the
+	// policy has refused it (Cloudflare's mitigation timeout, fail2ban's
+	// ban time), with a Retry-After of the time the penalty has left. It
+	// is kept in the policy's store. Zero: the rule's Penalty; none when
+	// that is zero too.
+	Penalty time.Duration `yaml:"penalty" json:"penalty"`
 	// RetryAfter is a concurrency policy's Retry-After on a refusal
 	// (algorithm concurrency: at most Limit requests of a key in flight;
 	// no other algorithm takes it). Zero means 1s.

@@ -51,3 +51,13 @@ func firstHeader(req Request, name string) (string, bool) {
 	}
 	return req.Header(name)
 }
+
+// TLSFingerprint is implemented by a Request that can tell the JA4
+// fingerprint (package ja4) of the TLS ClientHello its connection began
+// with. The ja4 key part and Match.JA4 read it; a Request without it, or
+// whose JA4 is "", has none.
+type TLSFingerprint interface {
+	// JA4 is the connection's JA4 fingerprint, or "" when the request
+	// did not arrive over TLS.
+	JA4() string
+}
