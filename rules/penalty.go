@@ -38,7 +38,7 @@ func compilePenalty(cp *compiledPolicy, d time.Duration, where string, ps *probl
 	case d == 0:
 		return
 	case !penaltyInBounds(d):
-		ps.add(where, "%v: want between %v and %v (30 days)", d, MinPenalty, MaxPenalty)
+		ps.add(where, "%v: want between 1s and 720h (30 days)", d)
 		return
 	case cp.concurrency:
 		ps.add(where, "a concurrency policy takes no penalty (it refuses while slots are held, not per request counted)")
@@ -60,7 +60,7 @@ func penaltyInBounds(d time.Duration) bool { return d >= MinPenalty && d <= MaxP
 func (e *Engine) checkRulePenalty(d time.Duration, cr *compiledRule, where string, ps *problems) {
 	switch {
 	case !penaltyInBounds(d):
-		ps.add(where, "%v: want between %v and %v (30 days)", d, MinPenalty, MaxPenalty)
+		ps.add(where, "%v: want between 1s and 720h (30 days)", d)
 	case cr.tiers == nil && len(cr.policies) == 0 && len(cr.conc) > 0:
 		ps.add(where, "the rule has only concurrency policies, which take no penalty")
 	}
