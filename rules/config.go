@@ -203,9 +203,11 @@ type Match struct {
 type Except struct {
 	Match `yaml:",inline"`
 	// ClientsFile names a file of client addresses and CIDR prefixes, one
-	// per line ('#' starts a comment), added to Clients. It is read when
-	// the engine is built and again whenever it changes (WatchedFiles);
-	// a version that does not parse is refused and the one before kept.
+	// per line ('#' starts a comment), added to Clients, resolved
+	// against the configuration file's directory. The gateway reads it
+	// with the configuration and again whenever it changes (as
+	// tiers.members_file): a version that does not parse is refused and
+	// the configuration before keeps serving.
 	ClientsFile string `yaml:"clients_file" json:"clients_file"`
 	// Key is the key part (one of Key's, e.g. "header:X-API-Key") whose
 	// value Keys and KeysFile list. Empty: the rule's key value (a rule's
@@ -213,9 +215,18 @@ type Except struct {
 	Key string `yaml:"key" json:"key"`
 	// Keys are key values that are exempt, compared exactly.
 	Keys []string `yaml:"keys" json:"keys"`
-	// KeysFile names a file of key values, one per line ('#' starts a
-	// comment), added to Keys, watched as ClientsFile is.
+	// KeysFile names a file of key values, one per line (a line
+	// starting with '#' is a comment), added to Keys, watched as
+	// ClientsFile is.
 	KeysFile string `yaml:"keys_file" json:"keys_file"`
+
+	// FileClients and FileKeys are the entries read from ClientsFile and
+	// KeysFile (ParseClientsFile, ParseKeysFile) by whoever loads the
+	// configuration (package config's EngineConfig): the rule engine
+	// reads no files, and New refuses an entry naming a file whose
+	// entries are nil (not loaded).
+	FileClients []string `yaml:"-" json:"-"`
+	FileKeys    []string `yaml:"-" json:"-"`
 }
 
 // Count says which answers a counting rule (Rule.Count) charges: every

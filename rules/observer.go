@@ -24,8 +24,16 @@ const (
 	Errored
 	// NotCharged: another rule refused the request (or, for a shadow
 	// rule, would have) and this one was not charged for it. Only an
-	// Event carries it, never a Result. It is the last outcome.
+	// Event carries it, never a Result.
 	NotCharged
+	// Exempt: the rule matched but an entry of its except (Rule.Except)
+	// exempts the request, which it neither counts nor reports in
+	// headers. Only an Event carries it, never a Result, and the Event
+	// has only Rule and RuleIndex (Policy empty, PolicyIndex -1, no
+	// Key). A request the top-level except (Config.Except) exempts has
+	// one Exempt Event with Rule "" and RuleIndex -1. It is the last
+	// outcome.
+	Exempt
 )
 
 var outcomeNames = [...]string{
@@ -36,6 +44,7 @@ var outcomeNames = [...]string{
 	ShadowRefused: "shadow_refused",
 	Errored:       "error",
 	NotCharged:    "not_charged",
+	Exempt:        "exempt",
 }
 
 // String returns the outcome's metric label, e.g. "shadow_refused".
