@@ -33,6 +33,30 @@
 // carries out a Result with the same three steps, httplimit's and
 // fastlimit's Decide, Enforce and Finish.
 //
+// # Exemptions
+//
+// A rule's [Rule].Except, and the top-level [Config].Except for every
+// rule, lists [Except] entries: a request one entry matches (every field
+// the entry sets: Match's, client prefixes, key values) is exempt: the
+// rule does not count it, adds no rate-limit header fields, and reports
+// an [Exempt] event to the [Observer] (the gateway's
+// tollgate_exempt_total). A request exempt from every rule it matches
+// goes out exactly like one no rule matches. Client lists are matched
+// against the client IP as [ClientIP] resolves it, so a forwarding header
+// from an untrusted peer exempts no one. List files (ClientsFile,
+// KeysFile) are read by whoever loads the configuration ([ParseClientsFile]
+// and [ParseKeysFile] are their one parser; package config reads them and
+// the gateway watches them): this package opens no file, and [New]
+// refuses an entry naming a file whose entries were not loaded rather
+// than silently not exempting it.
+//
+// Differences from others, deliberate: nginx exempts by mapping a request
+// (geo + map) to an empty key, which also drops it from every other use
+// of that key; Traefik's excludedIPs and Kong's allow lists are per
+// plugin and by address only. Here an exemption is per rule or global,
+// and can be by client prefix, by any matcher, or by the raw value of
+// any key part (an internal API key), in one list.
+//
 // # Consistency tiers
 //
 // A rule may choose where its counters live with [Rule].Consistency:
