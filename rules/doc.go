@@ -50,12 +50,12 @@
 // refuses an entry naming a file whose entries were not loaded rather
 // than silently not exempting it.
 //
-// Differences from others, deliberate: nginx exempts by mapping a request
-// (geo + map) to an empty key, which also drops it from every other use
-// of that key; Traefik's excludedIPs and Kong's allow lists are per
-// plugin and by address only. Here an exemption is per rule or global,
-// and can be by client prefix, by any matcher, or by the raw value of
-// any key part (an internal API key), in one list.
+// A deliberate difference from nginx, which exempts by mapping a request
+// (geo + map) to an empty key of its limit_req_zone: here the key is
+// left alone and an exemption is a list of its own, per rule or global,
+// by client prefix, by any matcher or by the raw value of any key part
+// (an internal API key); an exemption by client is always by the
+// resolved client IP, never by a header.
 //
 // # Consistency tiers
 //
