@@ -69,6 +69,9 @@ func (c *Config) Describe(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "\nrules (every matching rule applies; all must allow):\n")
+	for _, x := range c.Except {
+		fmt.Fprintf(w, "  except   every rule: %s\n", c.describeExcept(x, ""))
+	}
 	for _, r := range c.Rules {
 		flags := ""
 		if r.Shadow {
@@ -79,6 +82,9 @@ func (c *Config) Describe(w io.Writer) {
 			key = "ip"
 		}
 		fmt.Fprintf(w, "  %s%s\n    match  %s\n    key    %s\n", r.Name, flags, describeMatch(r.Match), key)
+		for _, x := range r.Except {
+			fmt.Fprintf(w, "    except %s\n", c.describeExcept(x, key))
+		}
 		if tier := describeTier(r); tier != "" {
 			fmt.Fprintf(w, "    tier   %s\n", tier)
 		}

@@ -12,7 +12,8 @@ import (
 // EngineConfig returns the rule engine's part of c, ready for rules.New:
 // a copy, in which each tiers' members_file, resolved against the
 // configuration file's directory (see Resolve), is read into its
-// FileMembers. c is not changed. A file that cannot be read or parsed is
+// FileMembers, and each except entry's clients_file and keys_file into
+// its FileClients and FileKeys (loadExcept). c is not changed. A file that cannot be read or parsed is
 // a *rules.FieldError at its rule's tiers.members_file (errors.Join of
 // them all); the copy is returned all the same, without those members.
 func (c *Config) EngineConfig() (rules.Config, error) {
@@ -33,6 +34,7 @@ func (c *Config) EngineConfig() (rules.Config, error) {
 		loaded.FileMembers = m
 		rc.Rules[i].Tiers = &loaded
 	}
+	errs = append(errs, c.loadExcept(&rc)...)
 	return rc, errors.Join(errs...)
 }
 

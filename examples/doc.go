@@ -13,6 +13,7 @@
 //	http2-grpc.yaml        HTTP/2, h2c and a gRPC route
 //	per-key-concurrency.yaml    at most N requests of a key in flight (algorithm: concurrency)
 //	gradient-concurrency.yaml   a route's upstream bounded by a gradient limit (routes[].adaptive_concurrency)
+//	exempt-monitoring.yaml      health checks, monitoring ranges and internal keys exempt from a per-IP limit
 //	forwardauth/           tollgate forward-auth behind nginx, Caddy or Traefik
 //	envoy-rls/             a domain in envoyproxy/ratelimit's format, for tollgate envoy-rls
 //

@@ -127,10 +127,11 @@ func (s fileStamp) equal(o fileStamp) bool {
 }
 
 // watched are the files to watch while cfg runs: the configuration file
-// first, then the members files of cfg's tiers and the Redis secret and
+// first, then the members files of cfg's tiers, the clients and keys
+// files of its except entries, and the Redis secret and
 // TLS files (resolved against the configuration file's directory).
 func (w *watcher) watched(cfg *config.Config) []string {
-	return append(append([]string{w.path}, cfg.MembersFiles()...), cfg.SecretFiles()...)
+	return append(append(append([]string{w.path}, cfg.MembersFiles()...), cfg.ExceptFiles()...), cfg.SecretFiles()...)
 }
 
 // track makes cfg's files the watched ones: call it with the

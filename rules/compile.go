@@ -56,9 +56,6 @@ func compile(c *Config) (*Engine, problems) {
 		e.logger = logthrottle.New(c.Logger, logthrottle.Config{})
 	}
 	checkOnError(c.OnError, "on_error", &ps)
-	if len(c.Except) > 0 {
-		ps.add("except", "exemptions are not available in this build")
-	}
 	if c.OnStoreError != "" {
 		if now, ok := failmode.Old(c.OnStoreError); ok {
 			ps.add("on_store_error", "the old spelling of on_error: write on_error: %s", now)
@@ -69,6 +66,10 @@ func compile(c *Config) (*Engine, problems) {
 	e.ip = compileClientIP(c.ClientIP, &ps)
 	e.compileHeaders(c.Headers, &ps)
 	e.compileRefusal(c.Refusal, &ps)
+	e.except = e.compileExcept(c.Except, "except", nil, &ps)
+	for i := range c.Except {
+		refuseGeoMatch(c.Except[i].Match, fmt.Sprintf("except[%d]", i), &ps) // not yet built (issue 26)
+	}
 
 	seen := map[string]bool{}
 	for i := range c.Rules {
@@ -118,17 +119,17 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 		cr.maxDelay = r.MaxDelay
 	}
 	// Not yet built (issue 26): refused until each is.
-	if len(r.Except) > 0 {
-		ps.add(where+".except", "exemptions are not available in this build")
+	refuseGeoMatch(r.Match, where+".match", ps)
+	for i := range r.Except {
+		refuseGeoMatch(r.Except[i].Match, fmt.Sprintf("%s.except[%d]", where, i), ps)
 	}
-	for _, m := range []Match{r.Match} {
-		if len(m.Clients)+len(m.Countries)+len(m.ASNs)+len(m.JA4) > 0 {
-			ps.add(where+".match", "clients, countries, asns and ja4 matchers are not available in this build")
-		}
+	for i := range r.Cost.By {
+		refuseGeoMatch(r.Cost.By[i].Match, fmt.Sprintf("%s.cost.by[%d].match", where, i), ps)
 	}
 	cr.tier = compileTier(r, where, ps)
 	cr.match = compileMatch(r.Match, where+".match", ps)
 	cr.key = compileKey(r.Key, where+".key", ps)
+	cr.except = e.compileExcept(r.Except, where+".except", cr.key, ps)
 
 	switch {
 	case len(r.Policies) > 0 && r.Tiers != nil:
@@ -290,6 +291,14 @@ func (e *Engine) compileTiers(rule string, t *Tiers, rt tier, rulePenalty time.D
 		ct.members[string(e.appendClientValue(nil, id))] = plan
 	}
 	return ct
+}
+
+// refuseGeoMatch refuses the matchers not yet built (issue 26) in m, at
+// path.
+func refuseGeoMatch(m Match, path string, ps *problems) {
+	if len(m.Countries)+len(m.ASNs)+len(m.JA4) > 0 {
+		ps.add(path, "countries, asns and ja4 matchers are not available in this build")
+	}
 }
 
 // splitConcurrency separates the concurrency policies from the others.

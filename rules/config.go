@@ -188,8 +188,14 @@ type Match struct {
 	// Headers must all be present (and equal, when Value is set).
 	Headers []HeaderMatch `yaml:"headers" json:"headers"`
 	// Clients are client addresses and CIDR prefixes ("192.0.2.7",
-	// "10.0.0.0/8", "2001:db8::/32") the client IP (see ClientIP) must
-	// be in.
+	// "10.0.0.0/8", "2001:db8::/32") the client IP (see ClientIP: a
+	// forwarding header counts only from a trusted proxy) must be in. A
+	// bare address is its own /32 or /128; IPv4-mapped IPv6 compares as
+	// IPv4 (a client ::ffff:192.0.2.7 is 192.0.2.7, a prefix
+	// ::ffff:10.0.0.0/104 is 10.0.0.0/8). The list is compiled into a
+	// sorted table of merged ranges searched by bisection, so 10,000
+	// prefixes cost no more per request than a few; at most 1,000,000
+	// entries, and a bad or repeated entry is an error.
 	Clients []string `yaml:"clients" json:"clients"`
 	// Countries are ISO 3166-1 alpha-2 codes ("DE", "US") the client
 	// IP's country (Config.Geo) must be one of.
@@ -204,24 +210,44 @@ type Match struct {
 }
 
 // Except is one exemption entry: the fields of Match (all non-empty ones
-// must match), plus client and key lists. An entry with no field set is
-// an error (it would exempt everything).
+// must match), plus client and key lists (also from files). A request
+// that an entry of a rule's except matches is exempt from that rule (one
+// of the top-level except, from every rule): the rule does not count it
+// and adds no rate-limit header fields, as if it did not match. An entry
+// with no field set is an error (it would exempt everything).
 type Except struct {
 	Match `yaml:",inline"`
 	// ClientsFile names a file of client addresses and CIDR prefixes, one
-	// per line ('#' starts a comment), added to Clients. It is read when
-	// the engine is built and again whenever it changes (WatchedFiles);
-	// a version that does not parse is refused and the one before kept.
+	// per line ('#' starts a comment), added to Clients, resolved
+	// against the configuration file's directory. The gateway reads it
+	// with the configuration and again whenever it changes (as
+	// tiers.members_file): a version that does not parse is refused and
+	// the configuration before keeps serving.
 	ClientsFile string `yaml:"clients_file" json:"clients_file"`
 	// Key is the key part (one of Key's, e.g. "header:X-API-Key") whose
 	// value Keys and KeysFile list. Empty: the rule's key value (a rule's
 	// entry only).
 	Key string `yaml:"key" json:"key"`
-	// Keys are key values that are exempt, compared exactly.
+	// Keys are key values that are exempt, compared exactly with the
+	// key part's raw value (before max_key_length replaces a long one by
+	// its hash; a host lower-cased as its key part is). For a rule's own
+	// composite key, a value is its parts joined by "\x1f". A key list
+	// cannot be of an ip part (list addresses in Clients) or global. At
+	// most 1,000,000 entries of at most 4 KiB; an empty or repeated
+	// entry is an error.
 	Keys []string `yaml:"keys" json:"keys"`
-	// KeysFile names a file of key values, one per line ('#' starts a
-	// comment), added to Keys, watched as ClientsFile is.
+	// KeysFile names a file of key values, one per line (a line
+	// starting with '#' is a comment), added to Keys, watched as
+	// ClientsFile is.
 	KeysFile string `yaml:"keys_file" json:"keys_file"`
+
+	// FileClients and FileKeys are the entries read from ClientsFile and
+	// KeysFile (ParseClientsFile, ParseKeysFile) by whoever loads the
+	// configuration (package config's EngineConfig): the rule engine
+	// reads no files, and New refuses an entry naming a file whose
+	// entries are nil (not loaded).
+	FileClients []string `yaml:"-" json:"-"`
+	FileKeys    []string `yaml:"-" json:"-"`
 }
 
 // Count says which answers a counting rule (Rule.Count) charges: every

@@ -18,6 +18,8 @@ type decision struct {
 	method, host, path string
 	ip                 netip.Addr
 	ipDone             bool
+	// exempted is the last rule ruleKey found the request exempt from.
+	exempted *compiledRule
 }
 
 func (d *decision) clientIP() netip.Addr {
@@ -102,6 +104,11 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 	}
 	d := decision{e: e, req: req, method: req.Method(), host: HostOnly(req.Host()), path: req.Path()}
 	res.path = d.path
+	if len(e.except) > 0 && d.exempt(e.except, nil, false) {
+		// Exempt from every rule: decided as a request no rule matches.
+		e.observeExempt(nil)
+		return res, nil
+	}
 
 	// Concurrency slots first (applied[:nslots]): a request they refuse
 	// charges no rate policy.
@@ -240,7 +247,7 @@ func (e *Engine) decideGroup(ctx context.Context, res *Result, b *batch, from, b
 // is missing and it does not count anonymous requests); found tells
 // whether the key was there (else the value is the anonymous one).
 func (d *decision) ruleKey(dst []byte, r *compiledRule) (val []byte, found, applies bool) {
-	if !r.match.match(d.req, d.method, d.host, d.path) {
+	if !r.match.match(d) {
 		return dst, false, false
 	}
 	val, found = d.appendKey(dst, r.key)
@@ -250,6 +257,10 @@ func (d *decision) ruleKey(dst []byte, r *compiledRule) (val []byte, found, appl
 		}
 		val = append(val[:len(dst)], anonymousValue...)
 	}
+	if len(r.except) > 0 && d.exempt(r.except, val[len(dst):], found) {
+		d.exempted = r
+		return val, found, false
+	}
 	return val, found, true
 }
 
@@ -258,6 +269,9 @@ func (e *Engine) collect(d *decision, res *Result, b *batch, r *compiledRule) {
 	var kb [192]byte
 	val, ok, applies := d.ruleKey(kb[:0], r)
 	if !applies {
+		if d.exempted == r {
+			e.observeExempt(r)
+		}
 		return
 	}
 	valLen := len(val)
@@ -280,7 +294,7 @@ func (e *Engine) collect(d *decision, res *Result, b *batch, r *compiledRule) {
 	}
 	cost := r.cost.fallback
 	for i := range r.cost.by {
-		if r.cost.by[i].match.match(d.req, d.method, d.host, d.path) {
+		if r.cost.by[i].match.match(d) {
 			cost = r.cost.by[i].cost
 			break
 		}
@@ -342,6 +356,19 @@ func (e *Engine) observe(res *Result, from, to int, out Outcome, dec limit.Decis
 		e.observer.Observe(ev)
 		i = j
 	}
+}
+
+// observeExempt reports a request exempt from rule r (nil: from every
+// rule, by the top-level except) to the observer.
+func (e *Engine) observeExempt(r *compiledRule) {
+	if e.observer == nil {
+		return
+	}
+	ev := Event{RuleIndex: -1, PolicyIndex: -1, Outcome: Exempt}
+	if r != nil {
+		ev.Rule, ev.RuleIndex = r.name, r.index
+	}
+	e.observer.Observe(ev)
 }
 
 // logError logs a store error (its keys hashed by batch.apply), at most

@@ -33,6 +33,30 @@
 // carries out a Result with the same three steps, httplimit's and
 // fastlimit's Decide, Enforce and Finish.
 //
+// # Exemptions
+//
+// A rule's [Rule].Except, and the top-level [Config].Except for every
+// rule, lists [Except] entries: a request one entry matches (every field
+// the entry sets: Match's, client prefixes, key values) is exempt: the
+// rule does not count it, adds no rate-limit header fields, and reports
+// an [Exempt] event to the [Observer] (the gateway's
+// tollgate_exempt_total). A request exempt from every rule it matches
+// goes out exactly like one no rule matches. Client lists are matched
+// against the client IP as [ClientIP] resolves it, so a forwarding header
+// from an untrusted peer exempts no one. List files (ClientsFile,
+// KeysFile) are read by whoever loads the configuration ([ParseClientsFile]
+// and [ParseKeysFile] are their one parser; package config reads them and
+// the gateway watches them): this package opens no file, and [New]
+// refuses an entry naming a file whose entries were not loaded rather
+// than silently not exempting it.
+//
+// A deliberate difference from nginx, which exempts by mapping a request
+// (geo + map) to an empty key of its limit_req_zone: here the key is
+// left alone and an exemption is a list of its own, per rule or global,
+// by client prefix, by any matcher or by the raw value of any key part
+// (an internal API key); an exemption by client is always by the
+// resolved client IP, never by a header.
+//
 // # Consistency tiers
 //
 // A rule may choose where its counters live with [Rule].Consistency:

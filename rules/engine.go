@@ -19,6 +19,7 @@ type Engine struct {
 	groups    []storeGroup // nil when every rule is charged on store
 	enforced  []*compiledRule
 	shadow    []*compiledRule
+	except    []compiledExcept // Config.Except
 	ip        ipResolver
 	maxKeyLen int
 	keys      *keyCache
@@ -59,6 +60,7 @@ type Engine struct {
 type compiledRule struct {
 	name      string
 	match     matcher
+	except    []compiledExcept
 	key       []keyPart
 	anonymous bool
 	policies  []*compiledPolicy // nil for a tiered rule

@@ -15,6 +15,9 @@ type matcher struct {
 	prefixes []string
 	patterns []pattern
 	headers  []headerMatch
+	clients  clientSet
+	// hasClients: Clients is set (an empty set then matches no one).
+	hasClients bool
 }
 
 type hostPattern struct {
@@ -28,8 +31,16 @@ type headerMatch struct {
 
 // compileMatch compiles m, reporting its problems under path.
 func compileMatch(m Match, path string, ps *problems) matcher {
+	return compileMatchFiles(m, path, nil, ps)
+}
+
+// compileMatchFiles compiles m with the entries of an exemption's
+// clients file (Except.FileClients) added to its Clients.
+func compileMatchFiles(m Match, path string, fileClients []string, ps *problems) matcher {
 	at := func(field string, i int) string { return fmt.Sprintf("%s.%s[%d]", path, field, i) }
 	var c matcher
+	c.clients, c.hasClients = compileClients(m.Clients, func(i int) string { return at("clients", i) },
+		fileClients, path+".clients_file", ps)
 	for i, meth := range m.Methods {
 		if !isToken(meth) {
 			ps.add(at("methods", i), "%q is not a method", meth)
@@ -82,8 +93,9 @@ func compileMatch(m Match, path string, ps *problems) matcher {
 	return c
 }
 
-// match reports whether req matches, given its host without port.
-func (m *matcher) match(req Request, method, host, path string) bool {
+// match reports whether the request of d matches.
+func (m *matcher) match(d *decision) bool {
+	req, method, host, path := d.req, d.method, d.host, d.path
 	if len(m.methods) > 0 && !slices.Contains(m.methods, method) {
 		return false
 	}
@@ -131,6 +143,9 @@ func (m *matcher) match(req Request, method, host, path string) bool {
 		if !ok || v == "" || h.value != "" && v != h.value {
 			return false
 		}
+	}
+	if m.hasClients && !m.clients.contains(d.clientIP()) {
+		return false
 	}
 	return true
 }

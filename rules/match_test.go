@@ -116,7 +116,8 @@ func TestMatch(t *testing.T) {
 			if tt.r.header == nil {
 				tt.r.header = map[string]string{}
 			}
-			if got := m.match(tt.r, tt.r.method, HostOnly(tt.r.host), tt.r.path); got != tt.want {
+			d := decision{e: &Engine{}, req: tt.r, method: tt.r.method, host: HostOnly(tt.r.host), path: tt.r.path}
+			if got := m.match(&d); got != tt.want {
 				t.Fatalf("match %v, want %v", got, tt.want)
 			}
 		})

@@ -36,9 +36,16 @@ const (
 	// flight between the peek and the charge), nothing was charged, and
 	// the policy's penalty, if it has one, was started (Penalty,
 	// PenaltyStarted). Only an Event carries it, and only Charge sends
-	// it: one per counting rule whose Count matched the answer. It is
-	// the last outcome.
+	// it: one per counting rule whose Count matched the answer.
 	Counted
+	// Exempt: the rule matched but an entry of its except (Rule.Except)
+	// exempts the request, which it neither counts nor reports in
+	// headers. Only an Event carries it, never a Result, and the Event
+	// has only Rule and RuleIndex (Policy empty, PolicyIndex -1, no
+	// Key). A request the top-level except (Config.Except) exempts has
+	// one Exempt Event with Rule "" and RuleIndex -1. It is the last
+	// outcome.
+	Exempt
 )
 
 var outcomeNames = [...]string{
@@ -50,6 +57,7 @@ var outcomeNames = [...]string{
 	Errored:       "error",
 	NotCharged:    "not_charged",
 	Counted:       "counted",
+	Exempt:        "exempt",
 }
 
 // String returns the outcome's metric label, e.g. "shadow_refused".

@@ -137,7 +137,10 @@ func checkForwardAuth(cfg *config.Config) error {
 // its tier and failure mode, as the gateway's), trusting the file's
 // client_ip.trusted_proxies for the forwarded fields too.
 func newForwardAuth(cfg *config.Config, set *stores.Set, log *slog.Logger) (*forwardauth.Handler, error) {
-	rc := cfg.Config
+	rc, err := cfg.EngineConfig() // with its members and except list files read
+	if err != nil {
+		return nil, err
+	}
 	rc.Logger = log
 	rc.Stores = set.For(&rc)
 	st, err := set.Engine(&rc)

@@ -101,6 +101,9 @@ type WatchedObserver struct {
 // Observe implements rules.Observer.
 func (w *WatchedObserver) Observe(ev rules.Event) {
 	w.m.Observe(ev)
+	if ev.Outcome == rules.Exempt {
+		return // no key, no decision: the metrics count it
+	}
 	i := uint(ev.RuleIndex)
 	if i < uint(len(w.tops)) {
 		w.tops[i].Observe(&ev)

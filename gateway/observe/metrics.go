@@ -16,6 +16,7 @@ type Metrics struct {
 	decisions       *prometheus.CounterVec   // rule, policy, outcome
 	DecisionTime    prometheus.Histogram     // seconds per Decide
 	storeErrors     *prometheus.CounterVec   // rule
+	exempt          *prometheus.CounterVec   // rule ("" for the top-level except)
 	UpstreamTime    *prometheus.HistogramVec // route
 	UpstreamStatus  *prometheus.CounterVec   // route, class
 	ShareRefused    *prometheus.CounterVec   // route
@@ -42,6 +43,10 @@ func NewMetrics() *Metrics {
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_store_errors_total",
 			Help: "Store failures met while deciding, by rule.",
+		}, []string{"rule"}),
+		exempt: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_exempt_total",
+			Help: "Requests a rule matched but its except exempted (neither counted nor reported in headers), by rule; rule=\"\" counts those the top-level except exempted from every rule.",
 		}, []string{"rule"}),
 		UpstreamTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "tollgate_upstream_duration_seconds",
@@ -70,7 +75,7 @@ func NewMetrics() *Metrics {
 		}),
 	}
 	m.ReloadOK.Set(1)
-	m.Reg.MustRegister(m.decisions, m.DecisionTime, m.storeErrors, m.UpstreamTime,
+	m.Reg.MustRegister(m.decisions, m.DecisionTime, m.storeErrors, m.exempt, m.UpstreamTime,
 		m.UpstreamStatus, m.ShareRefused, m.DelaysCancelled, m.Reloads, m.ReloadOK,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -87,6 +92,7 @@ func NewMetrics() *Metrics {
 type ruleCounters struct {
 	ByPolicy    []outcomeCounters // by rules.Event.PolicyIndex
 	storeErrors prometheus.Counter
+	exempt      prometheus.Counter
 }
 
 // outcomeCounters are one policy's decision counters by outcome; nil for
@@ -98,8 +104,9 @@ type outcomeCounters [rules.NotCharged + 1]prometheus.Counter
 // and found by the event's rule and policy indexes: no label or map
 // lookup per request.
 type Observer struct {
-	m     *Metrics
-	Rules []ruleCounters // by position in rules.Config.Rules
+	m      *Metrics
+	Rules  []ruleCounters     // by position in rules.Config.Rules
+	exempt prometheus.Counter // the top-level except's
 }
 
 // NewObserver returns an observer to set as a snapshot's
@@ -118,9 +125,15 @@ var (
 // decides anything: the snapshot is published after.
 func (o *Observer) Bind(cfg *rules.Config, e *rules.Engine) {
 	o.Rules = make([]ruleCounters, len(cfg.Rules))
+	if len(cfg.Except) > 0 {
+		o.exempt = o.m.exempt.WithLabelValues("")
+	}
 	for i, r := range cfg.Rules {
 		rc := &o.Rules[i]
 		rc.storeErrors = o.m.storeErrors.WithLabelValues(r.Name)
+		if len(r.Except) > 0 {
+			rc.exempt = o.m.exempt.WithLabelValues(r.Name)
+		}
 		outs := enforcedOutcomes
 		if r.Shadow {
 			outs = shadowOutcomes
@@ -137,6 +150,16 @@ func (o *Observer) Bind(cfg *rules.Config, e *rules.Engine) {
 
 // Observe implements rules.Observer.
 func (o *Observer) Observe(ev rules.Event) {
+	if ev.Outcome == rules.Exempt {
+		c := o.exempt
+		if uint(ev.RuleIndex) < uint(len(o.Rules)) {
+			c = o.Rules[ev.RuleIndex].exempt
+		}
+		if c != nil {
+			c.Inc()
+		}
+		return
+	}
 	if uint(ev.RuleIndex) >= uint(len(o.Rules)) || ev.Outcome > rules.NotCharged {
 		return
 	}
