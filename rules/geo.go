@@ -231,17 +231,40 @@ func digits(s string) bool {
 // appendASN appends n in decimal.
 func appendASN(dst []byte, n uint32) []byte { return strconv.AppendUint(dst, uint64(n), 10) }
 
-// checkGeo refuses, when c has no Geo, every use of the country and asn
-// key parts and matchers: in rules' keys, matches, tiers' identities,
-// cost.by matches and except entries (theirs and the top-level ones).
+// GeoCoverage is optionally implemented by a Geo that answers only one
+// of country and ASN (a gateway given only a country database): New then
+// refuses the parts and matchers it cannot answer, rather than count
+// every client as unknown.
+type GeoCoverage interface {
+	HasCountry() bool
+	HasASN() bool
+}
+
+// checkGeo refuses every use of the country and asn key parts and
+// matchers that c.Geo cannot answer: in rules' keys, matches, tiers'
+// identities, cost.by matches and except entries (theirs and the
+// top-level ones).
 func checkGeo(c *Config, ps *problems) {
-	if c.Geo != nil {
+	hasCountry, hasASN := c.Geo != nil, c.Geo != nil
+	if cov, ok := c.Geo.(GeoCoverage); ok {
+		hasCountry, hasASN = cov.HasCountry(), cov.HasASN()
+	}
+	if hasCountry && hasASN {
 		return
 	}
-	const why = "needs a geoip database (Config.Geo; in a configuration file, the geoip: section)"
+	needs := func(p string) (string, bool) {
+		switch {
+		case p == "country" && !hasCountry:
+			return "needs a country database (Config.Geo; in a configuration file, geoip.country)", true
+		case p == "asn" && !hasASN:
+			return "needs an ASN database (Config.Geo; in a configuration file, geoip.asn)", true
+		}
+		return "", false
+	}
 	part := func(s, path string) {
 		kind, _, _ := strings.Cut(strings.TrimSpace(s), ":")
-		if p := strings.ToLower(kind); p == "country" || p == "asn" {
+		p := strings.ToLower(kind)
+		if why, ok := needs(p); ok {
 			ps.add(path, "the %s key part %s", p, why)
 		}
 	}
@@ -251,10 +274,10 @@ func checkGeo(c *Config, ps *problems) {
 		}
 	}
 	match := func(m *Match, path string) {
-		if len(m.Countries) > 0 {
+		if why, ok := needs("country"); ok && len(m.Countries) > 0 {
 			ps.add(path+".countries", "matching by country %s", why)
 		}
-		if len(m.ASNs) > 0 {
+		if why, ok := needs("asn"); ok && len(m.ASNs) > 0 {
 			ps.add(path+".asns", "matching by asn %s", why)
 		}
 	}

@@ -222,7 +222,7 @@ func TestGeoValidation(t *testing.T) {
 	}}
 	err := c.Validate()
 	want := []string{
-		"rules[0].key[0]: the country key part needs a geoip database",
+		"rules[0].key[0]: the country key part needs a country database",
 		"rules[1].key[1]: the asn key part needs",
 		"rules[1].match.countries: matching by country needs",
 		"rules[1].match.asns: matching by asn needs",
@@ -232,6 +232,14 @@ func TestGeoValidation(t *testing.T) {
 	checkProblems(t, err, want)
 	if strings.Contains(err.Error(), "rules[4]") {
 		t.Fatalf("ja4 refused: %v", err)
+	}
+
+	// A Geo answering only countries.
+	c.Geo = countryOnly{testGeo}
+	checkProblems(t, c.Validate(), []string{want[1], want[3], want[5]})
+	c.Rules = c.Rules[:1]
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
 	}
 
 	c = Config{Geo: testGeo, Rules: []Rule{
@@ -268,6 +276,11 @@ func TestGeoValidation(t *testing.T) {
 	}
 	checkProblems(t, err, want)
 }
+
+type countryOnly struct{ fakeGeo }
+
+func (countryOnly) HasCountry() bool { return true }
+func (countryOnly) HasASN() bool     { return false }
 
 // checkProblems requires err to hold exactly the problems starting with
 // want, in any order.
