@@ -171,7 +171,10 @@ func TestExcept10kCIDRsLoadFast(t *testing.T) {
 		best = min(best, time.Since(start))
 	}
 	t.Logf("load, validate and compile with 20,000 prefixes: %v", best)
-	if best > 100*time.Millisecond && !racebuild.Enabled {
-		t.Errorf("took %v, want < 100ms", best)
+	// Not a timing test (speed is the benchmarks'; the machine may be
+	// loaded): a bound 50 times the ~35 ms measured on a quiet machine,
+	// that only a compile worse than n log n can reach.
+	if best > 2*time.Second && !racebuild.Enabled {
+		t.Errorf("took %v, want < 2s", best)
 	}
 }

@@ -36,7 +36,7 @@ func TestExamplesAreValid(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			rc, err := cfg.EngineConfig() // with its list files read
+			rc, err := cfg.EngineConfig() // with what the file names: members and list files, geoip databases
 			if err != nil {
 				t.Fatal(err)
 			}

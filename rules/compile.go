@@ -30,6 +30,7 @@ func compile(c *Config) (*Engine, problems) {
 		shadowLog: c.Logger,
 		now:       c.Now,
 		scales:    c.Scales,
+		geo:       c.Geo,
 	}
 	e.batches.New = func() any { s := make([]limit.Request, 0, 8); return &s }
 	e.decisions.New = func() any { s := make([]limit.Decision, 0, 8); return &s }
@@ -56,6 +57,7 @@ func compile(c *Config) (*Engine, problems) {
 		e.logger = logthrottle.New(c.Logger, logthrottle.Config{})
 	}
 	checkOnError(c.OnError, "on_error", &ps)
+	checkGeo(c, &ps)
 	if c.OnStoreError != "" {
 		if now, ok := failmode.Old(c.OnStoreError); ok {
 			ps.add("on_store_error", "the old spelling of on_error: write on_error: %s", now)
@@ -67,9 +69,6 @@ func compile(c *Config) (*Engine, problems) {
 	e.compileHeaders(c.Headers, &ps)
 	e.compileRefusal(c.Refusal, &ps)
 	e.except = e.compileExcept(c.Except, "except", nil, &ps)
-	for i := range c.Except {
-		refuseGeoMatch(c.Except[i].Match, fmt.Sprintf("except[%d]", i), &ps) // not yet built (issue 26)
-	}
 
 	seen := map[string]bool{}
 	for i := range c.Rules {
@@ -117,14 +116,6 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 		ps.add(where+".max_delay", "%v must not be negative", r.MaxDelay)
 	} else if r.MaxDelay > 0 {
 		cr.maxDelay = r.MaxDelay
-	}
-	// Not yet built (issue 26): refused until each is.
-	refuseGeoMatch(r.Match, where+".match", ps)
-	for i := range r.Except {
-		refuseGeoMatch(r.Except[i].Match, fmt.Sprintf("%s.except[%d]", where, i), ps)
-	}
-	for i := range r.Cost.By {
-		refuseGeoMatch(r.Cost.By[i].Match, fmt.Sprintf("%s.cost.by[%d].match", where, i), ps)
 	}
 	cr.tier = compileTier(r, where, ps)
 	cr.match = compileMatch(r.Match, where+".match", ps)
@@ -291,14 +282,6 @@ func (e *Engine) compileTiers(rule string, t *Tiers, rt tier, rulePenalty time.D
 		ct.members[string(e.appendClientValue(nil, id))] = plan
 	}
 	return ct
-}
-
-// refuseGeoMatch refuses the matchers not yet built (issue 26) in m, at
-// path.
-func refuseGeoMatch(m Match, path string, ps *problems) {
-	if len(m.Countries)+len(m.ASNs)+len(m.JA4) > 0 {
-		ps.add(path, "countries, asns and ja4 matchers are not available in this build")
-	}
 }
 
 // splitConcurrency separates the concurrency policies from the others.

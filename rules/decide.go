@@ -20,6 +20,10 @@ type decision struct {
 	ipDone             bool
 	// exempted is the last rule ruleKey found the request exempt from.
 	exempted *compiledRule
+	// The client IP's country and ASN, looked up once (geo.go).
+	countryCode          string
+	asNumber             uint32
+	countryDone, asnDone bool
 }
 
 func (d *decision) clientIP() netip.Addr {

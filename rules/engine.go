@@ -21,6 +21,7 @@ type Engine struct {
 	shadow    []*compiledRule
 	except    []compiledExcept // Config.Except
 	ip        ipResolver
+	geo       Geo // Config.Geo: the country and asn parts and matchers
 	maxKeyLen int
 	keys      *keyCache
 

@@ -373,7 +373,7 @@ func TestExceptValidate(t *testing.T) {
 		"rules[0].except[0].clients[1]", "rules[0].except[0].clients[2]", "rules[0].except[0].clients[3]",
 		"rules[0].except[0].clients[4]", "rules[0].except[0].clients[5]",
 		"rules[0].except[1].keys[1]", "rules[0].except[1].keys[2]", "rules[0].except[1].keys[4]",
-		"rules[0].except[2].clients_file", "rules[0].except[3].keys_file", "rules[0].except[4]",
+		"rules[0].except[2].clients_file", "rules[0].except[3].keys_file", "rules[0].except[4].countries",
 		"rules[1].except[0].keys", "rules[2].except[0].keys[0]",
 		"rules[3].match.clients[0]", "rules[3].cost.by[0].match.clients[0]",
 	}

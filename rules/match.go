@@ -18,6 +18,7 @@ type matcher struct {
 	clients  clientSet
 	// hasClients: Clients is set (an empty set then matches no one).
 	hasClients bool
+	geo        geoMatcher // countries, asns, ja4 (geo.go)
 }
 
 type hostPattern struct {
@@ -90,6 +91,7 @@ func compileMatchFiles(m Match, path string, fileClients []string, ps *problems)
 		}
 		c.headers = append(c.headers, headerMatch{name: textproto.CanonicalMIMEHeaderKey(h.Name), value: h.Value})
 	}
+	c.geo = compileGeoMatch(m, path, ps)
 	return c
 }
 
@@ -147,7 +149,7 @@ func (m *matcher) match(d *decision) bool {
 	if m.hasClients && !m.clients.contains(d.clientIP()) {
 		return false
 	}
-	return true
+	return m.geo.empty() || m.geo.match(d)
 }
 
 func (h hostPattern) matches(host string) bool {
