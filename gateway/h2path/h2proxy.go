@@ -311,8 +311,10 @@ func (g *Server) upstreamErrorH2(w http.ResponseWriter, r *http.Request, err err
 	}
 	timedOut := ex.timedOut.Load()
 	if !timedOut && r.Context().Err() != nil {
-		ex.charge(r, 0, nil) // no answer
-		return               // the client reset the stream or closed the connection
+		// The client reset the stream or closed the connection: no
+		// answer.
+		ex.charge(r, 0, nil)
+		return
 	}
 	// Charged as what the gateway answers: 504 or 502, on a gRPC route
 	// too (whose answer is HTTP 200 with DEADLINE_EXCEEDED or
