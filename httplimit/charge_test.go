@@ -189,4 +189,3 @@ func TestCountingMiddlewareAllocs(t *testing.T) {
 		t.Fatalf("counting middleware adds %v allocs, budget 5 (the writer, the headers)", lim-base)
 	}
 }
-
