@@ -58,13 +58,14 @@ func failingOrigin(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return srv, &seen
 }
 
-// loginRule counts only 401s: 3 an hour per X-Key, then a 15-minute
+// loginRule counts only 401s: a burst of 3, one more each 20s (a token
+// bucket: no window boundary in a test), per X-Key, then a 15-minute
 // penalty.
 const loginRule = `rules:
   - name: login
     key: header:X-Key
     count: {statuses: ["401"]}
-    policies: [{name: failed, algorithm: fixed_window, limit: 3, window: 1h, penalty: 15m}]
+    policies: [{name: failed, algorithm: token_bucket, rate: 3/m, burst: 3, penalty: 15m}]
 `
 
 // A counting rule with a penalty through the gateway, on both data
