@@ -157,7 +157,7 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 		e.checkRulePenalty(r.Penalty, cr, where+".penalty", ps)
 	}
 	if r.Count != nil {
-		cr.count = compileCount(r.Count, cr, where+".count", ps)
+		cr.count = compileCount(r, cr, where, ps)
 	}
 
 	switch {

@@ -128,9 +128,11 @@ func (c *compiledCount) counts(status int, h AnswerHeader) bool {
 	return true
 }
 
-// compileCount validates a rule's Count and its policies (already
-// compiled into cr): a counting rule cannot delay or hold slots.
-func compileCount(c *Count, cr *compiledRule, where string, ps *problems) *compiledCount {
+// compileCount validates the Count of rule r (at path rule) and its
+// policies (compiled into cr): a counting rule cannot delay or hold
+// slots.
+func compileCount(r *Rule, cr *compiledRule, rule string, ps *problems) *compiledCount {
+	c, where := r.Count, rule+".count"
 	cc := &compiledCount{}
 	if len(c.Statuses) == 0 && c.Header.Name == "" {
 		ps.add(where, "names no answer to count: set statuses (e.g. [\"401\", \"403\"]) or a header")
@@ -161,9 +163,17 @@ func compileCount(c *Count, cr *compiledRule, where string, ps *problems) *compi
 	if len(cr.conc) > 0 {
 		ps.add(where, "a counting rule cannot hold concurrency slots (they are taken before the answer): put the concurrency policy in a rule of its own")
 	}
-	for _, p := range cr.allPolicies() {
-		if lb, ok := p.policy.(limit.LeakyBucket); ok && lb.Mode == limit.Shape {
-			ps.add(where, "a counting rule cannot delay (it charges after the answer): give its leaky_bucket policy %q mode police", p.name)
+	shaping := func(list []Policy, at string) {
+		for i, p := range list {
+			if p.Algorithm == limit.AlgLeakyBucket.String() && (p.Mode == "" || strings.EqualFold(p.Mode, "shape")) {
+				ps.add(fmt.Sprintf("%s[%d].mode", at, i), "a counting rule cannot delay (it charges after the answer): use mode police")
+			}
+		}
+	}
+	shaping(r.Policies, rule+".policies")
+	if r.Tiers != nil {
+		for _, plan := range sortedKeys(r.Tiers.Plans) {
+			shaping(r.Tiers.Plans[plan], rule+".tiers.plans."+plan)
 		}
 	}
 	return cc

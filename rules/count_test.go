@@ -287,7 +287,7 @@ func TestCountValidation(t *testing.T) {
 		{Rule{Name: "a", Count: &Count{Statuses: []string{"599-500"}}, Policies: oneRate}, "rules[0].count.statuses[0]", "ends before"},
 		{Rule{Name: "a", Count: &Count{Header: HeaderMatch{Name: "bad name"}}, Policies: oneRate}, "rules[0].count.header.name", "not a header"},
 		{Rule{Name: "a", Count: &Count{Header: HeaderMatch{Value: "x"}}, Policies: oneRate}, "rules[0].count.header.value", "without a header name"},
-		{Rule{Name: "a", Count: &Count{Statuses: []string{"401"}}, Policies: []Policy{{Algorithm: "leaky_bucket", Rate: "1/s"}}}, "rules[0].count", "cannot delay"},
+		{Rule{Name: "a", Count: &Count{Statuses: []string{"401"}}, Policies: []Policy{{Algorithm: "leaky_bucket", Rate: "1/s"}}}, "rules[0].policies[0].mode", "cannot delay"},
 		{Rule{Name: "a", Count: &Count{Statuses: []string{"401"}}, Policies: []Policy{{Algorithm: AlgConcurrency, Limit: 2}}}, "rules[0].count", "concurrency"},
 	}
 	for _, c := range cases {

@@ -38,7 +38,7 @@ func compilePenalty(cp *compiledPolicy, d time.Duration, where string, ps *probl
 	case d == 0:
 		return
 	case !penaltyInBounds(d):
-		ps.add(where, "%v: want between %v and %v (30 days)", d, MinPenalty, MaxPenalty)
+		ps.add(where, "%v: want between 1s and 720h (30 days)", d)
 		return
 	case cp.concurrency:
 		ps.add(where, "a concurrency policy takes no penalty (it refuses while slots are held, not per request counted)")
@@ -60,7 +60,7 @@ func penaltyInBounds(d time.Duration) bool { return d >= MinPenalty && d <= MaxP
 func (e *Engine) checkRulePenalty(d time.Duration, cr *compiledRule, where string, ps *problems) {
 	switch {
 	case !penaltyInBounds(d):
-		ps.add(where, "%v: want between %v and %v (30 days)", d, MinPenalty, MaxPenalty)
+		ps.add(where, "%v: want between 1s and 720h (30 days)", d)
 	case cr.tiers == nil && len(cr.policies) == 0 && len(cr.conc) > 0:
 		ps.add(where, "the rule has only concurrency policies, which take no penalty")
 	}
@@ -143,28 +143,23 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 			if a.pen > 0 { // under a penalty: that is its refusal
 				continue
 			}
-			if d.Remaining >= a.cost {
+			switch {
+			case !d.Allowed:
+				// A peek is always allowed by the algorithms: this is the
+				// store's answer to its own failure (mode closed). It
+				// refuses, with the store's Retry-After, and is no reason
+				// for a penalty.
+				d.RetryAfter = max(d.RetryAfter, time.Nanosecond)
+			case d.Remaining >= a.cost:
 				if peeked {
 					peek = limit.Merge(peek, d)
 				} else {
 					peek, peeked = d, true
 				}
 				continue
-			}
-			d.Allowed = false
-			switch {
-			case a.cost > d.Limit:
-				d.RetryAfter = limit.Never
-			case a.cost == 1 && d.NextUnitAfter > 0:
-				d.RetryAfter = d.NextUnitAfter
 			default:
-				// A peek tells when one unit is back, not when cost
-				// units are: the full allowance's return is never early.
-				d.RetryAfter = max(d.ResetAfter, d.NextUnitAfter, time.Nanosecond)
-			}
-			if a.penKey != "" {
-				e.startPenalty(ctx, a)
-				d.RetryAfter = max(d.RetryAfter, a.pen)
+				d.Allowed = false
+				e.peekRefusal(ctx, a, &d)
 			}
 		}
 		if !refused || d.RetryAfter > refusal.RetryAfter ||
@@ -173,6 +168,25 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 		}
 	}
 	return refusal, refused, peek, peeked, nil
+}
+
+// peekRefusal makes d, the peek of entry a that found less left than its
+// cost, a refusal: its Retry-After, and the policy's penalty started.
+func (e *Engine) peekRefusal(ctx context.Context, a *applied, d *limit.Decision) {
+	switch {
+	case a.cost > d.Limit:
+		d.RetryAfter = limit.Never
+	case a.cost == 1 && d.NextUnitAfter > 0:
+		d.RetryAfter = d.NextUnitAfter
+	default:
+		// A peek tells when one unit is back, not when cost
+		// units are: the full allowance's return is never early.
+		d.RetryAfter = max(d.ResetAfter, d.NextUnitAfter, time.Nanosecond)
+	}
+	if a.penKey != "" {
+		e.startPenalty(ctx, a)
+		d.RetryAfter = max(d.RetryAfter, a.pen)
+	}
 }
 
 // penaltyDecision is the refusal of entry a, at index i, by a penalty
