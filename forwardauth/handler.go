@@ -82,11 +82,23 @@ func concurrencyError(rule string) error {
 	return fmt.Errorf("forwardauth: rule %q: %w", rule, ErrConcurrency)
 }
 
+// ErrCount is the error for a rule that counts on the answer
+// (rules.Rule.Count): the auth subrequest is answered before the request
+// it asks about is sent to the origin, and forward-auth never learns the
+// origin's answer, so there is nothing to charge.
+var ErrCount = errors.New("a rule with count cannot be enforced by forward-auth: " +
+	"the origin's answer goes to the proxy, never to forward-auth, so the answers it counts could not be charged; " +
+	"count where the request is served (tollgate serve, httplimit), or drop count to charge every request")
+
 // CheckRules returns ErrConcurrency, naming the rule, when a rule of rs
-// has a concurrency policy: a configuration's check before it is built
-// into an engine, as New checks the engine.
+// has a concurrency policy, and ErrCount when one counts on the answer
+// (rules.Rule.Count): a configuration's check before it is built into an
+// engine, as New checks the engine.
 func CheckRules(rs []rules.Rule) error {
 	for i := range rs {
+		if rs[i].Count != nil {
+			return fmt.Errorf("forwardauth: rule %q: %w", rs[i].Name, ErrCount)
+		}
 		for _, p := range rs[i].Policies {
 			if p.Algorithm == rules.AlgConcurrency {
 				return concurrencyError(rs[i].Name)
@@ -102,13 +114,17 @@ const maxRefusalField = 1024
 
 // New returns a Handler over e. A nil e is a programming error and
 // panics; a malformed TrustedProxies entry is an error, and so is a rule
-// with a concurrency policy (ErrConcurrency).
+// with a concurrency policy (ErrConcurrency) or one that counts on the
+// answer (ErrCount).
 func New(e *rules.Engine, cfg Config) (*Handler, error) {
 	if e == nil {
 		panic("forwardauth.New: nil *rules.Engine")
 	}
 	if name, ok := e.ConcurrencyRule(); ok {
 		return nil, concurrencyError(name)
+	}
+	if name, ok := e.CountingRule(); ok {
+		return nil, fmt.Errorf("forwardauth: rule %q: %w", name, ErrCount)
 	}
 	h := &Handler{log: cfg.Logger}
 	h.forwarded = httplimit.Config{Wait: cfg.Wait, OnDelayCancelled: func(*http.Request, *rules.Result) { h.cancels.Add(1) }}
@@ -127,10 +143,10 @@ func New(e *rules.Engine, cfg Config) (*Handler, error) {
 
 // Swap replaces the engine for requests that start from now on (a
 // configuration reload). A nil e panics, as in New. Swap cannot refuse
-// an engine with a concurrency policy as New does (check it with
-// CheckRules first): its slots are then given back as each answer is
-// written, so they bound the auth requests in flight, not the requests
-// they ask about.
+// an engine with a concurrency policy or a counting rule as New does
+// (check it with CheckRules first): its slots are then given back as
+// each answer is written, so they bound the auth requests in flight, not
+// the requests they ask about, and a counting rule is never charged.
 func (h *Handler) Swap(e *rules.Engine) {
 	if e == nil {
 		panic("forwardauth.Handler.Swap: nil *rules.Engine")
