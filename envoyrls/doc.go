@@ -163,6 +163,14 @@
 //     RESPONSE_DYNAMIC_METADATA and the metadata key are not sent.
 //   - Metrics are Prometheus counters on the debug listener's /metrics
 //     (6070), not statsd, nor PROMETHEUS_ADDR's 9090.
+//   - No counting on the answer (tollgate's rules[].count: only failed
+//     logins, say): Envoy asks before it proxies the request and never
+//     reports the upstream's answer, so there is nothing to charge. A key
+//     count or tollgate_count, in a descriptor or a rate_limit, is refused
+//     by name at load (file:line:col), as forward-auth refuses a rule with
+//     count; count where the request is served (tollgate serve). Nor are
+//     there penalties: envoyproxy/ratelimit's files have no way to ask for
+//     one.
 //   - A known key in the wrong place (shadow_mode inside rate_limit, unit
 //     in a descriptor) is refused; envoyproxy/ratelimit ignores it, so the
 //     setting silently does nothing there.

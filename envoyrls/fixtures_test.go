@@ -82,3 +82,20 @@ func TestEnvoyproxyInvalidFixturesAreRefusedWithItsMessage(t *testing.T) {
 		})
 	}
 }
+
+// A rate limit service never learns the upstream's answer: a key asking
+// to count on it is refused by name, where it stands, in a descriptor
+// and in a rate_limit.
+func TestCountKeyRefused(t *testing.T) {
+	for _, tc := range []struct{ name, yaml string }{
+		{"descriptor", "domain: d\ndescriptors:\n  - key: login\n    count: [401]\n    rate_limit: {unit: minute, requests_per_unit: 5}\n"},
+		{"rate_limit", "domain: d\ndescriptors:\n  - key: login\n    rate_limit:\n      unit: minute\n      requests_per_unit: 5\n      tollgate_count: [401]\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Build([]Source{{Name: "login.yaml", Data: []byte(tc.yaml)}})
+			if err == nil || !strings.Contains(err.Error(), "counting on the answer is not possible") || !strings.Contains(err.Error(), "login.yaml:") {
+				t.Fatalf("Build: %v; want the count key refused at file:line", err)
+			}
+		})
+	}
+}

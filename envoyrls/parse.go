@@ -57,6 +57,14 @@ type Source struct {
 	Data []byte
 }
 
+// errCount refuses a key asking to count on the answer (tollgate's
+// rules.Rule.Count), by name rather than as one more unknown key: a rate
+// limit service is asked before the request is proxied and never told
+// the answer.
+const errCount = "config error, key '%s': counting on the answer is not possible in a rate limit service " +
+	"(Envoy asks before the request is proxied and never reports the upstream's answer); " +
+	"count where the request is served (tollgate serve's rules[].count)"
+
 // ExtAlgorithm is tollgate's extension key, beside unit and
 // requests_per_unit in a rate_limit: the algorithm deciding the limit
 // (fixed_window, sliding_window, sliding_log, token_bucket,
@@ -247,6 +255,10 @@ func (p *parser) checkKeys(m *yaml.Node, rateLimit bool, depth int) {
 		k, v := resolve(m.Content[i]), resolve(m.Content[i+1])
 		if k.Kind != yaml.ScalarNode || (k.Tag != "!!str" && k.Tag != "") {
 			p.errorf(k, "config error, key is not of type string: %v", k.Value)
+			continue
+		}
+		if k.Value == "count" || k.Value == "tollgate_count" {
+			p.errorf(k, errCount, k.Value)
 			continue
 		}
 		if !validKeys[k.Value] && !(rateLimit && k.Value == ExtAlgorithm) {

@@ -18,4 +18,12 @@
 // the engine caps by rules.Config.MaxDelay; a client that closed its
 // connection meanwhile is seen then, and its request is not served, as
 // on every front end (nginx's 499).
+//
+// A rule with count (rules.Rule.Count) is decided before the handler and
+// charged with the answer the handler leaves in ctx.Response ([Charge]),
+// before fasthttp writes it to the client; a handler that panics is
+// charged as 500. The gateway's HTTP/1.1 path charges the same way,
+// with the upstream's answer or its own 502/504. A request no counting
+// rule matched costs nothing more. Penalties (rules.Policy.Penalty) are
+// decided before the handler, with the time left as Retry-After.
 package fastlimit

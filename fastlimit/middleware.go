@@ -15,7 +15,9 @@ import (
 //
 // A refused request is answered with the refusal and never reaches next; a
 // shaped one waits its delay first; every response carries the rate-limit
-// headers. A store error is logged with the rule engine's logger and
+// headers. A request a counting rule (rules.Rule.Count) matched is
+// charged with the answer next leaves in ctx.Response (Charge), before
+// fasthttp writes it; one whose next panics, as 500. A store error is logged with the rule engine's logger and
 // handled as the rules' failure mode says (rules.Config.OnErrorOf).
 //
 // The sequence is Decide, Enforce, next, Finish: a handler that needs to
@@ -38,9 +40,38 @@ func Middleware(engine func() *rules.Engine, next fasthttp.RequestHandler) fasth
 		if !Enforce(ctx, &res) {
 			return
 		}
-		next(ctx)
+		if res.Counts() {
+			serveCounting(ctx, &res, next)
+		} else {
+			next(ctx)
+		}
 		Finish(ctx, &res)
 	}
+}
+
+// serveCounting runs next for a request a counting rule matched, then
+// charges its answer (Charge). A next that panics is charged as 500
+// Internal Server Error before the panic goes on (fasthttp recovers
+// none: a recovering middleware outside this one answers, or the
+// program ends), one that ends its goroutine (runtime.Goexit) as no
+// answer (status 0).
+func serveCounting(ctx *fasthttp.RequestCtx, res *rules.Result, next fasthttp.RequestHandler) {
+	ok := false
+	defer func() {
+		if ok {
+			return
+		}
+		v := recover()
+		if v == nil {
+			ChargeStatus(res, 0) //nolint:errcheck // the engine logs a store error
+			return
+		}
+		ChargeStatus(res, fasthttp.StatusInternalServerError) //nolint:errcheck // as above
+		panic(v)
+	}()
+	next(ctx)
+	ok = true
+	Charge(ctx, res) //nolint:errcheck // the engine logs a store error; the answer goes on
 }
 
 // Decide is the engine's decision on ctx's request. A store error is in

@@ -62,3 +62,19 @@ func TestSwappedConcurrencyPolicyReleasesAtAnswer(t *testing.T) {
 		}
 	}
 }
+
+// forward-auth never sees the origin's answer: a rule that counts on it
+// is refused, naming the rule, as a concurrency policy is.
+func TestCheckRulesRefusesCounting(t *testing.T) {
+	rs := []rules.Rule{
+		{Name: "per-ip", Policies: []rules.Policy{{Rate: "10/s"}}},
+		{Name: "failed-logins", Count: &rules.Count{Statuses: []string{"401"}}, Policies: []rules.Policy{{Rate: "5/15m"}}},
+	}
+	err := CheckRules(rs)
+	if !errors.Is(err, ErrCount) || !strings.Contains(err.Error(), `"failed-logins"`) {
+		t.Fatalf("CheckRules: %v; want ErrCount naming the rule", err)
+	}
+	if err := CheckRules(rs[:1]); err != nil {
+		t.Fatalf("CheckRules without count: %v", err)
+	}
+}

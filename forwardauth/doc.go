@@ -82,6 +82,15 @@
 // An engine given to Handler.Swap, which cannot refuse it, has its slots
 // released as each answer is written.
 //
+// A rule that counts on the answer (rules.Rule.Count: only failed logins,
+// say) is refused the same way, with ErrCount (CheckRules, and New): the
+// origin's answer goes to the proxy and never to forward-auth, so it
+// could not be charged. This is a deliberate difference from `tollgate
+// serve` and httplimit, which charge it. Penalties (rules.Policy.Penalty)
+// are decided before the answer and work here as on every front end: a
+// key under one is refused with the time the penalty has left as
+// Retry-After.
+//
 // # Serving it
 //
 // `tollgate forward-auth -config FILE -listen ADDR` serves a Handler from

@@ -82,11 +82,23 @@ func concurrencyError(rule string) error {
 	return fmt.Errorf("forwardauth: rule %q: %w", rule, ErrConcurrency)
 }
 
+// ErrCount is the error for a rule that counts on the answer
+// (rules.Rule.Count): the auth subrequest is answered before the request
+// it asks about is sent to the origin, and forward-auth never learns the
+// origin's answer, so there is nothing to charge.
+var ErrCount = errors.New("a rule with count cannot be enforced by forward-auth: " +
+	"the origin's answer goes to the proxy, never to forward-auth, so the answers it counts could not be charged; " +
+	"count where the request is served (tollgate serve, httplimit), or drop count to charge every request")
+
 // CheckRules returns ErrConcurrency, naming the rule, when a rule of rs
-// has a concurrency policy: a configuration's check before it is built
-// into an engine, as New checks the engine.
+// has a concurrency policy, and ErrCount when one counts on the answer
+// (rules.Rule.Count): a configuration's check before it is built into an
+// engine, as New checks the engine.
 func CheckRules(rs []rules.Rule) error {
 	for i := range rs {
+		if rs[i].Count != nil {
+			return fmt.Errorf("forwardauth: rule %q: %w", rs[i].Name, ErrCount)
+		}
 		for _, p := range rs[i].Policies {
 			if p.Algorithm == rules.AlgConcurrency {
 				return concurrencyError(rs[i].Name)

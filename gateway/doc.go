@@ -57,6 +57,25 @@
 // tollgate_delays_cancelled_total, as httplimit's and forward-auth's
 // DelaysCancelled do.
 //
+// A rule with count (rules.Rule.Count: only the answers 401 and 403, say)
+// is decided before the request is proxied, a key with nothing left
+// refused at once as by any rule, and charged after the answer, on both
+// data paths and for gRPC: with the upstream's status and header fields
+// as they arrive, before they go on to the client (so a client that waits
+// for its answer before its next request finds it charged); with the
+// gateway's own answer when the upstream fails (502, or 504 for a
+// timeout, on a gRPC route too, whose answer is then a gRPC status; 503
+// when the upstream's connection limits are reached); with 101 for a
+// websocket upgrade; as no answer (rules.NoAnswerStatus) when the client
+// goes away first. A refusal costs the same with count as without: the
+// charge is only on the way back from the upstream. Penalties
+// (rules.Policy.Penalty) are decided before the answer, as any refusal:
+// the refusal log gives the time a penalty has left ("penalty") and
+// the dashboard lists the penalties in force. /metrics counts penalties
+// started (tollgate_penalties_total), refusals under one
+// (tollgate_penalty_refusals_total, besides tollgate_decisions_total's
+// refused) and charges made after the answer (tollgate_counted_total).
+//
 // With store.redis the gateway starts whether or not Redis answers: the
 // store connects in the background, and until then, and whenever Redis
 // fails, each rule answers by its failure mode (the top-level on_error,

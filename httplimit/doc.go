@@ -18,6 +18,18 @@
 // reads; WriteRefusal and WriteProblem write every answer of the front
 // ends' own (problem+json, nosniff).
 //
+// A rule with count (rules.Rule.Count: charge only the answers 401 and
+// 403, say) is decided before the handler runs, a key with nothing left
+// refused at once, and charged with the handler's answer ([Charge]): the
+// Limiter hands such a request's handler a ResponseWriter that charges
+// the status as it is written, before the client can read it (200 when
+// the handler writes none, 101 when it hijacks the connection, 500 when
+// it panics first), and keeps http.Flusher, http.Hijacker and
+// http.ResponseController (Unwrap) working. A request no counting rule
+// matched gets the ResponseWriter itself and costs nothing more.
+// Penalties (rules.Policy.Penalty) are decided before the handler, as any
+// refusal, with the time the penalty has left as Retry-After.
+//
 // The engine can be replaced while serving (Limiter.Swap), e.g. on a
 // configuration reload; counters live in the store, so they survive.
 package httplimit

@@ -82,7 +82,15 @@ func (l *Limiter) DelaysCancelled() uint64 { return l.cancels.Load() }
 //   - a store failure is allowed or refused as the rules' failure mode
 //     says (rules.Config.OnErrorOf; the engine logs it);
 //   - the concurrency slots a request holds (rules.AlgConcurrency) are
-//     released when next returns or panics.
+//     released when next returns or panics;
+//   - a request a counting rule (rules.Rule.Count) matched is charged
+//     with the answer next gives (Charge): the status it writes, charged
+//     as it is written (before the client can read it), 200 when it
+//     writes none, 101 when it hijacks the connection, 500 when it
+//     panics first (the panic goes on). next gets a ResponseWriter that
+//     keeps http.Flusher, http.Hijacker and http.ResponseController
+//     working (Unwrap); a request no counting rule matched gets w itself
+//     and costs nothing more.
 //
 // The sequence is Decide, Enforce, Finish, next: a front end that needs
 // to act between the steps (time the decision, log it, route first)
@@ -100,6 +108,10 @@ func (l *Limiter) Handler(next http.Handler) http.Handler {
 			return
 		}
 		Finish(w.Header(), &res)
+		if res.Counts() {
+			serveCounting(next, w, r, &res)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -20,6 +20,9 @@ type Frame struct {
 	Sample Sample `json:"sample"`
 	// Rules are the heaviest keys of each rule, in configuration order.
 	Rules []RuleTops `json:"rules"`
+	// Penalties are the penalties in force (rules.Policy.Penalty), the
+	// longest left first, at most observe.MaxPenaltiesShown.
+	Penalties []Penalty `json:"penalties"`
 	// Status is the state of the store and of any other part that
 	// reports one (adaptive controllers, a gossip mesh).
 	Status []Status `json:"status"`
@@ -70,6 +73,17 @@ type Hitter struct {
 	// Remaining is the key's remaining quota under the rule at its last
 	// request, or -1 when not known (another rule decided that request).
 	Remaining int64 `json:"remaining"`
+}
+
+// Penalty is one penalty in force: a key a policy refused, refused for
+// the penalty's time.
+type Penalty struct {
+	Rule   string `json:"rule"`
+	Policy string `json:"policy"`
+	// Key is the key as configured to be shown (as Hitter.Key).
+	Key string `json:"key"`
+	// Left is the time the penalty has left, in seconds.
+	Left float64 `json:"left"`
 }
 
 // Status is the state of one part of the gateway.

@@ -61,6 +61,7 @@ func (g *Server) Serve(ctx *fasthttp.RequestCtx) {
 	if !ValidFieldNames(ctx.Request.Header.RawHeaders()) {
 		problem(ctx, fasthttp.StatusBadRequest, "Bad Request", "a header field name is not a token")
 		ctx.SetConnectionClose()
+		fastlimit.Charge(ctx, &res) //nolint:errcheck // the engine logs a store error
 		return
 	}
 	switch {
@@ -73,6 +74,13 @@ func (g *Server) Serve(ctx *fasthttp.RequestCtx) {
 	default:
 		g.proxy(ctx, s, rt, now)
 	}
+	// A counting rule is charged with the answer in ctx.Response: the
+	// upstream's status and fields (a websocket's 101), or the
+	// gateway's own for an upstream that failed (502, 503, 504) or a
+	// client body it could not read. fasthttp writes it once Serve
+	// returns: charged before the client reads it. A refusal returned
+	// above and costs nothing more with count than without.
+	fastlimit.Charge(ctx, &res) //nolint:errcheck // the engine logs a store error
 	fastlimit.Finish(ctx, &res)
 }
 

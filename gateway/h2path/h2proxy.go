@@ -46,6 +46,18 @@ type h2Exchange struct {
 	// body is the client's request body on its way upstream, when it
 	// has one.
 	body h2Body
+	// charged: the counting rules have been charged with the answer.
+	charged bool
+}
+
+// charge charges ex's counting rules with the answer to r (status, its
+// header fields h), once: httplimit.Charge.
+func (ex *h2Exchange) charge(r *http.Request, status int, h http.Header) {
+	if ex.charged {
+		return
+	}
+	ex.charged = true
+	httplimit.Charge(r, &ex.res, status, h) //nolint:errcheck // the engine logs a store error
 }
 
 // h2Body is a request body on the net/http path on its way from the
@@ -98,6 +110,7 @@ func exchangeOf(r *http.Request) *h2Exchange {
 func (g *Server) proxyH2(w http.ResponseWriter, r *http.Request, ex *h2Exchange) {
 	hold, ok := holdUpstreamH2(w, r, ex.s, ex.rt)
 	if !ok {
+		ex.charge(r, http.StatusServiceUnavailable, nil) // its answer, as on HTTP/1.1
 		return
 	}
 	defer hold.Release()
@@ -128,6 +141,7 @@ func (g *Server) proxyH2(w http.ResponseWriter, r *http.Request, ex *h2Exchange)
 	}
 	ex.start = conns.MonoNow()
 	ex.rt.H2Proxy.ServeHTTP(w, r.WithContext(ctx))
+	ex.charge(r, 0, nil) // neither hook charged: no answer came
 }
 
 // NewH2Proxy returns rt's ReverseProxy over transport.
@@ -257,6 +271,11 @@ func modifyH2(resp *http.Response) error {
 	rt.UpTime.Observe(time.Since(ex.start).Seconds())
 	rt.UpStatus[observe.StatusIndex(resp.StatusCode)].Inc()
 	ex.endMeters(resp, false)
+	// A counting rule is charged with the upstream's status and fields
+	// (on a gRPC route its HTTP status, and a trailers-only answer's
+	// grpc-status among the fields) as they arrive, before they go on
+	// to the client.
+	ex.charge(resp.Request, resp.StatusCode, resp.Header)
 	if ex.res.Matched() {
 		httplimit.SetHeaders(resp.Header, &ex.res)
 	}
@@ -280,17 +299,30 @@ func (g *Server) upstreamErrorH2(w http.ResponseWriter, r *http.Request, err err
 			// Somewhere inside a body it cannot frame (as bodyError).
 			w.Header().Set("Connection", "close")
 		}
+		ex.charge(r, status, nil)
 		problemH2(w, r, status, title, detail)
 		return
 	}
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
+		ex.charge(r, http.StatusRequestEntityTooLarge, nil)
 		problemH2(w, r, http.StatusRequestEntityTooLarge, "Request body too large", "the request body exceeds listen.max_request_body")
 		return
 	}
 	timedOut := ex.timedOut.Load()
 	if !timedOut && r.Context().Err() != nil {
-		return // the client reset the stream or closed the connection
+		// The client reset the stream or closed the connection: no
+		// answer.
+		ex.charge(r, 0, nil)
+		return
+	}
+	// Charged as what the gateway answers: 504 or 502, on a gRPC route
+	// too (whose answer is HTTP 200 with DEADLINE_EXCEEDED or
+	// UNAVAILABLE), as the HTTP/1.1 path answers.
+	if timedOut || exchange.IsTimeout(err) {
+		ex.charge(r, http.StatusGatewayTimeout, nil)
+	} else {
+		ex.charge(r, http.StatusBadGateway, nil)
 	}
 	rt.UpTime.Observe(time.Since(ex.start).Seconds())
 	if ex.res.Matched() {

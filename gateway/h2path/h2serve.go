@@ -99,6 +99,7 @@ func (g *Server) serveH2(w http.ResponseWriter, r *http.Request) {
 	}
 	if rt.Demo {
 		httplimit.Finish(w.Header(), &res)
+		httplimit.Charge(r, &res, http.StatusOK, w.Header()) //nolint:errcheck // the engine logs a store error
 		demoH2(w, r)
 		return
 	}

@@ -1,5 +1,6 @@
 // Package frontendtest is one table of request-sequence cases (allowed,
-// refused, refused HEAD, delayed, delayed with the client gone) that
+// refused, refused HEAD, a penalty and refusals under it, delayed,
+// delayed with the client gone) that
 // every front end of the rule engine runs against itself: the gateway's
 // HTTP/1.1 (fasthttp), HTTP/2 and gRPC paths, forward-auth and the
 // net/http middleware. They all carry out a decision with the same
@@ -12,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -66,6 +68,12 @@ type Case struct {
 	// MinWait is how long the examined request must at least have
 	// waited before its answer.
 	MinWait time.Duration
+	// RefusedBefore are requests after Before, each refused as the
+	// examined one is, before it.
+	RefusedBefore int
+	// RetryAfter, when set, bounds the Retry-After (seconds) of every
+	// refused request: {min, max}.
+	RetryAfter [2]int
 }
 
 // Want is what a case expects of the examined request.
@@ -90,6 +98,13 @@ func bucket(rate string, burst int64) rules.Config {
 		{Algorithm: "token_bucket", Rate: rate, Burst: burst}}}}}
 }
 
+// penalized is 1 request an hour per client IP, and a key refused once
+// is refused for 2 hours: a Retry-After no window gives.
+func penalized() rules.Config {
+	return rules.Config{Rules: []rules.Rule{{Name: "per-ip", Policies: []rules.Policy{
+		{Algorithm: "fixed_window", Limit: 1, Window: "1h", Penalty: 2 * time.Hour}}}}}
+}
+
 func shaping(rate string) rules.Config {
 	return rules.Config{Rules: []rules.Rule{{Name: "shape", Policies: []rules.Policy{
 		{Algorithm: "leaky_bucket", Rate: rate, Burst: 5, Delay: 1}}}}}
@@ -103,6 +118,11 @@ var Cases = []Case{
 	// 5/s, delay 1 (nginx's delay=1): two requests pass at once, the
 	// third waits about 200ms, then is served.
 	{Name: "delayed", Rules: shaping("5/s"), Method: http.MethodGet, Before: 2, Want: Served, MinWait: 100 * time.Millisecond},
+	// A penalty (rules.Policy.Penalty) is decided before the answer, so
+	// every front end carries it out: the first refusal starts it, and
+	// it and the ones after say its exact time left, 2h.
+	{Name: "penalty", Rules: penalized(), Method: http.MethodGet, Before: 1, Want: Refused, RetryAfter: [2]int{7200 - 30, 7200}},
+	{Name: "penalty in force", Rules: penalized(), Method: http.MethodGet, Before: 1, RefusedBefore: 2, Want: Refused, RetryAfter: [2]int{7200 - 30, 7200}},
 	// 1/s: the third waits about a second; its client leaves first.
 	{Name: "delayed, client gone", Rules: shaping("1/s"), Method: http.MethodGet, Before: 2, Leave: true, Want: Dropped},
 }
@@ -198,6 +218,13 @@ func run(t *testing.T, fe FrontEnd, c Case) {
 	if fe2.Served() != c.Before {
 		t.Fatalf("%d requests before served %d times", c.Before, fe2.Served())
 	}
+	for i := 0; i < c.RefusedBefore; i++ {
+		resp, body, err := do(newReq(context.Background()))
+		if err != nil {
+			t.Fatalf("refused request %d before: %v", i+1, err)
+		}
+		checkRefused(t, fe, c, resp, body)
+	}
 	if c.Leave {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -242,7 +269,7 @@ func run(t *testing.T, fe FrontEnd, c Case) {
 			t.Errorf("served %d, want %d", n, c.Before+1)
 		}
 	case Refused:
-		checkRefused(t, fe, c.Method, resp, body)
+		checkRefused(t, fe, c, resp, body)
 		if n := fe2.Served(); n != c.Before {
 			t.Errorf("a refused request was served (served %d, want %d)", n, c.Before)
 		}
@@ -259,11 +286,18 @@ func checkServed(t *testing.T, fe FrontEnd, resp *http.Response) {
 	}
 }
 
-func checkRefused(t *testing.T, fe FrontEnd, method string, resp *http.Response, body []byte) {
+func checkRefused(t *testing.T, fe FrontEnd, c Case, resp *http.Response, body []byte) {
 	t.Helper()
+	method := c.Method
 	h := resp.Header
 	if h.Get(rules.HeaderRateLimit) == "" || h.Get(rules.HeaderRetryAfter) == "" {
 		t.Errorf("refused without RateLimit or Retry-After: %v", h)
+	}
+	if c.RetryAfter != [2]int{} {
+		ra, err := strconv.Atoi(h.Get(rules.HeaderRetryAfter))
+		if err != nil || ra < c.RetryAfter[0] || ra > c.RetryAfter[1] {
+			t.Errorf("refused with Retry-After %q, want %d to %d", h.Get(rules.HeaderRetryAfter), c.RetryAfter[0], c.RetryAfter[1])
+		}
 	}
 	if fe.GRPC {
 		if resp.StatusCode != http.StatusOK || grpcStatus(resp) != "8" {

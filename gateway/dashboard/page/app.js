@@ -100,6 +100,30 @@
     }
   }
 
+  function left(secs) {
+    const s = Math.max(0, Math.round(secs));
+    const h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60, r = s % 60;
+    return (h ? h + 'h' : '') + (h || m ? m + 'm' : '') + r + 's';
+  }
+
+  function renderPenalties(list) {
+    const box = $('penalty-list');
+    if (!list || list.length === 0) {
+      box.replaceChildren(el('p', { class: 'none' }, 'no penalty in force'));
+      return;
+    }
+    const t = el('table', { class: 'penalties' });
+    t.append(el('tr', {}, el('th', {}, 'rule'), el('th', {}, 'policy'), el('th', {}, 'key'), el('th', {}, 'left')));
+    for (const p of list) {
+      t.append(el('tr', { 'data-rule': p.rule, 'data-key': p.key },
+        el('td', { class: 'rule' }, p.rule),
+        el('td', { class: 'policy' }, p.policy),
+        el('td', { class: 'key' }, p.key),
+        el('td', { class: 'left' }, left(p.left))));
+    }
+    box.replaceChildren(t);
+  }
+
   function statusCard(s) {
     const t = el('table', { class: 'fields' });
     for (const f of s.fields || []) {
@@ -135,6 +159,7 @@
       if (f.words) $('words').textContent = f.words;
       renderCharts();
       renderTops(f.rules);
+      renderPenalties(f.penalties);
       renderStatus(f.status);
       $('clock').textContent = new Date(f.sample.t).toLocaleTimeString();
       frames++;
