@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/adaptive/adaptiveconf"
+	"github.com/tollgate-dev/tollgate/geoip/geoipconf"
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/gossip/gossipconf"
 	"github.com/tollgate-dev/tollgate/store/redis/redisconf"
@@ -54,6 +55,10 @@ type Config struct {
 	// policies that name it (policies[].adaptive) with the health of an
 	// origin. Default: none.
 	Adaptive map[string]adaptiveconf.Controller `yaml:"adaptive"`
+	// GeoIP names the MaxMind-format databases that answer the country
+	// and asn key parts and matchers (geoipconf.Config). Without it, a
+	// rule using them is refused at its line. Default: none.
+	GeoIP *geoipconf.Config `yaml:"geoip"`
 	// ConcurrencyLease is how long a concurrency slot held on Redis
 	// (algorithm concurrency, store.redis) lives without being renewed:
 	// the gateway holding it renews it every third of that, so a gateway

@@ -46,6 +46,7 @@ func (c *Config) Describe(w io.Writer) {
 	if g := c.Store.Gossip; g != nil {
 		fmt.Fprintf(w, "gossip   %s\n", describeGossip(g))
 	}
+	c.describeGeoIP(w)
 	fmt.Fprintf(w, "\nroutes:\n")
 	for _, r := range c.Routes {
 		host := r.Host
@@ -74,10 +75,7 @@ func (c *Config) Describe(w io.Writer) {
 		if r.Shadow {
 			flags = " [shadow: counted, never refused]"
 		}
-		key := strings.Join(r.Key, "+")
-		if key == "" {
-			key = "ip"
-		}
+		key := describeKey(r)
 		fmt.Fprintf(w, "  %s%s\n    match  %s\n    key    %s\n", r.Name, flags, describeMatch(r.Match), key)
 		if tier := describeTier(r); tier != "" {
 			fmt.Fprintf(w, "    tier   %s\n", tier)
@@ -143,6 +141,7 @@ func describeMatch(m rules.Match) string {
 			parts = append(parts, "header "+h.Name)
 		}
 	}
+	parts = describeGeoMatch(parts, m)
 	if len(parts) == 0 {
 		return "every request"
 	}

@@ -176,6 +176,9 @@ func (c *Config) Defaults() {
 	}
 	c.OnError = failmode.Of(c.OnError)
 	c.defaultsDashboard()
+	if c.GeoIP != nil {
+		c.GeoIP.Defaults()
+	}
 	if c.AccessLog.Path != "" && c.AccessLog.Format == "" {
 		c.AccessLog.Format = "json"
 	}
@@ -204,6 +207,9 @@ func (c *Config) read(ps *problems) {
 	}
 	if r := c.Store.Redis; r != nil {
 		c.placeProblems(ps, r.Read("store.redis", c.Resolve))
+	}
+	if g := c.GeoIP; g != nil && g.Validate("geoip") == nil {
+		c.placeProblems(ps, g.Read("geoip", c.Resolve))
 	}
 }
 

@@ -18,6 +18,9 @@ import (
 func (c *Config) EngineConfig() (rules.Config, error) {
 	rc := c.Config
 	rc.Rules = slices.Clone(c.Rules)
+	if g := c.GeoIP; g != nil {
+		rc.Geo = g.EngineGeo() // the databases the loading step opened
+	}
 	var errs []error
 	for i := range rc.Rules {
 		t := rc.Rules[i].Tiers

@@ -74,6 +74,9 @@ func (c *Config) validate(ps *problems) {
 	c.validateRules(ps)
 	c.validateTiers(ps)
 	c.validateAdaptive(ps)
+	if g := c.GeoIP; g != nil {
+		c.placeProblems(ps, g.Validate("geoip"))
+	}
 	c.validateAdaptiveConcurrency(ps)
 	c.validateAccessLog(ps)
 	c.validateDashboard(ps)

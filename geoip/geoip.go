@@ -348,3 +348,37 @@ func countryString(c [2]byte) string {
 	}
 	return countries[int(c[0]-'A')*26+int(c[1]-'A')]
 }
+
+// Geo answers the rule engine's country and asn (rules.Geo) from a
+// country database (GeoLite2/GeoIP2 Country or City) and an ASN database
+// (GeoLite2/GeoIP2 ASN, or ISP), either of which may be nil: a nil one
+// answers "" or 0, and HasCountry/HasASN (rules.GeoCoverage) say so, so
+// that the engine refuses a rule asking what it cannot answer. One file
+// holding both (GeoIP2 Enterprise) may be both. Its methods allocate
+// nothing.
+type Geo struct {
+	Countries *DB
+	ASNs      *DB
+}
+
+// Country is addr's country code, or "".
+func (g *Geo) Country(addr netip.Addr) string {
+	if g.Countries == nil {
+		return ""
+	}
+	return g.Countries.Lookup(addr).Country
+}
+
+// ASN is addr's autonomous system number, or 0.
+func (g *Geo) ASN(addr netip.Addr) uint32 {
+	if g.ASNs == nil {
+		return 0
+	}
+	return g.ASNs.Lookup(addr).ASN
+}
+
+// HasCountry reports whether g has a country database.
+func (g *Geo) HasCountry() bool { return g.Countries != nil }
+
+// HasASN reports whether g has an ASN database.
+func (g *Geo) HasASN() bool { return g.ASNs != nil }

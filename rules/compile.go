@@ -29,6 +29,7 @@ func compile(c *Config) (*Engine, problems) {
 		shadowLog: c.Logger,
 		now:       c.Now,
 		scales:    c.Scales,
+		geo:       c.Geo,
 	}
 	e.batches.New = func() any { s := make([]limit.Request, 0, 8); return &s }
 	if e.now == nil {
@@ -54,6 +55,7 @@ func compile(c *Config) (*Engine, problems) {
 		e.logger = logthrottle.New(c.Logger, logthrottle.Config{})
 	}
 	checkOnError(c.OnError, "on_error", &ps)
+	checkGeo(c, &ps)
 	if len(c.Except) > 0 {
 		ps.add("except", "exemptions are not available in this build")
 	}
@@ -125,8 +127,8 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 		}
 	}
 	for _, m := range []Match{r.Match} {
-		if len(m.Clients)+len(m.Countries)+len(m.ASNs)+len(m.JA4) > 0 {
-			ps.add(where+".match", "clients, countries, asns and ja4 matchers are not available in this build")
+		if len(m.Clients) > 0 {
+			ps.add(where+".match", "clients matchers are not available in this build")
 		}
 	}
 	cr.tier = compileTier(r, where, ps)

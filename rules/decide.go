@@ -18,6 +18,10 @@ type decision struct {
 	method, host, path string
 	ip                 netip.Addr
 	ipDone             bool
+	// The client IP's country and ASN, looked up once (geo.go).
+	countryCode          string
+	asNumber             uint32
+	countryDone, asnDone bool
 }
 
 func (d *decision) clientIP() netip.Addr {
@@ -189,7 +193,7 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 // is missing and it does not count anonymous requests); found tells
 // whether the key was there (else the value is the anonymous one).
 func (d *decision) ruleKey(dst []byte, r *compiledRule) (val []byte, found, applies bool) {
-	if !r.match.match(d.req, d.method, d.host, d.path) {
+	if !r.match.matches(d) {
 		return dst, false, false
 	}
 	val, found = d.appendKey(dst, r.key)
@@ -229,7 +233,7 @@ func (e *Engine) collect(d *decision, res *Result, b *batch, r *compiledRule) {
 	}
 	cost := r.cost.fallback
 	for i := range r.cost.by {
-		if r.cost.by[i].match.match(d.req, d.method, d.host, d.path) {
+		if r.cost.by[i].match.matches(d) {
 			cost = r.cost.by[i].cost
 			break
 		}

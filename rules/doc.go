@@ -33,6 +33,19 @@
 // carries out a Result with the same three steps, httplimit's and
 // fastlimit's Decide, Enforce and Finish.
 //
+// # Country, ASN and TLS fingerprint
+//
+// The country and asn key parts and matchers ask [Config.Geo] about the
+// client IP as [ClientIP] resolves it. An address the database does not
+// place has the country [UnknownCountry] ("XX", as Cloudflare's
+// CF-IPCountry) and ASN 0, and is counted under those values: a
+// deliberate difference from nginx's geoip2 module, whose default empty
+// value limit_req does not count, so that no address escapes a
+// per-country limit because the database misses it. Countries are
+// written as two letters in either case ("de" is DE). The ja4 key part
+// and matcher read [TLSFingerprint], which the server computes from the
+// ClientHello; a request without one (not TLS) has no ja4 part.
+//
 // # Consistency tiers
 //
 // A rule may choose where its counters live with [Rule].Consistency:

@@ -20,6 +20,7 @@ type Engine struct {
 	enforced  []*compiledRule
 	shadow    []*compiledRule
 	ip        ipResolver
+	geo       Geo // Config.Geo: the country and asn parts and matchers
 	maxKeyLen int
 	keys      *keyCache
 

@@ -82,7 +82,7 @@ func ExampleConfig_Validate() {
 	}}}
 	fmt.Println(cfg.Validate())
 	// Output:
-	// rules[0].key[0]: unknown key part "cookie:session" (want ip, header:NAME, query:NAME, path, method, host, global, grpc_service or grpc_method)
+	// rules[0].key[0]: unknown key part "cookie:session" (want ip, header:NAME, query:NAME, path, method, host, global, grpc_service, grpc_method, country, asn or ja4)
 	// rules[0].policies[0].rate: "0/s": invalid rate: count 0 must be positive
 	// rules[0].policies[1]: invalid policy: fixed_window: window 0s must be positive
 }

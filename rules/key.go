@@ -31,6 +31,9 @@ const (
 	partGlobal
 	partGRPCService
 	partGRPCMethod
+	partCountry // geo.go
+	partASN
+	partJA4
 )
 
 // globalValue is the key value of the global part: one counter for every
@@ -66,6 +69,12 @@ func compileKey(k Key, path string, ps *problems) []keyPart {
 			p.kind = partGRPCService
 		case "grpc_method":
 			p.kind = partGRPCMethod
+		case "country":
+			p.kind = partCountry
+		case "asn":
+			p.kind = partASN
+		case "ja4":
+			p.kind = partJA4
 		case "header":
 			p.kind, p.name = partHeader, textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
 			if !isToken(p.name) {
@@ -79,7 +88,7 @@ func compileKey(k Key, path string, ps *problems) []keyPart {
 				continue
 			}
 		default:
-			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown key part %q (want ip, header:NAME, query:NAME, path, method, host, global, grpc_service or grpc_method)", s)
+			ps.add(fmt.Sprintf("%s[%d]", path, i), "unknown key part %q (want ip, header:NAME, query:NAME, path, method, host, global, grpc_service, grpc_method, country, asn or ja4)", s)
 			continue
 		}
 		if p.kind != partHeader && p.kind != partQuery && name != "" {
@@ -128,6 +137,24 @@ func (d *decision) appendKey(dst []byte, parts []keyPart) ([]byte, bool) {
 			dst = d.e.appendClientValue(dst, d.method)
 		case partGlobal:
 			dst = append(dst, globalValue...)
+		case partCountry:
+			c, ok := d.country()
+			if !ok {
+				return dst, false
+			}
+			dst = append(dst, c...)
+		case partASN:
+			n, ok := d.asn()
+			if !ok {
+				return dst, false
+			}
+			dst = appendASN(dst, n)
+		case partJA4:
+			fp := d.ja4()
+			if fp == "" {
+				return dst, false
+			}
+			dst = d.e.appendClientValue(dst, fp)
 		case partGRPCService, partGRPCMethod:
 			service, _, ok := GRPCMethod(d.path)
 			if !ok {

@@ -15,6 +15,7 @@ type matcher struct {
 	prefixes []string
 	patterns []pattern
 	headers  []headerMatch
+	geo      geoMatcher // countries, asns, ja4 (geo.go)
 }
 
 type hostPattern struct {
@@ -79,10 +80,12 @@ func compileMatch(m Match, path string, ps *problems) matcher {
 		}
 		c.headers = append(c.headers, headerMatch{name: textproto.CanonicalMIMEHeaderKey(h.Name), value: h.Value})
 	}
+	c.geo = compileGeoMatch(m, path, ps)
 	return c
 }
 
-// match reports whether req matches, given its host without port.
+// match reports whether req matches, given its host without port, by
+// its shape only: the engine calls matches, which checks geo too.
 func (m *matcher) match(req Request, method, host, path string) bool {
 	if len(m.methods) > 0 && !slices.Contains(m.methods, method) {
 		return false

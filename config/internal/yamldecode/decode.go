@@ -217,6 +217,8 @@ func (d *Decoder) decodeTyped(n *yaml.Node, v reflect.Value, what, label string)
 		d.boolean(n, v, what, label)
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		d.integer(n, v, what, label)
+	case reflect.Uint32:
+		d.unsigned(n, v, what, label)
 	default:
 		d.fail(n, what, "%s: unsupported field type %s", label, t)
 	}
@@ -311,6 +313,26 @@ func (d *Decoder) integer(n *yaml.Node, v reflect.Value, what, label string) {
 		return
 	}
 	v.SetInt(i)
+}
+
+// unsigned decodes a whole number from 0 that fits v's bits (an AS
+// number, a uint32).
+func (d *Decoder) unsigned(n *yaml.Node, v reflect.Value, what, label string) {
+	bits := v.Type().Bits()
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		d.fail(n, what, "%s: want a whole number from 0, got %s", label, kindName(n))
+		return
+	}
+	u, err := strconv.ParseUint(strings.ReplaceAll(n.Value, "_", ""), 0, bits)
+	if err != nil {
+		if strings.HasPrefix(n.Value, "-") {
+			d.fail(n, what, "%s: %s must not be negative", label, n.Value)
+		} else {
+			d.fail(n, what, "%s: %s is too large (the largest is %d)", label, n.Value, uint64(1)<<bits-1)
+		}
+		return
+	}
+	v.SetUint(u)
 }
 
 // notWhole says why the YAML number s (a !!float: "1.5", "1e3", ".inf",
