@@ -14,12 +14,13 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway"
 	"github.com/tollgate-dev/tollgate/internal/loginattack"
 	"github.com/tollgate-dev/tollgate/internal/redistest"
+	"github.com/tollgate-dev/tollgate/internal/testpki"
 )
 
 // TestLoginBruteForce drives login-bruteforce.yaml as an attacker and as a
 // user would (issue 26's acceptance), on the memory store and on a real
 // redis-server: the gateway in process on a copy of the file with its
-// addresses, a fresh certificate and the store substituted (what
+// addresses, a test authority's certificate and the store substituted (what
 // scripts/login-attack.sh does with `tollgate serve`), in front of a login
 // origin. The attacker's 200 wrong passwords from one address get exactly
 // 5 through, then the 15-minute penalty's Retry-After, counting down to
@@ -67,10 +68,7 @@ func TestLoginBruteForce(t *testing.T) {
 func serveLogin(t *testing.T, redisURL string) (loginattack.Plan, *loginattack.Origin) {
 	t.Helper()
 	dir := t.TempDir()
-	cert, key, roots, err := loginattack.SelfSigned(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert, key, roots := testpki.Server(t)
 	const password = "correct horse battery staple"
 	origin := loginattack.NewOrigin(password)
 	osrv := httptest.NewServer(origin)

@@ -4,8 +4,8 @@
 //
 //   - it starts a login origin on 127.0.0.1 (200 for the right password,
 //     401 for any other) and `tollgate serve` on a copy of the example
-//     with its addresses substituted, a fresh self-signed certificate and,
-//     with -redis, the Redis store;
+//     with its addresses substituted (its certificate pair, self-signed
+//     for 127.0.0.1, by absolute paths) and, with -redis, the Redis store;
 //
 //   - the attacker sends 200 wrong passwords from 127.0.0.250 (pausing 2 s
 //     after the first); the botnet 50 addresses (127.0.0.2 to
@@ -39,6 +39,8 @@ import (
 	"strings"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/tollgate-dev/tollgate/internal/loginattack"
 )
 
@@ -67,9 +69,34 @@ func run(bin, example, redisURL string, keep bool, e loginattack.Expect) error {
 	} else {
 		defer os.RemoveAll(dir)
 	}
-	cert, key, roots, err := loginattack.SelfSigned(dir)
+	// The example's own self-signed pair, for 127.0.0.1 and localhost.
+	src, err := os.ReadFile(example)
 	if err != nil {
 		return err
+	}
+	var ex struct {
+		Listen struct {
+			TLS struct{ Cert, Key string } `yaml:"tls"`
+		} `yaml:"listen"`
+	}
+	if err := yaml.Unmarshal(src, &ex); err != nil || ex.Listen.TLS.Cert == "" {
+		return fmt.Errorf("%s: no listen.tls (%v)", example, err)
+	}
+	resolve := func(f string) string {
+		if filepath.IsAbs(f) {
+			return f
+		}
+		abs, _ := filepath.Abs(filepath.Join(filepath.Dir(example), f))
+		return abs
+	}
+	cert, key := resolve(ex.Listen.TLS.Cert), resolve(ex.Listen.TLS.Key)
+	pem, err := os.ReadFile(cert)
+	if err != nil {
+		return err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("%s: no certificate", cert)
 	}
 	const password = "correct horse battery staple"
 	origin := loginattack.NewOrigin(password)
@@ -82,10 +109,6 @@ func run(bin, example, redisURL string, keep bool, e loginattack.Expect) error {
 	defer osrv.Close()
 
 	addr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	src, err := os.ReadFile(example)
 	if err != nil {
 		return err
 	}
