@@ -22,7 +22,8 @@ import (
 // redis-server: the gateway in process on a copy of the file with its
 // addresses, a test authority's certificate and the store substituted (what
 // scripts/login-attack.sh does with `tollgate serve`), in front of a login
-// origin. The attacker's 200 wrong passwords from one address get exactly
+// origin, on the TLS listener's two data paths (http2 on: net/http, the
+// user speaking HTTP/2; off: fasthttp). The attacker's 200 wrong passwords from one address get exactly
 // 5 through, then the 15-minute penalty's Retry-After, counting down to
 // the second (a 2 s pause after its first guess tells the penalty from
 // the window); 50 addresses sharing one TLS stack, 4 wrong passwords each,
@@ -31,15 +32,15 @@ import (
 // times, never refused (8 attempts: were logins counted, the 6th would
 // be). loginattack.Report.Check is the list of promises.
 func TestLoginBruteForce(t *testing.T) {
-	for _, store := range []string{"memory", "redis"} {
-		t.Run(store, func(t *testing.T) {
+	for _, c := range []struct{ store, http2 string }{{"memory", "on"}, {"memory", "off"}, {"redis", "on"}} {
+		t.Run(c.store+"/http2-"+c.http2, func(t *testing.T) {
 			redisURL := ""
 			var srv *redistest.Server
-			if store == "redis" {
+			if c.store == "redis" {
 				srv = redistest.Start(t)
 				redisURL = "redis://" + srv.Addr
 			}
-			p, origin := serveLogin(t, redisURL)
+			p, origin := serveLogin(t, redisURL, c.http2)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			r, err := loginattack.Play(ctx, p, origin)
@@ -65,7 +66,7 @@ func TestLoginBruteForce(t *testing.T) {
 // serveLogin serves login-bruteforce.yaml in process, as
 // scripts/login-attack.sh serves it with tollgate serve, and returns the
 // players' plan against it and its origin.
-func serveLogin(t *testing.T, redisURL string) (loginattack.Plan, *loginattack.Origin) {
+func serveLogin(t *testing.T, redisURL, http2 string) (loginattack.Plan, *loginattack.Origin) {
 	t.Helper()
 	dir := t.TempDir()
 	cert, key, roots := testpki.Server(t)
@@ -78,7 +79,7 @@ func serveLogin(t *testing.T, redisURL string) (loginattack.Plan, *loginattack.O
 		t.Fatal(err)
 	}
 	b, err := loginattack.Configure(src, loginattack.Substitute{
-		Listen: "127.0.0.1:0", Cert: cert, Key: key, Upstream: osrv.URL, Redis: redisURL,
+		Listen: "127.0.0.1:0", Cert: cert, Key: key, Upstream: osrv.URL, Redis: redisURL, HTTP2: http2,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -65,6 +65,10 @@ type Substitute struct {
 	Upstream string
 	// Redis, when set, is the store: {redis: {url: Redis}}.
 	Redis string
+	// HTTP2, when set, is listen.http2: "off" puts the TLS listener on
+	// the fasthttp HTTP/1.1 data path (the default with tls is "on", the
+	// net/http path serving HTTP/2 and HTTP/1.1).
+	HTTP2 string
 }
 
 // Configure returns the example file src with s's addresses, files and
@@ -85,6 +89,9 @@ func Configure(src []byte, s Substitute) ([]byte, error) {
 		t := mapping(listen, "tls")
 		set(t, "cert", s.Cert)
 		set(t, "key", s.Key)
+	}
+	if s.HTTP2 != "" {
+		set(listen, "http2", s.HTTP2)
 	}
 	set(mapping(root, "admin"), "addr", "off")
 	set(mapping(root, "reload"), "watch", "false")
