@@ -43,6 +43,9 @@ attack() { # extra flags
 if [ "$STORES" != redis ]; then
 	echo "=== the memory store"
 	attack
+	echo
+	echo "=== the memory store, the fasthttp data path (listen.http2: off)"
+	attack -http2 off
 fi
 if [ "$STORES" != memory ]; then
 	need_tools login-attack redis-server redis-cli

@@ -51,15 +51,16 @@ func main() {
 	perIP := flag.Int("per-ip", 5, "the example's failed logins per address and window")
 	perJA4 := flag.Int("per-ja4", 20, "the example's failed logins per TLS fingerprint and window")
 	penalty := flag.Duration("penalty", 15*time.Minute, "the example's penalty")
+	http2 := flag.String("http2", "", `listen.http2: "off" for the fasthttp data path (default: the example's)`)
 	keep := flag.Bool("keep", false, "keep the working directory (configuration, log)")
 	flag.Parse()
-	if err := run(*bin, *example, *redis, *keep, loginattack.Expect{PerIP: *perIP, PerJA4: *perJA4, Penalty: *penalty}); err != nil {
+	if err := run(*bin, *example, *redis, *http2, *keep, loginattack.Expect{PerIP: *perIP, PerJA4: *perJA4, Penalty: *penalty}); err != nil {
 		fmt.Fprintln(os.Stderr, "loginattack:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, example, redisURL string, keep bool, e loginattack.Expect) error {
+func run(bin, example, redisURL, http2 string, keep bool, e loginattack.Expect) error {
 	dir, err := os.MkdirTemp("", "loginattack-")
 	if err != nil {
 		return err
@@ -113,7 +114,7 @@ func run(bin, example, redisURL string, keep bool, e loginattack.Expect) error {
 		return err
 	}
 	cfg, err := loginattack.Configure(src, loginattack.Substitute{
-		Listen: addr, Cert: cert, Key: key, Upstream: "http://" + ol.Addr().String(), Redis: redisURL,
+		Listen: addr, Cert: cert, Key: key, Upstream: "http://" + ol.Addr().String(), Redis: redisURL, HTTP2: http2,
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", example, err)
