@@ -22,6 +22,7 @@ import (
 	"github.com/tollgate-dev/tollgate/gateway/fastpath"
 	"github.com/tollgate-dev/tollgate/gateway/h2path"
 	"github.com/tollgate-dev/tollgate/gateway/observe"
+	"github.com/tollgate-dev/tollgate/ja4"
 	"github.com/tollgate-dev/tollgate/limit"
 	stores "github.com/tollgate-dev/tollgate/storeopen"
 )
@@ -157,6 +158,13 @@ func (g *Gateway) Start() error {
 			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 				return g.core.Snap.Load().Cert, nil
 			},
+			// Every connection's JA4, whether or not a rule uses it
+			// now: a reload may add one, and it costs under a
+			// microsecond per handshake (ja4's BenchmarkAppend).
+			GetConfigForClient: func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+				ja4.CaptureHello(h)
+				return nil, nil
+			},
 		})
 	}
 	g.core.Warns = observe.NewWarnLog(g.core.Log, time.Minute, 10, nil)
@@ -225,6 +233,7 @@ func (g *Gateway) Start() error {
 	}
 	g.watching = true
 	go g.watch(newWatcher(cfg))
+	go g.watchGeoIP(observe.NewGeoIPMetrics(g.core.M.Reg))
 	g.ready.Store(true)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/tollgate-dev/tollgate/ja4"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -72,6 +73,10 @@ type YieldConn struct {
 	// Upstream is the exchange's place in its client's share of the
 	// upstream pool, released when the exchange ends (fastpath.Server.ConnState).
 	Upstream ClientHold
+	// fingerprint is the TLS ClientHello's JA4, captured in the
+	// handshake (ja4.CaptureHello, the TLS listener's
+	// GetConfigForClient), read by the ja4 key part and matcher.
+	fingerprint ja4.Slot
 
 	// send bounds each write (listen.send_timeout), 0 for no bound;
 	// slack is deadlineSlack(send). armed is the write deadline set on
@@ -187,3 +192,6 @@ func YieldBeforeNextRead(ctx *fasthttp.RequestCtx) {
 		y.yield = true
 	}
 }
+
+// JA4Slot is the connection's TLS fingerprint (ja4.Holder).
+func (c *YieldConn) JA4Slot() *ja4.Slot { return &c.fingerprint }

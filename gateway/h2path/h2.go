@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/gateway/exchange"
 	"github.com/tollgate-dev/tollgate/gateway/observe"
+	"github.com/tollgate-dev/tollgate/ja4"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -68,6 +69,9 @@ func (g *Server) NewListener(cfg *config.Config) *Listener {
 		// A request head that stalls past ReadHeaderTimeout is
 		// answered 408 (answerSlowHead).
 		ConnState: answerSlowHead,
+		// The TLS fingerprint of each connection, for the ja4 key part
+		// and matcher (httplimit.Request.JA4).
+		ConnContext: ja4.ConnContext,
 		// net/http's messages quote what clients sent (a TLS
 		// handshake's, a preface's): redacted and rate-limited, as
 		// fasthttp's are.
@@ -327,6 +331,10 @@ var slowHeadAnswer = func() []byte {
 		strconv.Itoa(len(body)) + "\r\n\r\n"
 	return append([]byte(head), body...)
 }()
+
+// NetConn is the connection under c, where the TLS fingerprint is
+// (ja4.Find).
+func (c *setConn) NetConn() net.Conn { return c.Conn }
 
 // Close closes the connection and forgets it.
 func (c *setConn) Close() error {
