@@ -98,6 +98,12 @@ func (c *Config) Describe(w io.Writer) {
 				}
 			}
 		}
+		if r.Count != nil {
+			fmt.Fprintf(w, "    count  counts only %s, charged after the answer (a key with nothing left is refused before it is proxied)\n", r.Count.Describe())
+		}
+		if r.Penalty != 0 {
+			fmt.Fprintf(w, "    penalty a refused key is refused for %v\n", r.Penalty)
+		}
 		if r.Cost.Default > 1 || len(r.Cost.By) > 0 {
 			fmt.Fprintf(w, "    cost   %d by default, %d override(s)\n", max(r.Cost.Default, 1), len(r.Cost.By))
 		}
@@ -178,6 +184,9 @@ func describePolicy(p rules.Policy) string {
 	}
 	if p.Adaptive != "" {
 		fmt.Fprintf(&b, " scaled by adaptive %s", p.Adaptive)
+	}
+	if p.Penalty != 0 {
+		fmt.Fprintf(&b, ", a refused key is refused for %v", p.Penalty)
 	}
 	if p.Name != "" {
 		fmt.Fprintf(&b, " (%q)", p.Name)

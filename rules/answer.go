@@ -1,6 +1,11 @@
 package rules
 
-import "context"
+import (
+	"context"
+	"fmt"
+
+	"github.com/tollgate-dev/tollgate/limit"
+)
 
 // AnswerHeader is the view of a response's header fields that
 // Result.Charge reads (a counting rule's Count.Header). Names are passed
@@ -12,15 +17,98 @@ type AnswerHeader interface {
 
 // Counts reports whether a rule that matched the request charges on the
 // answer (Rule.Count): the front end must then call Charge once the
-// upstream has answered (or failed to).
-func (r *Result) Counts() bool { return false }
+// upstream has answered (or failed to). It is false for a refused
+// request (there is no answer to count) and once Charge has run.
+func (r *Result) Counts() bool { return r.counting && !r.charged && !r.Refused() }
 
 // Charge charges the counting rules (Rule.Count) that matched the request
 // of r, when the answer (its status and header fields; h may be nil) is
 // one they count. Call it once, after the upstream's answer, and only for
 // a request r admitted; status 0 means no answer came (the upstream
-// failed or the client went away) and is charged only by a rule that
-// counts 502.
+// failed or the client went away) and is charged as NoAnswerStatus (502,
+// what the gateway answers then): only a rule that counts 502 charges it.
+//
+// Each counting policy is charged on its own, with the rule's cost, in
+// its rule's store (one atomic Apply each): the request was served, so
+// there is nothing to hold back, and one policy found full does not keep
+// the answer from the others. A policy found full (the requests in
+// flight between Decide's peek and this charge took what was left) is
+// not charged, and starts its penalty if it has one. A shadow counting
+// rule is charged the same way, unless the shadow rules would have
+// refused the request. Charge does not allocate for the memory store;
+// its error wraps ErrStore, with the store keys hashed, and the other
+// policies are charged still.
 func (r *Result) Charge(ctx context.Context, status int, h AnswerHeader) error {
-	return nil
+	if !r.Counts() {
+		return nil
+	}
+	r.charged = true
+	e := r.e
+	var first error
+	end := r.n
+	if r.shadowMatched && !r.Shadow.Allowed {
+		end = r.enforced // the shadow rules would have refused: no answer
+	}
+	for i := r.nslots; i < end; {
+		a := r.at(i)
+		j := i + 1
+		for j < end && r.at(j).rule == a.rule {
+			j++
+		}
+		if a.peek && a.rule.count.counts(status, h) {
+			if err := e.charge(ctx, r, i, j); err != nil && first == nil {
+				first = err
+			}
+		}
+		i = j
+	}
+	return first
+}
+
+// charge charges the entries r.applied[from:to] of one counting rule and
+// reports the charge to the observer (Outcome Counted, or Errored).
+func (e *Engine) charge(ctx context.Context, r *Result, from, to int) error {
+	st := e.storeOf(r.at(from).rule)
+	var dec limit.Decision
+	var failed error
+	charged := false
+	for i := from; i < to; i++ {
+		a := r.at(i)
+		d, err := st.Apply(ctx, a.key, a.policy.policy, a.cost)
+		if err != nil {
+			if failed == nil {
+				failed = fmt.Errorf("%w: %w", ErrStore, hideKeys(err, limit.Request{Key: a.key}))
+			}
+			continue
+		}
+		if !d.Allowed && a.penKey != "" && a.pen == 0 {
+			e.startPenalty(ctx, a)
+		}
+		d.Index = i - from
+		if charged {
+			dec = limit.Merge(dec, d)
+		} else {
+			dec, charged = d, true
+		}
+	}
+	decisive := from + dec.Index
+	if failed != nil {
+		e.logError(ctx, r, from, failed)
+	}
+	if e.observer == nil {
+		return failed
+	}
+	a, top := r.at(from), r.at(decisive)
+	ev := Event{Rule: a.rule.name, RuleIndex: a.rule.index, Policy: top.policy.name, PolicyIndex: top.policy.index,
+		Plan: a.plan, Outcome: Counted, Decision: dec, Err: failed, Key: a.key[len(a.policy.keyPrefix):]}
+	if failed != nil {
+		ev.Outcome = Errored
+	}
+	for i := from; i < to; i++ {
+		if p := r.at(i); p.penStarted && p.pen > ev.Penalty {
+			ev.Penalty, ev.PenaltyStarted = p.pen, true
+		}
+	}
+	e.observer.Observe(ev)
+	return failed
 }

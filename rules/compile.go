@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -32,6 +33,7 @@ func compile(c *Config) (*Engine, problems) {
 		geo:       c.Geo,
 	}
 	e.batches.New = func() any { s := make([]limit.Request, 0, 8); return &s }
+	e.decisions.New = func() any { s := make([]limit.Decision, 0, 8); return &s }
 	if e.now == nil {
 		e.now = time.Now
 	}
@@ -87,6 +89,12 @@ func compile(c *Config) (*Engine, problems) {
 			e.enforced = append(e.enforced, cr)
 		}
 	}
+	// Counting rules last in each group, so that a decision's charged
+	// policies come first (its batch) and its peeked ones after
+	// (decideGroup).
+	countingLast := func(a, b *compiledRule) int { return countRank(a) - countRank(b) }
+	slices.SortStableFunc(e.enforced, countingLast)
+	slices.SortStableFunc(e.shadow, countingLast)
 	return e, ps
 }
 
@@ -115,17 +123,6 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 	if len(r.Except) > 0 {
 		ps.add(where+".except", "exemptions are not available in this build")
 	}
-	if r.Count != nil {
-		ps.add(where+".count", "counting on the answer is not available in this build")
-	}
-	if r.Penalty != 0 {
-		ps.add(where+".penalty", "penalties are not available in this build")
-	}
-	for i, p := range r.Policies {
-		if p.Penalty != 0 {
-			ps.add(fmt.Sprintf("%s.policies[%d].penalty", where, i), "penalties are not available in this build")
-		}
-	}
 	for _, m := range []Match{r.Match} {
 		if len(m.Clients) > 0 {
 			ps.add(where+".match", "clients matchers are not available in this build")
@@ -141,9 +138,9 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 	case len(r.Policies) == 0 && r.Tiers == nil:
 		ps.add(where, "no policies and no tiers: the rule would limit nothing")
 	case r.Tiers != nil:
-		cr.tiers = e.compileTiers(r.Name, r.Tiers, cr.tier, where+".tiers", ps)
+		cr.tiers = e.compileTiers(r.Name, r.Tiers, cr.tier, r.Penalty, where+".tiers", ps)
 	default:
-		cr.policies = e.compilePolicies(r.Name, r.Name, "", r.Policies, cr.tier, where+".policies", ps)
+		cr.policies = e.compilePolicies(r.Name, r.Name, "", r.Policies, cr.tier, r.Penalty, where+".policies", ps)
 		cr.policies, cr.conc = splitConcurrency(cr.policies)
 		if len(cr.conc) > 0 {
 			e.conc = true
@@ -157,6 +154,12 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 	}
 	for i, p := range cr.allPolicies() {
 		p.index = i
+	}
+	if r.Penalty != 0 {
+		e.checkRulePenalty(r.Penalty, cr, where+".penalty", ps)
+	}
+	if r.Count != nil {
+		cr.count = compileCount(r, cr, where, ps)
 	}
 
 	switch {
@@ -180,7 +183,9 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 
 // compilePolicies compiles a rule's (or a plan's) policies. Default names
 // are base, base-2, base-3...; keys are namespaced by rule, plan and name.
-func (e *Engine) compilePolicies(rule, base, plan string, list []Policy, t tier, where string, ps *problems) []*compiledPolicy {
+// A policy's penalty is its own Penalty, else rulePenalty (which a
+// concurrency policy does not take).
+func (e *Engine) compilePolicies(rule, base, plan string, list []Policy, t tier, rulePenalty time.Duration, where string, ps *problems) []*compiledPolicy {
 	var out []*compiledPolicy
 	names := map[string]bool{}
 	for i, p := range list {
@@ -205,6 +210,7 @@ func (e *Engine) compilePolicies(rule, base, plan string, list []Policy, t tier,
 				continue
 			}
 			if cp := compileConcurrency(p, rule, name, at, ps); cp != nil {
+				compilePenalty(cp, p.Penalty, at+".penalty", ps)
 				if p.Adaptive != "" {
 					e.bindScale(cp, rule, p.Adaptive, at+".adaptive", ps)
 				}
@@ -228,6 +234,11 @@ func (e *Engine) compilePolicies(rule, base, plan string, list []Policy, t tier,
 			ns += keySep + plan
 		}
 		cp := compilePolicy(ns, name, lp)
+		if p.Penalty != 0 {
+			compilePenalty(cp, p.Penalty, at+".penalty", ps)
+		} else if penaltyInBounds(rulePenalty) { // else checkRulePenalty says so
+			compilePenalty(cp, rulePenalty, at, ps)
+		}
 		if p.Adaptive != "" {
 			e.bindScale(cp, ns, p.Adaptive, at+".adaptive", ps)
 		}
@@ -236,7 +247,7 @@ func (e *Engine) compilePolicies(rule, base, plan string, list []Policy, t tier,
 	return out
 }
 
-func (e *Engine) compileTiers(rule string, t *Tiers, rt tier, where string, ps *problems) *compiledTiers {
+func (e *Engine) compileTiers(rule string, t *Tiers, rt tier, rulePenalty time.Duration, where string, ps *problems) *compiledTiers {
 	ct := &compiledTiers{members: map[string]*compiledPlan{}}
 	if len(t.Identity) > 0 {
 		ct.identity = compileKey(t.Identity, where+".identity", ps)
@@ -253,7 +264,7 @@ func (e *Engine) compileTiers(rule string, t *Tiers, rt tier, where string, ps *
 		if len(t.Plans[name]) == 0 {
 			ps.add(at, "no policies")
 		}
-		list := e.compilePolicies(rule, rule+"-"+name, name, t.Plans[name], rt, at, ps)
+		list := e.compilePolicies(rule, rule+"-"+name, name, t.Plans[name], rt, rulePenalty, at, ps)
 		plans[name] = &compiledPlan{name: name, policies: list}
 		ct.all = append(ct.all, list...)
 	}
@@ -293,4 +304,12 @@ func splitConcurrency(list []*compiledPolicy) (rates, conc []*compiledPolicy) {
 		}
 	}
 	return rates, conc
+}
+
+// countRank orders counting rules after the others.
+func countRank(r *compiledRule) int {
+	if r.count != nil {
+		return 1
+	}
+	return 0
 }

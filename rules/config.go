@@ -110,10 +110,16 @@ type Rule struct {
 	// Count's (the upstream's status, optionally a response header
 	// field): the decision is made before the request is served (a key
 	// with nothing left is refused at once), the charge after the
-	// answer (Result.Charge). Nil: every admitted request is charged
-	// when it is decided.
+	// answer (Result.Charge). No answer (the upstream failed or the
+	// client went away) counts as 502. Under concurrency a key admits at
+	// most its limit plus the requests in flight between their decision
+	// and their answer. A counting rule cannot delay (a leaky_bucket in
+	// it needs mode police) nor hold concurrency slots. Nil: every
+	// admitted request is charged when it is decided.
 	Count *Count `yaml:"count" json:"count"`
-	// Penalty is the default Policy.Penalty of the rule's policies.
+	// Penalty is the default Policy.Penalty of the rule's rate policies
+	// (concurrency policies take none), e.g. 15m: once refused, a key is
+	// refused for this long.
 	Penalty time.Duration `yaml:"penalty" json:"penalty"`
 	// Shadow makes the rule count and report but never refuse or delay.
 	// Shadow rules are charged separately from enforced ones.
@@ -222,7 +228,8 @@ type Except struct {
 // non-empty field must match.
 type Count struct {
 	// Statuses are status codes ("401"), classes ("4xx") and inclusive
-	// ranges ("500-599") of the upstream's answer.
+	// ranges ("500-599") of the upstream's answer, codes 100-599, at
+	// most 64 entries. Empty: any status (then Header must be set).
 	Statuses []string `yaml:"statuses" json:"statuses"`
 	// Header, when its Name is set, is a response header field the
 	// answer must carry (equal to Value when Value is set).
@@ -323,9 +330,11 @@ type Policy struct {
 	Adaptive string `yaml:"adaptive" json:"adaptive"`
 	// Penalty, when positive, refuses a key for this long once the
 	// policy has refused it (Cloudflare's mitigation timeout, fail2ban's
-	// ban time), with a Retry-After of the time the penalty has left. It
-	// is kept in the policy's store. Zero: the rule's Penalty; none when
-	// that is zero too.
+	// ban time), with a Retry-After of the time the penalty has left;
+	// further refusals do not extend it. It is kept in the policy's
+	// store, beside its counter, so it holds across gateways as the
+	// counter does. Between 1s and 720h (30 days); not on a concurrency
+	// policy. Zero: the rule's Penalty; none when that is zero too.
 	Penalty time.Duration `yaml:"penalty" json:"penalty"`
 	// RetryAfter is a concurrency policy's Retry-After on a refusal
 	// (algorithm concurrency: at most Limit requests of a key in flight;

@@ -37,6 +37,17 @@ type batch struct {
 	first limit.Request
 	n     int
 	more  *[]limit.Request
+	// checks counts the group's penalty checks and peeks (precheck).
+	checks int
+}
+
+// release gives back the batch's slice when it is not applied.
+func (b *batch) release(e *Engine) {
+	if b.more != nil {
+		clear(*b.more)
+		e.batches.Put(b.more)
+		b.more = nil
+	}
 }
 
 func (b *batch) add(e *Engine, r limit.Request) {
@@ -118,10 +129,11 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 	}
 	res.enforced = res.n
 	if !admitted {
-		e.observe(&res, 0, res.enforced, res.Outcome, res.Decision, err)
+		e.observe(&res, 0, res.enforced, res.Outcome, res.Decision, err, false)
 	}
-	if b.n > 0 {
-		res.Decision, err = b.apply(ctx, e, &res, res.nslots)
+	if b.n > 0 || b.checks > 0 {
+		var early bool
+		res.Decision, early, err = e.decideGroup(ctx, &res, &b, 0, res.nslots, res.enforced)
 		if err != nil {
 			err = fmt.Errorf("%w: %w", ErrStore, err)
 			res.Outcome = Errored
@@ -141,7 +153,6 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 				res.Release()
 			}
 		} else {
-			res.Decision.Index += res.nslots
 			switch {
 			case !res.Decision.Allowed:
 				res.Outcome = Refused
@@ -151,9 +162,9 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 				res.Delay = min(res.Decision.Delay, res.shapingCap())
 			}
 		}
-		e.observe(&res, 0, res.enforced, res.Outcome, res.Decision, err)
+		e.observe(&res, 0, res.enforced, res.Outcome, res.Decision, err, early)
 	} else if admitted && res.nslots > 0 {
-		e.observe(&res, 0, res.enforced, res.Outcome, res.Decision, err)
+		e.observe(&res, 0, res.enforced, res.Outcome, res.Decision, err, false)
 	}
 
 	if len(e.shadow) > 0 {
@@ -161,9 +172,9 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 		for _, r := range e.shadow {
 			e.collect(&d, &res, &sb, r)
 		}
-		if sb.n > 0 {
+		if sb.n > 0 || sb.checks > 0 {
 			res.shadowMatched = true
-			sd, serr := sb.apply(ctx, e, &res, res.enforced)
+			sd, early, serr := e.decideGroup(ctx, &res, &sb, res.enforced, res.enforced, res.n)
 			out := ShadowAllowed
 			if serr != nil {
 				serr = fmt.Errorf("%w: %w", ErrStore, serr)
@@ -178,14 +189,54 @@ func (e *Engine) Decide(ctx context.Context, req Request) (Result, error) {
 					r := res.at(res.enforced + sd.Index)
 					e.shadowLog.LogAttrs(ctx, slog.LevelInfo, "rate limit: shadow refusal",
 						slog.String("rule", r.rule.name), slog.String("policy", r.policy.name),
-						slog.Duration("retry_after", sd.RetryAfter))
+						slog.Duration("retry_after", sd.RetryAfter), slog.Duration("penalty", r.pen))
 				}
 			}
 			res.Shadow = sd
-			e.observe(&res, res.enforced, res.n, out, sd, serr)
+			e.observe(&res, res.enforced, res.n, out, sd, serr, early)
 		}
 	}
 	return res, err
+}
+
+// decideGroup decides the group res.applied[from:to] (the enforced
+// rules, or the shadow ones): b holds the requests it charges, those of
+// res.applied[bfrom:bfrom+b.n]; the counting rules' entries follow them
+// (counting rules come last, see compile). With penalty checks or peeks
+// (b.checks), those are decided first, at cost 0 (precheck): a key under
+// a penalty or a counting rule with too little left refuses the group
+// before anything is charged (early). Then the batch is charged, all or
+// nothing; a refusal starts the refusing policy's penalty. The decision
+// merges the charge's and the peeks' (Index relative to from).
+func (e *Engine) decideGroup(ctx context.Context, res *Result, b *batch, from, bfrom, to int) (d limit.Decision, early bool, err error) {
+	var peek limit.Decision
+	peeked := false
+	if b.checks > 0 {
+		var refused bool
+		d, refused, peek, peeked, err = e.precheck(ctx, res, from, to)
+		if err != nil || refused {
+			b.release(e)
+			return d, refused, err
+		}
+		if b.n == 0 {
+			if !peeked {
+				peek = limit.Decision{Allowed: true}
+			}
+			return peek, false, nil
+		}
+	}
+	d, err = b.apply(ctx, e, res, bfrom)
+	if err != nil {
+		return d, false, err
+	}
+	d.Index += bfrom - from
+	if peeked {
+		d = limit.Merge(d, peek)
+	}
+	if !d.Allowed {
+		e.penalise(ctx, res, from, &d)
+	}
+	return d, false, nil
 }
 
 // ruleKey is rule r's key value for the request, appended to dst:
@@ -238,20 +289,36 @@ func (e *Engine) collect(d *decision, res *Result, b *batch, r *compiledRule) {
 			break
 		}
 	}
+	peek := r.count != nil
+	if peek {
+		res.counting = true
+	}
 	for _, p := range policies {
 		p = p.current()
 		var fb [256]byte
 		full := append(append(fb[:0], p.keyPrefix...), val...)
 		key := e.keys.intern(full)
-		res.add(applied{rule: r, policy: p, plan: plan, key: key})
-		b.add(e, limit.Request{Key: key, Policy: p.policy, Cost: cost})
+		a := applied{rule: r, policy: p, plan: plan, key: key, cost: cost, peek: peek}
+		if p.pen != nil {
+			full = append(append(fb[:0], p.pen.prefix...), val...)
+			a.penKey = e.keys.intern(full)
+			b.checks++
+		}
+		res.add(a)
+		if peek {
+			b.checks++
+		} else {
+			b.add(e, limit.Request{Key: key, Policy: p.policy, Cost: cost})
+		}
 	}
 }
 
 // observe reports the rules of res.applied[from:to], a group decided
 // out, to the observer: one event per rule, with the rule's own outcome
 // (ruleOutcome).
-func (e *Engine) observe(res *Result, from, to int, out Outcome, dec limit.Decision, err error) {
+// early: the group was refused before anything was charged (a penalty
+// or a peek), so no other rule was charged.
+func (e *Engine) observe(res *Result, from, to int, out Outcome, dec limit.Decision, err error, early bool) {
 	if e.observer == nil {
 		return
 	}
@@ -261,13 +328,21 @@ func (e *Engine) observe(res *Result, from, to int, out Outcome, dec limit.Decis
 			Plan: a.plan, Outcome: out, Decision: dec, Err: err, Key: a.key[len(a.policy.keyPrefix):]}
 		j := i
 		for ; j < to && res.at(j).rule == a.rule; j++ {
+			aj := res.at(j)
 			if j-from == dec.Index {
 				ev.Decisive = true
-				ev.Policy = res.at(j).policy.name
-				ev.PolicyIndex = res.at(j).policy.index
+				ev.Policy = aj.policy.name
+				ev.PolicyIndex = aj.policy.index
 			}
+			if aj.pen > ev.Penalty {
+				ev.Penalty = aj.pen
+			}
+			ev.PenaltyStarted = ev.PenaltyStarted || aj.penStarted
 		}
 		ev.Outcome = e.ruleOutcome(res, from, a.rule, out, dec, ev.Decisive)
+		if early && ev.Outcome != out {
+			ev.Outcome = NotCharged
+		}
 		e.observer.Observe(ev)
 		i = j
 	}

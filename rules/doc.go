@@ -91,6 +91,55 @@
 // Log lines about store errors carry rule names and hashed keys, never raw
 // keys, at most one line per kind every 10s with a count of the rest.
 //
+// # Counting on the answer
+//
+// A rule with [Rule].Count charges a request only when its answer is one
+// Count names (statuses "401", classes "4xx", ranges "500-599", a
+// response header): the login defence counts failed attempts, not
+// attempts. [Engine.Decide] charges such a rule nothing: it peeks each of
+// its policies (a cost-0 Apply on the same store key) and refuses at once
+// a key with less left than the rule's cost, with Retry-After the time
+// until one unit is back (for a cost above 1, until the whole allowance
+// is: never early). The peeks are decided before the other rules are
+// charged, so a request a peek refuses charges nothing anywhere (all or
+// nothing holds). After the answer, [Result.Charge] charges the rule's
+// policies with its cost, each in one atomic Apply; [Result.Counts] tells
+// a front end whether to call it. No answer (status 0: the upstream
+// failed, the client went away) is counted as 502, what the gateway
+// answers. Like Cloudflare's counting expressions, the decision and the
+// charge are apart: under concurrency a key admits at most its limit
+// plus the requests in flight between their peek and their charge (the
+// charges themselves are exact; a charge that finds the limit full
+// charges nothing, and starts the policy's penalty). A counting rule
+// never delays (Validate refuses a shaping leaky bucket in it) and holds
+// no concurrency slots. A shadow counting rule peeks and charges the
+// same way and never refuses; a request the shadow rules would have
+// refused is not charged after its answer, as an enforced rule's would
+// not be. Envoy's, nginx's, Kong's and Traefik's limiters cannot count
+// on the answer at all.
+//
+// # Penalties
+//
+// [Policy].Penalty (or the rule's [Rule].Penalty for all its rate
+// policies), between 1s and 30 days, refuses a key for that long once
+// the policy has refused it (Cloudflare's mitigation timeout, fail2ban's
+// bantime), where the window alone would let it back as soon as a unit
+// frees. The penalty is a key of its own in the policy's store (the
+// policy's key prefix, then a marker no key value can spell): a token
+// bucket of burst 1 refilling once per penalty. Starting it charges 1;
+// checking it is a cost-0 peek, in force while nothing remains, for
+// exactly what it has left (the Retry-After, rounded up to a second, and
+// [Result.Penalty], [Event].Penalty). A running penalty is not extended
+// by further refusals: its term runs from the refusal that started it,
+// as fail2ban's does. Every decision of a rule with a penalty checks the
+// penalty keys first, with the counting rules' peeks (one ApplyEach per
+// store that has it, as Redis does; in-process stores answer each
+// check in turn), so it costs one store call more; refusals cost one more
+// to start the penalty. Because it is only a store key, it works on
+// every store and tier (memory, Redis strict, eventual, gossip), with the
+// tier's own consistency. When several policies refuse one charge, the
+// store reports the most restrictive, and only its penalty starts.
+//
 // Client IPs come from the peer address; forwarding headers
 // (X-Forwarded-For, Forwarded per RFC 7239, or X-Real-IP) are read only when
 // the peer is inside [ClientIP].TrustedProxies, walking right to left past

@@ -44,7 +44,8 @@ type Engine struct {
 	shadowLog *slog.Logger
 	now       func() time.Time
 
-	batches sync.Pool // *[]limit.Request
+	batches   sync.Pool // *[]limit.Request
+	decisions sync.Pool // *[]limit.Decision, for ApplyEach
 
 	// scales finds adaptive controllers (Config.Scales); unscaled is set
 	// when a policy names one and scales is nil.
@@ -73,6 +74,8 @@ type compiledRule struct {
 	group     int  // index in Engine.groups
 	// failClosed: the rule's failure mode (Config.OnErrorOf) is closed.
 	failClosed bool
+	// count is the rule's Rule.Count; nil when it charges at Decide.
+	count *compiledCount
 }
 
 type compiledTiers struct {

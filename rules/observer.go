@@ -1,6 +1,10 @@
 package rules
 
-import "github.com/tollgate-dev/tollgate/limit"
+import (
+	"time"
+
+	"github.com/tollgate-dev/tollgate/limit"
+)
 
 // Outcome is what became of a request under a rule.
 type Outcome uint8
@@ -24,8 +28,17 @@ const (
 	Errored
 	// NotCharged: another rule refused the request (or, for a shadow
 	// rule, would have) and this one was not charged for it. Only an
-	// Event carries it, never a Result. It is the last outcome.
+	// Event carries it, never a Result.
 	NotCharged
+	// Counted: Result.Charge charged this counting rule (Rule.Count)
+	// for the request's answer. The Event's Decision is the charge's;
+	// when it is not Allowed the limit was already full (requests in
+	// flight between the peek and the charge), nothing was charged, and
+	// the policy's penalty, if it has one, was started (Penalty,
+	// PenaltyStarted). Only an Event carries it, and only Charge sends
+	// it: one per counting rule whose Count matched the answer. It is
+	// the last outcome.
+	Counted
 )
 
 var outcomeNames = [...]string{
@@ -36,6 +49,7 @@ var outcomeNames = [...]string{
 	ShadowRefused: "shadow_refused",
 	Errored:       "error",
 	NotCharged:    "not_charged",
+	Counted:       "counted",
 }
 
 // String returns the outcome's metric label, e.g. "shadow_refused".
@@ -80,6 +94,17 @@ type Event struct {
 	Decisive bool
 	// Err is the store's error when Outcome is Errored.
 	Err error
+	// Penalty is the time left of the penalty (Policy.Penalty) the key
+	// is under for this rule: found in force by this decision (which it
+	// then refused, or, when another rule was decisive, would have), or
+	// started by it (PenaltyStarted). Zero otherwise. An observer that
+	// shows penalties in force keeps, per key, the instant now+Penalty.
+	Penalty time.Duration
+	// PenaltyStarted reports that this decision (or, with Outcome
+	// Counted, this charge) started the penalty: the key's policy
+	// refused it and no penalty was running. A running penalty is never
+	// extended, so each penalty is started once.
+	PenaltyStarted bool
 	// Key is the request's key value under this rule (an IP, an API key,
 	// the parts of a composite key joined by "\x1f"; a shadow value for
 	// anonymous requests), without the rule and policy prefix of the

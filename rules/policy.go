@@ -37,6 +37,8 @@ type compiledPolicy struct {
 	// refused with Retry-After retryAfter.
 	concurrency bool
 	retryAfter  time.Duration
+	// pen is the policy's penalty (Policy.Penalty); nil for none.
+	pen *penaltySpec
 }
 
 // PolicyError is a Policy that does not convert to a limit.Policy, with

@@ -45,6 +45,17 @@ type applied struct {
 	policy *compiledPolicy
 	plan   string
 	key    string // the store key: policy.keyPrefix, then the key value
+	cost   int64  // what the request costs under the rule
+	// penKey is the store key of the policy's penalty (its pen.prefix,
+	// then the key value); "" when the policy has none.
+	penKey string
+	// pen is the time left of the penalty the key is under, found in
+	// force or started by this decision (or its Charge); zero for none.
+	pen        time.Duration
+	penStarted bool // this decision (or its Charge) started pen
+	// peek: the rule counts on the answer (Rule.Count), so Decide only
+	// peeks this policy (cost 0) and Charge charges it.
+	peek bool
 }
 
 // Result is the engine's verdict on one request and everything the response
@@ -72,6 +83,8 @@ type Result struct {
 	n             int // applied count: enforced, then shadow
 	shadowMatched bool
 	failClosed    bool // the store failed and a matched rule's mode is closed
+	counting      bool // a counting rule (Rule.Count) matched: see Counts
+	charged       bool // Charge has run
 	inline        [inlineApplied]applied
 	spill         []applied
 	// The keys and leases of the concurrency policies, applied[:nslots].

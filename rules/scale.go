@@ -75,6 +75,7 @@ func (s *scaledPolicy) at(pm int64) *compiledPolicy {
 	c := compilePolicy(s.ns, s.base.name, lp)
 	c.index = s.base.index
 	c.permille = pm
+	c.pen = s.base.pen
 	return c
 }
 

@@ -90,6 +90,12 @@ type entry struct {
 	p       limit.Stateful
 	st      limit.State
 	pending int64
+	// pulled: a sync has read the key's global state. Until then an
+	// entry is kept even when its local view is idle with nothing
+	// pending, so that a key this node only peeks (cost 0: a counting
+	// rule's peek, a penalty's check) still learns what the others
+	// charged.
+	pulled bool
 }
 
 // New returns a Store with its sync goroutine running (unless disabled).
@@ -298,7 +304,8 @@ func (s *Store) evict(sh *shard, now int64) bool {
 // Sync pushes every key's pending delta to Redis and pulls its global
 // state, in one pipelined round trip per algorithm. The background loop
 // calls it every Interval; tests call it directly. Keys idle locally with
-// nothing pending are dropped instead. A key whose charge fails keeps its
+// nothing pending are dropped instead, once a sync has pulled them (a key
+// only peeked at cost 0 is pulled once: it may be busy elsewhere). A key whose charge fails keeps its
 // delta pending for the next sync, while the others are settled; the
 // error returned reports the failed keys. Every sync measures the offset
 // from the local clock to Redis's (by reading a key when there is nothing
@@ -318,7 +325,7 @@ func (s *Store) Sync(ctx context.Context) error {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		for k, e := range sh.m {
-			if e.pending == 0 && e.st.IsIdle(now) {
+			if e.pending == 0 && e.st.IsIdle(now) && e.pulled {
 				delete(sh.m, k)
 				continue
 			}
@@ -352,6 +359,7 @@ func (s *Store) Sync(ctx context.Context) error {
 		// since the snapshot stay pending.
 		e.pending -= c.Cost
 		if e.p == c.Policy {
+			e.pulled = true
 			// The global view, with the admissions since laid over it.
 			// (After a policy change the next sync pulls the view.)
 			e.st = c.State

@@ -255,3 +255,40 @@ func benchNode(b *testing.B) *Store {
 	b.Cleanup(func() { s.Close() })
 	return s
 }
+
+// TestPeekedKeyIsPulled: a key a node has only peeked (cost 0, as a
+// counting rule's peek or a penalty's check does) is pulled at its next
+// sync, so the node learns what another charged, and dropped at a later
+// sync once it is idle everywhere.
+func TestPeekedKeyIsPulled(t *testing.T) {
+	srv := redistest.Start(t)
+	now := limittest.Base
+	clock := func() int64 { return now }
+	a, b := newNode(t, srv.Addr, clock), newNode(t, srv.Addr, clock)
+	p := limit.TokenBucket{Rate: limit.Rate{Count: 1, Period: time.Hour}, Burst: 1} // a penalty
+	ctx := context.Background()
+	if got := admit(t, a, "pen", p, 1); got != 1 {
+		t.Fatal("a could not start it")
+	}
+	if err := a.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := b.Apply(ctx, "pen", p, 0); d.Remaining != 1 {
+		t.Fatalf("b's first peek, before a sync: %+v (want the empty view)", d)
+	}
+	if err := b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := b.Apply(ctx, "pen", p, 0); d.Remaining != 0 || d.NextUnitAfter != time.Hour {
+		t.Fatalf("b's peek after its sync: %+v, want the running penalty", d)
+	}
+	now += int64(time.Hour)
+	for range 2 {
+		if err := b.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := b.Len(); n != 0 {
+		t.Fatalf("%d keys kept once idle everywhere", n)
+	}
+}
