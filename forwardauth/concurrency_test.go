@@ -78,3 +78,20 @@ func TestCheckRulesRefusesCounting(t *testing.T) {
 		t.Fatalf("CheckRules without count: %v", err)
 	}
 }
+
+// New refuses an engine with a counting rule, naming it.
+func TestNewRefusesCounting(t *testing.T) {
+	ms, err := memory.New(memory.Config{SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	e, err := rules.New(rules.Config{Rules: []rules.Rule{{Name: "failed-logins", Count: &rules.Count{Statuses: []string{"401"}},
+		Policies: []rules.Policy{{Rate: "5/15m"}}}}}, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(e, Config{TrustedProxies: []string{proxy}}); !errors.Is(err, ErrCount) || !strings.Contains(err.Error(), `"failed-logins"`) {
+		t.Fatalf("New: %v; want ErrCount naming the rule", err)
+	}
+}

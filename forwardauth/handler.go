@@ -114,13 +114,17 @@ const maxRefusalField = 1024
 
 // New returns a Handler over e. A nil e is a programming error and
 // panics; a malformed TrustedProxies entry is an error, and so is a rule
-// with a concurrency policy (ErrConcurrency).
+// with a concurrency policy (ErrConcurrency) or one that counts on the
+// answer (ErrCount).
 func New(e *rules.Engine, cfg Config) (*Handler, error) {
 	if e == nil {
 		panic("forwardauth.New: nil *rules.Engine")
 	}
 	if name, ok := e.ConcurrencyRule(); ok {
 		return nil, concurrencyError(name)
+	}
+	if name, ok := e.CountingRule(); ok {
+		return nil, fmt.Errorf("forwardauth: rule %q: %w", name, ErrCount)
 	}
 	h := &Handler{log: cfg.Logger}
 	h.forwarded = httplimit.Config{Wait: cfg.Wait, OnDelayCancelled: func(*http.Request, *rules.Result) { h.cancels.Add(1) }}
@@ -139,10 +143,10 @@ func New(e *rules.Engine, cfg Config) (*Handler, error) {
 
 // Swap replaces the engine for requests that start from now on (a
 // configuration reload). A nil e panics, as in New. Swap cannot refuse
-// an engine with a concurrency policy as New does (check it with
-// CheckRules first): its slots are then given back as each answer is
-// written, so they bound the auth requests in flight, not the requests
-// they ask about.
+// an engine with a concurrency policy or a counting rule as New does
+// (check it with CheckRules first): its slots are then given back as
+// each answer is written, so they bound the auth requests in flight, not
+// the requests they ask about, and a counting rule is never charged.
 func (h *Handler) Swap(e *rules.Engine) {
 	if e == nil {
 		panic("forwardauth.Handler.Swap: nil *rules.Engine")

@@ -3,6 +3,7 @@ package httplimit
 import (
 	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -140,7 +141,7 @@ func TestCountingWriterKeepsFlusherHijackerController(t *testing.T) {
 	}
 	// The hijacked exchange is charged as 101: the second charge (the
 	// 401 was the first) uses the allowance up.
-	c, err := (&http.Transport{}).Dial("tcp", srv.Listener.Addr().String())
+	c, err := net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,3 +178,13 @@ func TestForwardAuthRefusesConcurrencyPolicies(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want %d naming the rule and concurrency", code, stderr, exitFail)
 	}
 }
+
+// forward-auth never sees the origin's answer: a rule with count is
+// refused at start, naming the rule and saying why.
+func TestForwardAuthRefusesCounting(t *testing.T) {
+	cfg := "client_ip: {trusted_proxies: [127.0.0.1]}\nrules: [{name: failed-logins, count: {statuses: [\"401\"]}, policies: [{rate: 5/15m}]}]\n"
+	code, _, stderr := runCLI("forward-auth", "-config", writeConfig(t, cfg), "-listen", freeAddr(t))
+	if code != exitFail || !strings.Contains(stderr, `"failed-logins"`) || !strings.Contains(stderr, "count") {
+		t.Errorf("exit %d, stderr %q; want %d naming the rule and count", code, stderr, exitFail)
+	}
+}

@@ -30,7 +30,9 @@ type Feed struct {
 	g       *Sources
 	Hub     *dashboard.Hub
 	Hitters observe.HitterSet
-	refuse  *observe.RefusalLog // nil when off
+	// Penalties are the penalties in force, kept across reloads.
+	Penalties *observe.Penalties
+	refuse    *observe.RefusalLog // nil when off
 
 	Mu        sync.Mutex
 	Providers []dashboard.StatusProvider
@@ -55,7 +57,8 @@ type rateCounts [4]float64
 // New returns the feed of the gateway g, with the refusal log cfg
 // names opened; Start begins sampling.
 func New(g *Sources, cfg *config.Config) (*Feed, error) {
-	d := &Feed{g: g, prev: map[string]rateCounts{}, stop: make(chan struct{}), done: make(chan struct{})}
+	d := &Feed{g: g, prev: map[string]rateCounts{}, stop: make(chan struct{}), done: make(chan struct{}),
+		Penalties: observe.NewPenalties(observe.MaxPenaltiesShown)}
 	d.Hub = dashboard.NewHub(d.hello)
 	var err error
 	if d.refuse, err = observe.OpenRefusalLog(cfg); err != nil {
@@ -80,6 +83,9 @@ func (d *Feed) Observer(m *observe.Observer, c *config.Config, rc *rules.Config)
 		return m, nil
 	}
 	w := &WatchedObserver{m: m, tops: tops, log: d.refuse}
+	if tops != nil {
+		w.pens = d.Penalties
+	}
 	if d.refuse != nil {
 		w.counts = make([]*observe.RefusalCount, len(rc.Rules))
 		for i, r := range rc.Rules {
@@ -96,6 +102,7 @@ type WatchedObserver struct {
 	tops   []*observe.RuleTops     // by rule position; nil when the dashboard is off
 	log    *observe.RefusalLog     // nil when off
 	counts []*observe.RefusalCount // by rule position, with log
+	pens   *observe.Penalties      // nil when the dashboard is off
 }
 
 // Observe implements rules.Observer.
@@ -107,6 +114,9 @@ func (w *WatchedObserver) Observe(ev rules.Event) {
 	}
 	if w.log != nil && ev.Outcome == rules.Refused && i < uint(len(w.counts)) {
 		w.log.Refused(w.counts[i], &ev)
+	}
+	if w.pens != nil && ev.Penalty > 0 {
+		w.pens.Note(observe.PenaltyID{Rule: ev.Rule, Policy: ev.Policy, Key: ev.Key}, ev.Penalty, time.Now())
 	}
 }
 
@@ -172,7 +182,7 @@ func (d *Feed) tick(now time.Time) {
 
 // Frame is the EventFrame data for s with sample.
 func (d *Feed) Frame(s *exchange.Snapshot, sample dashboard.Sample) ([]byte, error) {
-	f := dashboard.Frame{Sample: sample, Rules: d.tops(s), Status: d.status()}
+	f := dashboard.Frame{Sample: sample, Rules: d.tops(s), Penalties: d.penalties(s, time.Now()), Status: d.status()}
 	d.Mu.Lock()
 	if d.shown != s.Cfg {
 		d.shown, d.words = s.Cfg, describe(s.Cfg)
@@ -299,6 +309,18 @@ func (d *Feed) tops(s *exchange.Snapshot) []dashboard.RuleTops {
 		buf = t.Refusals.Top(buf[:0], dc.Top)
 		rt.Refused = list(buf)
 		out = append(out, rt)
+	}
+	return out
+}
+
+// penalties lists the penalties in force at now, the longest left
+// first, their keys shown as configured (as the heavy hitters').
+func (d *Feed) penalties(s *exchange.Snapshot, now time.Time) []dashboard.Penalty {
+	in := d.Penalties.InForce(nil, now)
+	out := make([]dashboard.Penalty, len(in))
+	for i, p := range in {
+		out[i] = dashboard.Penalty{Rule: p.Rule, Policy: p.Policy, Key: observe.ShowKey(s.Cfg.Admin.Dashboard.Keys, p.Key),
+			Left: p.Left.Round(time.Second).Seconds()}
 	}
 	return out
 }

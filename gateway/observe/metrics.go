@@ -16,6 +16,9 @@ type Metrics struct {
 	decisions       *prometheus.CounterVec   // rule, policy, outcome
 	DecisionTime    prometheus.Histogram     // seconds per Decide
 	storeErrors     *prometheus.CounterVec   // rule
+	penalties       *prometheus.CounterVec   // rule
+	penaltyRefusals *prometheus.CounterVec   // rule, policy
+	counted         *prometheus.CounterVec   // rule
 	UpstreamTime    *prometheus.HistogramVec // route
 	UpstreamStatus  *prometheus.CounterVec   // route, class
 	ShareRefused    *prometheus.CounterVec   // route
@@ -42,6 +45,18 @@ func NewMetrics() *Metrics {
 		storeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_store_errors_total",
 			Help: "Store failures met while deciding, by rule.",
+		}, []string{"rule"}),
+		penalties: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_penalties_total",
+			Help: "Penalties started (a policy's penalty: once refused, a key is refused for that long), by rule.",
+		}, []string{"rule"}),
+		penaltyRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_penalty_refusals_total",
+			Help: "Refusals of a key under a penalty started before (also counted refused in tollgate_decisions_total), by rule and policy.",
+		}, []string{"rule", "policy"}),
+		counted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_counted_total",
+			Help: "Answers counted by rules with count, charged after the answer (one that found the limit already full, filled by requests in flight, starts the policy's penalty instead), by rule.",
 		}, []string{"rule"}),
 		UpstreamTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "tollgate_upstream_duration_seconds",
@@ -70,7 +85,7 @@ func NewMetrics() *Metrics {
 		}),
 	}
 	m.ReloadOK.Set(1)
-	m.Reg.MustRegister(m.decisions, m.DecisionTime, m.storeErrors, m.UpstreamTime,
+	m.Reg.MustRegister(m.decisions, m.DecisionTime, m.storeErrors, m.penalties, m.penaltyRefusals, m.counted, m.UpstreamTime,
 		m.UpstreamStatus, m.ShareRefused, m.DelaysCancelled, m.Reloads, m.ReloadOK,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -87,6 +102,11 @@ func NewMetrics() *Metrics {
 type ruleCounters struct {
 	ByPolicy    []outcomeCounters // by rules.Event.PolicyIndex
 	storeErrors prometheus.Counter
+	// The counting and penalty counters: nil for a rule that has none
+	// (no count, no penalty), so that its series do not show.
+	penalties       prometheus.Counter
+	penaltyRefusals []prometheus.Counter // by rules.Event.PolicyIndex
+	counted         prometheus.Counter
 }
 
 // outcomeCounters are one policy's decision counters by outcome; nil for
@@ -132,11 +152,80 @@ func (o *Observer) Bind(cfg *rules.Config, e *rules.Engine) {
 				rc.ByPolicy[j][out] = o.m.decisions.WithLabelValues(r.Name, p, out.String())
 			}
 		}
+		if r.Count != nil {
+			rc.counted = o.m.counted.WithLabelValues(r.Name)
+		}
+		if hasPenalty(&r) {
+			rc.penalties = o.m.penalties.WithLabelValues(r.Name)
+			rc.penaltyRefusals = make([]prometheus.Counter, len(names))
+			for j, p := range names {
+				rc.penaltyRefusals[j] = o.m.penaltyRefusals.WithLabelValues(r.Name, p)
+			}
+		}
+	}
+}
+
+// hasPenalty reports whether a policy of r (or of one of its tiers'
+// plans) can have a penalty.
+func hasPenalty(r *rules.Rule) bool {
+	if r.Penalty > 0 {
+		return true
+	}
+	for _, p := range r.Policies {
+		if p.Penalty > 0 {
+			return true
+		}
+	}
+	if r.Tiers != nil {
+		for _, pl := range r.Tiers.Plans {
+			for _, p := range pl {
+				if p.Penalty > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// penalty counts a refusal of the rule's policy under a penalty: one
+// that started it (a penalty started), or one of a key already under it.
+func (o *Observer) penalty(rule, policy int, started bool) {
+	if uint(rule) >= uint(len(o.Rules)) {
+		return
+	}
+	rc := &o.Rules[rule]
+	switch {
+	case started:
+		if rc.penalties != nil {
+			rc.penalties.Inc()
+		}
+	case uint(policy) < uint(len(rc.penaltyRefusals)):
+		rc.penaltyRefusals[policy].Inc()
+	}
+}
+
+// charged counts a charge made after the answer by the counting rule.
+func (o *Observer) charged(rule int) {
+	if uint(rule) < uint(len(o.Rules)) && o.Rules[rule].counted != nil {
+		o.Rules[rule].counted.Inc()
 	}
 }
 
 // Observe implements rules.Observer.
 func (o *Observer) Observe(ev rules.Event) {
+	if ev.Penalty > 0 {
+		switch {
+		case ev.PenaltyStarted:
+			o.penalty(ev.RuleIndex, ev.PolicyIndex, true)
+		case ev.Outcome == rules.Refused:
+			o.penalty(ev.RuleIndex, ev.PolicyIndex, false)
+		}
+	}
+	if ev.Outcome == rules.Counted { // a charge after the answer
+		o.charged(ev.RuleIndex)
+		return
+	}
 	if uint(ev.RuleIndex) >= uint(len(o.Rules)) || ev.Outcome > rules.NotCharged {
 		return
 	}

@@ -15,7 +15,9 @@ import (
 )
 
 // RefusalLog writes a line per refused request, as nginx's "limiting
-// requests" lines, sampled (one in SampleEvery) and capped (MaxLines per
+// requests" lines (a refusal under a penalty, rules.Policy.Penalty, with
+// "penalty": the time it has left, and "penalty_started"; an answer a
+// counting rule charged is no refusal and gets none), sampled (one in SampleEvery) and capped (MaxLines per
 // Interval); every Interval it writes one summary line per rule whose
 // refusals were not all written. So a flood of refusals writes at most
 // MaxLines + (rules) lines per Interval, and a refusal costs two atomic
@@ -114,7 +116,8 @@ func (l *RefusalLog) Refused(c *RefusalCount, ev *rules.Event) {
 	}
 	c.written.Add(1)
 	d := &ev.Decision
-	attrs := [...]slog.Attr{
+	var buf [10]slog.Attr
+	attrs := append(buf[:0],
 		slog.String("rule", ev.Rule),
 		slog.String("policy", ev.Policy),
 		slog.String("plan", ev.Plan),
@@ -123,8 +126,15 @@ func (l *RefusalLog) Refused(c *RefusalCount, ev *rules.Event) {
 		slog.Int64("remaining", d.Remaining),
 		slog.Duration("retry_after", d.RetryAfter),
 		slog.Duration("reset_after", d.ResetAfter),
+	)
+	if ev.Penalty > 0 {
+		// Refused by a penalty of the policy: the time it has left, as
+		// a duration in words ("14m52s"), and whether this refusal
+		// started it.
+		attrs = append(attrs, slog.String("penalty", ev.Penalty.Round(time.Second).String()),
+			slog.Bool("penalty_started", ev.PenaltyStarted))
 	}
-	l.log.LogAttrs(context.Background(), slog.LevelWarn, "limiting requests", attrs[:]...)
+	l.log.LogAttrs(context.Background(), slog.LevelWarn, "limiting requests", attrs...)
 }
 
 // run flushes every second and writes the summaries every interval.
