@@ -75,6 +75,13 @@ func TestEveryExamplePassesTollgateCheck(t *testing.T) {
 			if err != nil || !bytes.Contains(b, []byte(f)) {
 				t.Errorf("%s: login-bruteforce.yaml does not name it (%v)", f, err)
 			}
+		case f == "geoip-example.mmdb":
+			// the database per-country-api.yaml names: its check opens
+			// it, TestExampleGeoIPDatabase reads it
+			b, err := os.ReadFile("per-country-api.yaml")
+			if err != nil || !bytes.Contains(b, []byte("geoip-example.mmdb")) {
+				t.Errorf("%s: no example names it (%v)", f, err)
+			}
 		case strings.HasPrefix(f, "envoy-rls/"):
 			if checkedEnvoy {
 				continue

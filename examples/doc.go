@@ -13,6 +13,7 @@
 //	http2-grpc.yaml        HTTP/2, h2c and a gRPC route
 //	per-key-concurrency.yaml    at most N requests of a key in flight (algorithm: concurrency)
 //	gradient-concurrency.yaml   a route's upstream bounded by a gradient limit (routes[].adaptive_concurrency)
+//	per-country-api.yaml   per-country API limits, a stricter one for cloud networks (geoip-example.mmdb)
 //	forwardauth/           tollgate forward-auth behind nginx, Caddy or Traefik
 //	envoy-rls/             a domain in envoyproxy/ratelimit's format, for tollgate envoy-rls
 //

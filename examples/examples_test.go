@@ -36,7 +36,10 @@ func TestExamplesAreValid(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			rc := cfg.Config
+			rc, err := cfg.EngineConfig() // with what the file names: members files, geoip databases
+			if err != nil {
+				t.Fatal(err)
+			}
 			rc.Scales = cfg.BaseScales()
 			rc.Slots = memory.NewSlots()
 			if _, err := rules.New(rc, st); err != nil {

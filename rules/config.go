@@ -191,15 +191,19 @@ type Match struct {
 	// "10.0.0.0/8", "2001:db8::/32") the client IP (see ClientIP) must
 	// be in.
 	Clients []string `yaml:"clients" json:"clients"`
-	// Countries are ISO 3166-1 alpha-2 codes ("DE", "US") the client
-	// IP's country (Config.Geo) must be one of.
+	// Countries are ISO 3166-1 alpha-2 codes ("DE", "US"; either case)
+	// the client IP's country (Config.Geo; the geoip section) must be one
+	// of. XX is an address the database places in no country.
 	Countries []string `yaml:"countries" json:"countries"`
-	// ASNs are autonomous system numbers the client IP's network
-	// (Config.Geo) must be one of.
+	// ASNs are autonomous system numbers (16509, not "AS16509") the
+	// client IP's network (Config.Geo; the geoip section) must be one
+	// of. 0 is an address the database places in no AS.
 	ASNs []uint32 `yaml:"asns" json:"asns"`
-	// JA4 are JA4 fingerprints of the TLS ClientHello (package ja4) the
-	// request's connection must have (TLSFingerprint); a request not
-	// over TLS has none and does not match.
+	// JA4 are JA4 fingerprints of the TLS ClientHello (package ja4,
+	// "t13d1516h2_8daaf6152771_02713d6af862") the request's connection
+	// must have (TLSFingerprint); a request not over TLS has none and
+	// does not match. A fingerprint is a TLS stack's, copied easily:
+	// use it to group and limit, never to exempt or trust.
 	JA4 []string `yaml:"ja4" json:"ja4"`
 }
 
@@ -276,8 +280,12 @@ type HeaderMatch struct {
 //	               path /package.Service/Method (see GRPCMethod)
 //	grpc_method    a gRPC request's service and method,
 //	               "package.Service/Method"
-//	country        the client IP's country code (Config.Geo), "DE"
-//	asn            the client IP's autonomous system number, "64496"
+//	country        the client IP's country code (Config.Geo; the geoip
+//	               section), "DE"; "XX" when the database places the
+//	               address in no country (counted together, never
+//	               missing, unlike nginx's empty geoip2 default)
+//	asn            the client IP's autonomous system number, "64496";
+//	               "0" when the database places it in none
 //	ja4            the JA4 fingerprint of the connection's TLS
 //	               ClientHello (TLSFingerprint); missing when not TLS
 //

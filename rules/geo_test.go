@@ -353,3 +353,31 @@ func BenchmarkDecideCountry(b *testing.B) {
 		}
 	}
 }
+
+// FuzzGeoParse: ParseJA4 and ParseCountry never panic, and what they
+// accept is in canonical form (parsing it again gives it back): a
+// fingerprint of 36 bytes with lower-case hashes, a code of two upper
+// ASCII letters.
+func FuzzGeoParse(f *testing.F) {
+	for _, s := range []string{fpCurl, strings.ToUpper(fpChrome), "de", "É", "t13d4907h2_0d8feac7bc37", " " + fpCurl + " ", "q00i0000zz_000000000000_FFFFFFFFFFFF"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if fp, ok := ParseJA4(s); ok {
+			if len(fp) != 36 || strings.ContainsAny(fp[11:], "ABCDEF") {
+				t.Fatalf("ParseJA4(%q) = %q", s, fp)
+			}
+			if again, ok := ParseJA4(fp); !ok || again != fp {
+				t.Fatalf("ParseJA4(%q) = %q, then %q %v", s, fp, again, ok)
+			}
+		}
+		if c, ok := ParseCountry(s); ok {
+			if len(c) != 2 || c[0] < 'A' || c[0] > 'Z' || c[1] < 'A' || c[1] > 'Z' {
+				t.Fatalf("ParseCountry(%q) = %q", s, c)
+			}
+			if again, ok := ParseCountry(c); !ok || again != c {
+				t.Fatalf("ParseCountry(%q) = %q, then %q", s, c, again)
+			}
+		}
+	})
+}

@@ -62,6 +62,7 @@ func Keys(root string) ([]Key, error) {
 		{"store/gossip/gossipconf", "github.com/tollgate-dev/tollgate/store/gossip/gossipconf"},
 		{"store/redis/redisconf", "github.com/tollgate-dev/tollgate/store/redis/redisconf"},
 		{"adaptive/adaptiveconf", "github.com/tollgate-dev/tollgate/adaptive/adaptiveconf"},
+		{"geoip/geoipconf", "github.com/tollgate-dev/tollgate/geoip/geoipconf"},
 	} {
 		if err := fieldDocs(filepath.Join(root, pkg.dir), pkg.path, docs); err != nil {
 			return nil, err
