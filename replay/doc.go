@@ -18,7 +18,10 @@
 //
 // A gateway configuration's rules can be simulated too ([Rules]): through
 // package rules' engine on the in-memory store, with the log's time as the
-// store's clock, exactly as the gateway would run them.
+// store's clock, exactly as the gateway would run them: a counting rule
+// is charged with the status the log recorded for each request the
+// replay admits, penalties run on the log's clock, and the report says
+// what they charged and how many refusals were penalties (Rules).
 //
 // Input is streamed (gzip included, in constant memory), its lines read
 // by package accesslog's parsers (the formats the gateway writes, and

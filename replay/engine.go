@@ -15,6 +15,16 @@ import (
 // query string and client address from the log; headers are absent
 // (access logs do not record them), so rules keyed or matched by header
 // do not apply, exactly as they would not to a request without it.
+//
+// A counting rule (rules.Rule.Count) is charged with the answer the log
+// recorded (its status field): a request the replay admits is charged as
+// the gateway would charge it after that answer. A request the replay
+// refuses got no answer in the simulation and is not charged, whatever
+// the log says it got then. A line with no status is not charged
+// (Counting.NoStatus counts them), nor is a rule that counts a response
+// header, which logs do not record. Penalties run as in the gateway,
+// on the log's clock; the report says how many refusals were penalties
+// and how many keys were penalised.
 type Rules struct {
 	// Name labels the rule set in reports, e.g. the configuration file.
 	Name string
@@ -30,6 +40,35 @@ type engineRun struct {
 	// refusedBy counts refusals by the decisive rule's name.
 	refusedBy map[string]int64
 	errors    int64
+	// counting and penalties: the rule set has counting rules, penalties.
+	counting, penalties bool
+	counted, noStatus   int64 // answers charged; admitted, counted, no status
+	penRefusals         int64 // refusals while a penalty is in force (or starting)
+	penStarted          int64
+	penKeys             map[string]struct{} // rule, 0x1f, key: each penalised key
+	penKeysOver         int64               // penalised keys past maxPenKeys
+}
+
+// maxPenKeys bounds the distinct penalised keys remembered; past it the
+// count of keys penalised is a lower bound plus the penalties beyond.
+const maxPenKeys = 1 << 20
+
+// Observe counts the charges and the penalties started.
+func (er *engineRun) Observe(ev rules.Event) {
+	if ev.Outcome == rules.Counted && ev.Decision.Allowed {
+		er.counted++
+	}
+	if ev.PenaltyStarted {
+		er.penStarted++
+		k := ev.Rule + "\x1f" + ev.Key
+		if _, ok := er.penKeys[k]; !ok {
+			if len(er.penKeys) < maxPenKeys {
+				er.penKeys[k] = struct{}{}
+			} else {
+				er.penKeysOver++
+			}
+		}
+	}
 }
 
 func newEngineRun(spec *Rules) (*engineRun, error) {
@@ -44,6 +83,24 @@ func newEngineRun(spec *Rules) (*engineRun, error) {
 	cfg := spec.Config
 	cfg.Observer = nil
 	cfg.Logger = nil
+	for _, r := range cfg.Rules {
+		er.counting = er.counting || r.Count != nil
+		er.penalties = er.penalties || r.Penalty != 0
+		for _, p := range r.Policies {
+			er.penalties = er.penalties || p.Penalty != 0
+		}
+		if r.Tiers != nil {
+			for _, list := range r.Tiers.Plans {
+				for _, p := range list {
+					er.penalties = er.penalties || p.Penalty != 0
+				}
+			}
+		}
+	}
+	if er.counting || er.penalties {
+		cfg.Observer = er
+		er.penKeys = make(map[string]struct{})
+	}
 	eng, err := rules.New(cfg, st)
 	if err != nil {
 		st.Close()
@@ -63,7 +120,17 @@ func (er *engineRun) decide(r *engineRequest, now int64) bool {
 	if res.Refused() {
 		name := res.Rule()
 		er.refusedBy[name]++
+		if res.Penalty() > 0 {
+			er.penRefusals++
+		}
 		return false
+	}
+	if res.Counts() {
+		if r.status == 0 {
+			er.noStatus++
+		} else if err := res.Charge(context.Background(), r.status, nil); err != nil {
+			er.errors++
+		}
 	}
 	return true
 }
@@ -75,6 +142,25 @@ func (er *engineRun) close() { er.store.Close() }
 type engineRequest struct {
 	method, host, path, query string
 	addr                      netip.AddrPort
+	status                    int // the logged answer's; 0 when none
+}
+
+// parseStatus reads a logged status code, 100-599, or 0 for none.
+func parseStatus(b []byte) int {
+	if len(b) != 3 {
+		return 0
+	}
+	n := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n < 100 || n > 599 {
+		return 0
+	}
+	return n
 }
 
 func (r *engineRequest) Method() string { return r.method }

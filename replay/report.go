@@ -136,6 +136,36 @@ type PolicyReport struct {
 	// StoreErrors counts store failures of a rule set (none expected
 	// from the in-memory store).
 	StoreErrors int64 `json:"store_errors,omitempty"`
+	// Counting is, for a rule set with counting rules (Rule.Count),
+	// what they charged; nil otherwise.
+	Counting *CountingReport `json:"counting,omitempty"`
+	// Penalties is, for a rule set with penalties, what they refused;
+	// nil otherwise.
+	Penalties *PenaltyReport `json:"penalties,omitempty"`
+}
+
+// CountingReport is what a rule set's counting rules charged, with the
+// answers the log recorded.
+type CountingReport struct {
+	// Counted is how many answers were charged (once per counting rule
+	// that counted one).
+	Counted int64 `json:"counted"`
+	// NoStatus is how many admitted requests a counting rule matched
+	// whose line has no status: not charged.
+	NoStatus int64 `json:"no_status"`
+}
+
+// PenaltyReport is what a rule set's penalties did.
+type PenaltyReport struct {
+	// Refusals is how many of the refusals were penalties: the key was
+	// under a penalty, or the refusal started one.
+	Refusals int64 `json:"refusals"`
+	// Started is how many penalties started.
+	Started int64 `json:"started"`
+	// Keys is how many distinct keys (a rule's key value) were
+	// penalised at least once. Past a million keys it counts each
+	// further penalty as a key.
+	Keys int64 `json:"keys"`
 }
 
 // SeamBurst is the largest cost a fixed window admitted for one key in
@@ -320,6 +350,12 @@ func policyReport(s *simulator, i int, r *run, entries []keyEntry, cfg *Config) 
 		pr.Name, pr.Policy, pr.Algorithm = r.spec.Name, "rules", "rules"
 		pr.RefusedBy = r.engine.refusedBy
 		pr.StoreErrors = r.engine.errors
+		if er := r.engine; er.counting {
+			pr.Counting = &CountingReport{Counted: er.counted, NoStatus: er.noStatus}
+		}
+		if er := r.engine; er.penalties {
+			pr.Penalties = &PenaltyReport{Refusals: er.penRefusals, Started: er.penStarted, Keys: int64(len(er.penKeys)) + er.penKeysOver}
+		}
 	} else {
 		pr.Name = r.spec.label()
 		pr.Policy = r.spec.Policy.String()

@@ -297,7 +297,7 @@ func (p *pipeline) line(n int64, line []byte) {
 	l.req = nil
 	if p.er != nil {
 		l.req = &engineRequest{method: p.strs.get(rec.Method), host: p.strs.get(rec.Host),
-			path: p.strs.get(rec.Path), query: p.strs.get(rec.Query), addr: parseAddr(rec.Addr)}
+			path: p.strs.get(rec.Path), query: p.strs.get(rec.Query), addr: parseAddr(rec.Addr), status: parseStatus(rec.Status)}
 	}
 	l.t, l.cost, l.h = rec.Time, rec.Cost, p.sim.index.hash(l.key)
 	if p.npend++; p.npend == pendBatch {

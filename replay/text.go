@@ -70,6 +70,17 @@ func WriteText(w io.Writer, rep *Report) error {
 				fmt.Fprintf(b, "    %-40s refused %6d of %6d, first at %s\n", TerminalSafe(k.Key), k.Refused, k.Requests, stamp(k.FirstRefused))
 			}
 		}
+		if c := p.Counting; c != nil {
+			fmt.Fprintf(b, "  counting rules charged %d answers (the log's status)", c.Counted)
+			if c.NoStatus > 0 {
+				fmt.Fprintf(b, "; %d admitted requests they matched have no status in the log and were not charged", c.NoStatus)
+			}
+			fmt.Fprintln(b)
+		}
+		if pn := p.Penalties; pn != nil {
+			fmt.Fprintf(b, "  penalties: %d of the %d refusals were penalties; %d keys penalised (%d penalties started)\n",
+				pn.Refusals, p.Refused, pn.Keys, pn.Started)
+		}
 		if s := p.Seam; s != nil {
 			fmt.Fprintf(b, "  worst seam burst: %s was admitted %d within %v (limit %d, %.2fx), %s to %s\n",
 				TerminalSafe(s.Key), s.Admitted, s.Window, s.Limit, float64(s.Admitted)/float64(s.Limit), stamp(s.From), stamp(s.To))
