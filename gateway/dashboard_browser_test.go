@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -104,14 +105,20 @@ func artefactDir(t *testing.T) string {
 // TestDashboardInBrowser opens the dashboard in headless Chromium, with
 // every non-loopback request blocked, while a client is refused: the page
 // goes live, lists the refused key under its rule with its count and
-// remaining quota, writes a key holding markup as text, and the counts
-// advance with more traffic. A screenshot is kept as an artefact.
+// remaining quota, writes a key holding markup as text, lists a penalty
+// in force, and the counts advance with more traffic. A screenshot is kept as an artefact.
 func TestDashboardInBrowser(t *testing.T) {
 	chrome := chromiumPath()
 	if chrome == "" {
 		t.Skip("no chromium on this machine (scripts/test.sh installs it)")
 	}
-	g, base := startDashGateway(t, "period: 200ms", dashRules)
+	// dashRules, and a rule whose refusal starts a penalty of an hour
+	// (on /ban only: per-key's counts are not touched).
+	g, base := startDashGateway(t, "period: 200ms", dashRules+`  - name: banned
+    key: header:X-Key
+    match: {paths: [/ban]}
+    policies: [{name: once, algorithm: token_bucket, rate: 1/h, burst: 1, penalty: 1h}]
+`)
 	admin := "http://" + g.AdminAddr().String()
 
 	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(chrome), chromedp.Headless, chromedp.DisableGPU,
@@ -180,6 +187,22 @@ func TestDashboardInBrowser(t *testing.T) {
 	injected, err := chromedp.Run(tctx, chromedp.Evaluate[bool](`document.getElementById('injected') !== null`))
 	if err != nil || injected {
 		t.Errorf("markup in a key became an element (%v)", err)
+	}
+	// A penalty started: listed in force with its rule, policy, key and
+	// time left (an hour, less the seconds the test took).
+	for range 2 {
+		req, _ := http.NewRequest("GET", base+"/ban", nil)
+		req.Header.Set("X-Key", "mallory")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	pen := `#penalty-list tr[data-rule="banned"][data-key="mallory"]`
+	waitFor(pen)
+	if p, l := text(pen+` td.policy`), text(pen+` td.left`); p != "once" || !strings.HasPrefix(l, "59m") && l != "1h0m0s" {
+		t.Errorf("penalty shown: policy %q, left %q; want once, about 1h", p, l)
 	}
 	// Live: frames keep coming, the chart exists, and new refusals show.
 	frames := func() int {

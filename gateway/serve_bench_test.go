@@ -33,6 +33,15 @@ const neverRefuse = "rules: [{name: per-ip, policies: [{rate: 1000000/s, burst: 
 
 const alwaysRefuse = "rules: [{name: per-ip, policies: [{rate: 1/h, burst: 1}]}]\n"
 
+// The counting rules: refusing at once (1/h, the one request used up
+// by the first answer, which it counts), never counting the demo's 200,
+// and charging every 2xx.
+const (
+	countingRefuse     = "rules: [{name: per-ip, count: {statuses: [\"2xx\"]}, policies: [{rate: 1/h, burst: 1}]}]\n"
+	countingNotCounted = "rules: [{name: per-ip, count: {statuses: [\"401\"]}, policies: [{rate: 1000000/s, burst: 1000}]}]\n"
+	countingCharged    = "rules: [{name: per-ip, count: {statuses: [\"2xx\"]}, policies: [{rate: 1000000/s, burst: 1000}]}]\n"
+)
+
 func serveOnce(g *Gateway, ctx *fasthttp.RequestCtx, req *fasthttp.Request, addr net.Addr) {
 	ctx.Init(req, addr, nil)
 	g.fast.Serve(ctx)
@@ -68,7 +77,12 @@ func TestServeAllocations(t *testing.T) {
 		name string
 		yaml string
 		want int
-	}{{"no rule", demoRoute, 200}, {"rule allows", demoRoute + neverRefuse, 200}, {"rule refuses", demoRoute + alwaysRefuse, 429}} {
+	}{{"no rule", demoRoute, 200}, {"rule allows", demoRoute + neverRefuse, 200}, {"rule refuses", demoRoute + alwaysRefuse, 429},
+		// A counting rule (count:) costs a refusal nothing more, and its
+		// charge after the answer allocates nothing either.
+		{"counting rule refuses", demoRoute + countingRefuse, 429},
+		{"counting rule, answer not counted", demoRoute + countingNotCounted, 200},
+		{"counting rule, answer charged", demoRoute + countingCharged, 200}} {
 		g := newTestGateway(t, tc.yaml)
 		var req fasthttp.Request
 		req.SetRequestURI("http://example.com/items/42")
