@@ -5,7 +5,7 @@
 //
 //	per-ip-api.yaml        per-IP API protection behind a trusted load balancer
 //	api-key-tiers.yaml     API-key plans from a members file, costs by path
-//	login-bruteforce.yaml  login attempts per IP and per account
+//	login-bruteforce.yaml  failed logins per IP and per TLS fingerprint, a penalty (tls/: its self-signed pair)
 //	write-shaping.yaml     nginx-style shaping of writes, a shadow rule
 //	consistency-tiers.yaml strict, eventual and local rules over one Redis
 //	adaptive-origin.yaml   per-IP limits that follow the origin's health
