@@ -18,7 +18,12 @@ import (
 const (
 	MaxListEntries    = 1_000_000
 	MaxListEntryBytes = 4 << 10
+	// MaxListFileBytes bounds a list file as a whole.
+	MaxListFileBytes = 256 << 20
 )
+
+// maxListFile is MaxListFileBytes, a variable for tests.
+var maxListFile int64 = MaxListFileBytes
 
 // clientSet is a compiled list of client prefixes: sorted, merged,
 // disjoint address ranges, one table per family, searched by bisection
@@ -453,7 +458,8 @@ func ParseKeysFile(name string, r io.Reader) ([]string, error) {
 // starting with one is a comment).
 func parseList(name string, r io.Reader, comments bool, check func(s string, line int) error) ([]string, error) {
 	out := []string{}
-	sc := bufio.NewScanner(r)
+	lr := &io.LimitedReader{R: r, N: maxListFile + 1}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 0, 4096), MaxListEntryBytes+2) // the entry and a "\r\n"
 	line := 0
 	for sc.Scan() {
@@ -482,6 +488,9 @@ func parseList(name string, r io.Reader, comments bool, check func(s string, lin
 			return nil, fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, MaxListEntryBytes)
 		}
 		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	if lr.N == 0 {
+		return nil, fmt.Errorf("%s:%d: larger than %d bytes", name, line, maxListFile)
 	}
 	return out, nil
 }

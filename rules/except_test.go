@@ -443,6 +443,26 @@ func TestParseListFiles(t *testing.T) {
 	}
 }
 
+// endless is an endless list file of comments (a /dev/zero).
+type endless struct{ off int }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = "#\n"[e.off%2]
+		e.off++
+	}
+	return len(p), nil
+}
+
+func TestParseListFileBounded(t *testing.T) {
+	defer func(n int64) { maxListFile = n }(maxListFile)
+	maxListFile = 1 << 20
+	_, err := ParseKeysFile("k.txt", &endless{})
+	if err == nil || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
+		t.Errorf("an endless file: %v", err)
+	}
+}
+
 func TestExceptFileEntries(t *testing.T) {
 	clients, err := ParseClientsFile("c.txt", strings.NewReader("10.0.0.0/8\n"))
 	if err != nil {
