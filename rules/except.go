@@ -128,8 +128,6 @@ func newClientSet(prefixes []netip.Prefix) clientSet {
 	return s
 }
 
-func (s *clientSet) empty() bool { return len(s.v4) == 0 && len(s.v6) == 0 }
-
 // contains reports whether a (unmapped, as clientAddr returns it) is in
 // the set. The invalid address is in no set.
 func (s *clientSet) contains(a netip.Addr) bool {
