@@ -317,6 +317,12 @@ func (e *Engine) compileExcept(list []Except, path string, ruleKey []keyPart, ps
 		if hasKeys && parts != nil {
 			c.keys = e.compileKeyList(x.Keys, x.FileKeys, parts, at, ps)
 		}
+		if hasKeys && c.keys == nil {
+			// A key list that did not compile exempts no one (the problem
+			// is reported; never an entry that exempts by its matchers
+			// alone).
+			c.keys = map[string]struct{}{}
+		}
 		out = append(out, c)
 	}
 	return out
