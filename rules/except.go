@@ -128,9 +128,11 @@ func newClientSet(prefixes []netip.Prefix) clientSet {
 	return s
 }
 
-// contains reports whether a (unmapped, as clientAddr returns it) is in
-// the set. The invalid address is in no set.
+// contains reports whether a is in the set, an IPv4-mapped address as
+// IPv4 (clientAddr returns them unmapped already). The invalid address
+// is in no set.
 func (s *clientSet) contains(a netip.Addr) bool {
+	a = a.Unmap()
 	switch {
 	case a.Is4():
 		n := addr4(a)
