@@ -146,6 +146,9 @@ func describeMatch(m rules.Match) string {
 	add("path", m.Paths)
 	add("prefix", m.PathPrefixes)
 	add("pattern", m.Patterns)
+	if len(m.Clients) > 0 {
+		parts = append(parts, fmt.Sprintf("clients in %d prefixes", len(m.Clients)))
+	}
 	for _, h := range m.Headers {
 		if h.Value != "" {
 			parts = append(parts, "header "+h.Name+"="+h.Value)
