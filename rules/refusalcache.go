@@ -18,8 +18,10 @@ import (
 // (NextUnitAfter) and the full allowance not before ResetAfter, since
 // other requests only charge it more. So an entry answers exactly what
 // the store would, or a refusal the store would give with a longer
-// wait; past its instant the store is asked again. Times are the
-// engine's clock (Config.Now).
+// wait; past its instant the store is asked again. (The exception: a
+// counting policy its adaptive controller scales up meanwhile, whose key
+// waits out the time it was told.) Times are the engine's clock
+// (Config.Now, else monotonic).
 type refusalCache struct {
 	seed   maphash.Seed
 	per    int
