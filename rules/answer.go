@@ -29,7 +29,8 @@ func (r *Result) Counts() bool { return r.counting && !r.charged && !r.Refused()
 // what the gateway answers then): only a rule that counts 502 charges it.
 //
 // Each counting policy is charged on its own, with the rule's cost, in
-// its rule's store (one atomic Apply each): the request was served, so
+// its rule's store (one atomic Apply each, or one ApplyEach for the
+// rule's policies where the store has it, as Redis does): the request was served, so
 // there is nothing to hold back, and one policy found full does not keep
 // the answer from the others. A policy found full (the requests in
 // flight between Decide's peek and this charge took what was left) is
@@ -72,9 +73,39 @@ func (e *Engine) charge(ctx context.Context, r *Result, from, to int) error {
 	var dec limit.Decision
 	var failed error
 	charged := false
-	for i := from; i < to; i++ {
+	var decs *[]limit.Decision
+	if ea, ok := st.(limit.EachApplier); ok && to-from > 1 {
+		// One round trip for the rule's policies.
+		reqs := e.batches.Get().(*[]limit.Request)
+		decs = e.decisions.Get().(*[]limit.Decision)
+		*reqs = (*reqs)[:0]
+		for i := from; i < to; i++ {
+			a := r.at(i)
+			*reqs = append(*reqs, limit.Request{Key: a.key, Policy: a.policy.policy, Cost: a.cost})
+		}
+		if cap(*decs) < to-from {
+			*decs = make([]limit.Decision, to-from)
+		}
+		*decs = (*decs)[:to-from]
+		if err := ea.ApplyEach(ctx, *reqs, *decs); err != nil {
+			failed = fmt.Errorf("%w: %w", ErrStore, hideKeys(err, *reqs...))
+		}
+		clear(*reqs)
+		e.batches.Put(reqs)
+		defer func() {
+			clear(*decs)
+			e.decisions.Put(decs)
+		}()
+	}
+	for i := from; i < to && (decs == nil || failed == nil); i++ {
 		a := r.at(i)
-		d, err := st.Apply(ctx, a.key, a.policy.policy, a.cost)
+		var d limit.Decision
+		var err error
+		if decs != nil {
+			d = (*decs)[i-from]
+		} else {
+			d, err = st.Apply(ctx, a.key, a.policy.policy, a.cost)
+		}
 		if err != nil {
 			if failed == nil {
 				failed = fmt.Errorf("%w: %w", ErrStore, hideKeys(err, limit.Request{Key: a.key}))

@@ -3,6 +3,8 @@ package rules
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,4 +208,69 @@ func tierFleet(t *testing.T, tier string, clock func() int64) fleet {
 	}
 	t.Fatalf("tier %q", tier)
 	return fleet{}
+}
+
+// TestCountConcurrentFailuresOnRedis is the 64 concurrent wrong
+// passwords against a limit of 5 on a real Redis (strict: every peek
+// and charge one script), with a second policy and a penalty so that
+// the peeks, the penalty checks and the charges take ApplyEach: at most
+// 5 plus the requests in flight are admitted, the charges are exact,
+// and the key ends refused under its penalty.
+func TestCountConcurrentFailuresOnRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	login := loginRule(5)
+	login.Penalty = time.Hour
+	login.Policies = append(login.Policies, Policy{Algorithm: "fixed_window", Limit: 1000, Window: "24h"})
+	e, err := New(Config{Rules: []Rule{login}}, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var inFlight, maxSeen, admitted atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := e.Decide(ctx, get("/login", "198.51.100.30"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if res.Refused() {
+				return
+			}
+			admitted.Add(1)
+			n := inFlight.Add(1) - 1
+			for m := maxSeen.Load(); n > m && !maxSeen.CompareAndSwap(m, n); m = maxSeen.Load() {
+			}
+			if err := res.Charge(ctx, 401, nil); err != nil {
+				t.Error(err)
+			}
+			inFlight.Add(-1)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	n := admitted.Load()
+	t.Logf("Redis: admitted %d of 64 (bound 5 + %d in flight)", n, maxSeen.Load())
+	if n < 5 || n > 5+maxSeen.Load() {
+		t.Fatalf("admitted %d, in flight at most %d", n, maxSeen.Load())
+	}
+	// The day policy counted every admitted failure, each once.
+	d, err := r.Apply(ctx, "login"+keySep+"login-2"+keySep+"fixed_window=24h0m0s"+keySep+"198.51.100.30", limit.FixedWindow{Limit: 1000, Window: 24 * time.Hour}, 0)
+	if err != nil || d.Remaining != 1000-n {
+		t.Fatalf("day policy: %+v %v, want %d charged", d, err, n)
+	}
+	res := decide(t, e, get("/login", "198.51.100.30"))
+	if !res.Refused() || res.Penalty() <= 59*time.Minute {
+		t.Fatalf("after: %v penalty %v", res.Outcome, res.Penalty())
+	}
 }
