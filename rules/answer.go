@@ -115,6 +115,10 @@ func (e *Engine) charge(ctx context.Context, r *Result, from, to int) error {
 		if !d.Allowed && a.penKey != "" && a.pen == 0 {
 			e.startPenalty(ctx, a)
 		}
+		if d.Remaining == 0 && d.NextUnitAfter > 0 {
+			// The next peek would find nothing left: spare it the store.
+			e.refusals.put(a.key, e.mono(), d.NextUnitAfter, d.ResetAfter, d.Limit)
+		}
 		d.Index = i - from
 		if charged {
 			dec = limit.Merge(dec, d)

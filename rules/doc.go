@@ -122,7 +122,12 @@
 // penalty keys first, with the counting rules' peeks (one ApplyEach per
 // store that has it, as Redis does; in-process stores answer each
 // check in turn), so it costs one store call more; refusals cost one more
-// to start the penalty. Because it is only a store key, it works on
+// to start the penalty. A key under a penalty, and a counting rule's key
+// found with nothing left, are then refused from memory, with no store
+// call, until the instant the store said they could pass (other requests
+// only push that instant later), as store/redis's over-limit cache does
+// for a plain rule's refusals: a brute force under its penalty costs the
+// store nothing. Because it is only a store key, it works on
 // every store and tier (memory, Redis strict, eventual, gossip), with the
 // tier's own consistency: on the eventual and gossip tiers a gateway
 // hears of another's penalty within their sync (a sync interval, a few

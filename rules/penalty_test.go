@@ -1,10 +1,15 @@
 package rules
 
 import (
+	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // penalised is an IP rule of 2 per minute whose refusal costs 15
@@ -197,5 +202,76 @@ func TestPenaltyCheckAllocatesNothing(t *testing.T) {
 	e, _ := newEngine(t, Config{Rules: []Rule{r}})
 	if n := allowedAllocs(t, e, get("/", "203.0.113.13")); n != 0 {
 		t.Fatalf("%v allocations", n)
+	}
+}
+
+// calls counts the store calls of a real store.
+type calls struct {
+	limit.Store
+	n atomic.Int64
+}
+
+func (c *calls) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
+	c.n.Add(1)
+	return c.Store.Apply(ctx, key, p, cost)
+}
+
+func (c *calls) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decision, error) {
+	c.n.Add(1)
+	return c.Store.ApplyAll(ctx, reqs)
+}
+
+// TestKnownRefusalsSpareTheStore: a key under its penalty, or a counting
+// rule's key with nothing left, is refused again without a store call
+// (refusalCache) with the same exact Retry-After, until the instant the
+// store would let it pass; then the store decides again.
+func TestKnownRefusalsSpareTheStore(t *testing.T) {
+	clk := newClock()
+	mem, err := memory.New(memory.Config{Clock: clk.now, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	st := &calls{Store: mem}
+	plain := loginRule(2)
+	plain.Count = nil
+	plain.Name, plain.Penalty = "penalised", 10*time.Minute
+	counting := loginRule(2)
+	counting.Match = Match{Paths: []string{"/count"}}
+	e, err := New(Config{Now: clk.wall, Rules: []Rule{plain, counting}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		decide(t, e, get("/login", "192.0.2.50"))
+	}
+	for range 2 {
+		res := decide(t, e, get("/count", "192.0.2.50"))
+		charge(t, &res, 401, nil)
+	}
+	before := st.n.Load()
+	for i := range 50 {
+		clk.add(time.Second)
+		res := decide(t, e, get("/login", "192.0.2.50"))
+		if want := 10*time.Minute - time.Duration(i+1)*time.Second; !res.Refused() || res.Penalty() != want {
+			t.Fatalf("penalised %d: %v %v, want %v", i, res.Outcome, res.Penalty(), want)
+		}
+		res = decide(t, e, get("/count", "192.0.2.50"))
+		if !res.Refused() || res.Decision.RetryAfter != 15*time.Minute-time.Duration(i+1)*time.Second {
+			t.Fatalf("counting %d: %v %+v", i, res.Outcome, res.Decision)
+		}
+	}
+	if n := st.n.Load() - before; n != 0 {
+		t.Fatalf("%d store calls for 100 known refusals", n)
+	}
+	clk.add(15 * time.Minute)
+	if res := decide(t, e, get("/login", "192.0.2.50")); res.Refused() {
+		t.Fatalf("penalised after the penalty: %v", res.Outcome)
+	}
+	if res := decide(t, e, get("/count", "192.0.2.50")); res.Refused() {
+		t.Fatalf("counting after the window: %v", res.Outcome)
+	}
+	if st.n.Load() == before {
+		t.Fatal("no store call once the refusals ran out")
 	}
 }
