@@ -71,7 +71,7 @@ func TestReplayCountsTheLoggedAnswersAndReportsPenalties(t *testing.T) {
 	if err := WriteHTML(&html, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"counting rules charged 6 answers", "penalties: 7 of the 7 refusals were penalties; 1 keys penalised (1 penalties started)"} {
+	for _, want := range []string{"counting rules charged 6 answers", "penalties: 7 of the 7 refusals were penalties; 1 started, on 1 key(s)"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}

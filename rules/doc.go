@@ -102,8 +102,9 @@
 // no concurrency slots. A shadow counting rule peeks and charges the
 // same way and never refuses; a request the shadow rules would have
 // refused is not charged after its answer, as an enforced rule's would
-// not be. Envoy's, nginx's, Kong's and Traefik's limiters cannot count
-// on the answer at all.
+// not be. A counting rule's policies are listed after the other rules'
+// in RateLimit-Policy (they are decided apart). Envoy's, nginx's, Kong's
+// and Traefik's limiters cannot count on the answer at all.
 //
 // # Penalties
 //
@@ -135,7 +136,9 @@
 // hearing of each other's add up (two starts, twice the term), the
 // tiers' overshoot turned into a longer penalty, never a shorter one.
 // When several policies refuse one charge, the store reports the most
-// restrictive, and only its penalty starts.
+// restrictive, and only its penalty starts. A shadow rule's penalty runs
+// the same way and refuses nothing: its events (ShadowRefused, with
+// [Event].Penalty) show what it would have refused.
 //
 // Client IPs come from the peer address; forwarding headers
 // (X-Forwarded-For, Forwarded per RFC 7239, or X-Real-IP) are read only when

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -273,5 +274,78 @@ func TestKnownRefusalsSpareTheStore(t *testing.T) {
 	}
 	if st.n.Load() == before {
 		t.Fatal("no store call once the refusals ran out")
+	}
+}
+
+// A store that fails: a counting rule fails open by default (the peek
+// errs, the request goes on, Charge reports the error, an Errored
+// event, no key in the text), and closed when its mode says so.
+func TestCountAndPenaltyOnAFailingStore(t *testing.T) {
+	obs := &events{}
+	r := loginRule(3)
+	r.Penalty = time.Minute
+	e, err := New(Config{Observer: obs, Rules: []Rule{r}}, failingStore{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := e.Decide(ctx, get("/login", "192.0.2.60"))
+	if !errors.Is(err, ErrStore) || res.Outcome != Errored || res.Refused() || !res.Counts() {
+		t.Fatalf("decide: %v %v counts %v", res.Outcome, err, res.Counts())
+	}
+	err = res.Charge(ctx, 401, nil)
+	if !errors.Is(err, ErrStore) || !errors.Is(err, errDown) || strings.Contains(err.Error(), "192.0.2.60") {
+		t.Fatalf("charge: %v", err)
+	}
+	if ev := obs.list[len(obs.list)-1]; ev.Outcome != Errored || !errors.Is(ev.Err, errDown) {
+		t.Fatalf("charge event %+v", ev)
+	}
+	e, err = New(Config{OnError: "closed", Rules: []Rule{r}}, failingStore{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := e.Decide(ctx, get("/login", "192.0.2.60")); !res.Refused() || res.Counts() || res.Penalty() != 0 {
+		t.Fatalf("closed: %v counts %v penalty %v", res.Outcome, res.Counts(), res.Penalty())
+	}
+}
+
+// A penalty on a plan's policy (Tiers) runs as on any policy, and only
+// for that plan.
+func TestPenaltyOfAPlan(t *testing.T) {
+	e, _ := newEngine(t, Config{Rules: []Rule{{
+		Name: "api", Key: Key{"header:X-API-Key"},
+		Tiers: &Tiers{
+			Plans: map[string][]Policy{
+				"free": {{Algorithm: "fixed_window", Limit: 1, Window: "1m", Penalty: 5 * time.Minute}},
+				"pro":  {{Algorithm: "fixed_window", Limit: 1, Window: "1m"}},
+			},
+			Members: map[string]string{"k-pro": "pro"},
+			Default: "free",
+		},
+	}}})
+	for _, c := range []struct {
+		key     string
+		penalty time.Duration
+	}{{"k-free", 5 * time.Minute}, {"k-pro", 0}} {
+		decide(t, e, get("/", "192.0.2.61").with("X-API-Key", c.key))
+		res := decide(t, e, get("/", "192.0.2.61").with("X-API-Key", c.key))
+		if !res.Refused() || res.Penalty() != c.penalty {
+			t.Errorf("%s: %v penalty %v, want %v", c.key, res.Outcome, res.Penalty(), c.penalty)
+		}
+	}
+}
+
+// A policy scaled by its adaptive controller keeps its penalty.
+func TestPenaltyOfAScaledPolicy(t *testing.T) {
+	sc := &testScale{}
+	sc.pm.Store(500)
+	e, _ := newEngine(t, Config{
+		Rules: []Rule{{Name: "api", Penalty: 2 * time.Minute,
+			Policies: []Policy{{Algorithm: "fixed_window", Limit: 2, Window: "1m", Adaptive: "origin"}}}},
+		Scales: func(string) Scale { return sc },
+	})
+	decide(t, e, get("/", "192.0.2.62")) // 1 of the scaled limit 1
+	if res := decide(t, e, get("/", "192.0.2.62")); !res.Refused() || res.Penalty() != 2*time.Minute {
+		t.Fatalf("scaled: %v penalty %v", res.Outcome, res.Penalty())
 	}
 }
