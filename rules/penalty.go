@@ -86,10 +86,13 @@ func (e *Engine) storeOf(r *compiledRule) limit.Store {
 }
 
 // check is one cost-0 request of a precheck: the penalty key (pen) or
-// the policy key (a counting rule's peek) of the applied entry i.
+// the policy key of the applied entry i: a counting rule's peek, or
+// (wait) the look at a penalised policy's own state that tells when it
+// will admit the request once its penalty has ended.
 type check struct {
-	i   int
-	pen bool
+	i    int
+	pen  bool
+	wait bool
 }
 
 func (c check) request(res *Result) limit.Request {
@@ -123,7 +126,7 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 		if a.penKey != "" {
 			if r, ok := e.refusals.get(a.penKey, now); ok {
 				a.pen = time.Duration(r.next - now)
-				consider(penaltyDecision(a, a.pen, i-from))
+				consider(penaltyDecision(a, a.pen, time.Duration(r.reset-now), i-from))
 				continue
 			}
 		}
@@ -146,8 +149,11 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 		if a.penKey != "" {
 			checks = append(checks, check{i: i, pen: true})
 		}
-		if a.peek {
+		switch {
+		case a.peek:
 			checks = append(checks, check{i: i})
+		case a.penKey != "":
+			checks = append(checks, check{i: i, wait: true})
 		}
 	}
 	var db [8]limit.Decision
@@ -168,8 +174,18 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 				continue
 			}
 			a.pen = d.NextUnitAfter
-			e.refusals.put(a.penKey, now, a.pen, a.pen, 0)
-			d = penaltyDecision(a, a.pen, c.i-from)
+			// The policy's own check follows its penalty's (the
+			// peek or the wait): when the penalty ends, the policy
+			// may still refuse (a window not yet over), and the
+			// Retry-After is the later of the two.
+			wait := a.pen
+			if k+1 < len(checks) && checks[k+1].i == c.i && !checks[k+1].pen && decs[k+1].Allowed {
+				wait = max(wait, policyWait(a, decs[k+1]))
+			}
+			e.cachePenalty(a, now, wait)
+			d = penaltyDecision(a, a.pen, wait, c.i-from)
+		} else if c.wait {
+			continue // read with its penalty's check
 		} else {
 			if a.pen > 0 { // under a penalty: that is its refusal
 				continue
@@ -204,30 +220,54 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 // peekRefusal makes d, the peek of entry a that found less left than its
 // cost, a refusal: its Retry-After, and the policy's penalty started.
 func (e *Engine) peekRefusal(ctx context.Context, a *applied, d *limit.Decision) {
-	switch {
-	case a.cost > d.Limit:
-		d.RetryAfter = limit.Never
-	case a.cost == 1 && d.NextUnitAfter > 0:
-		d.RetryAfter = d.NextUnitAfter
-	default:
-		// A peek tells when one unit is back, not when cost
-		// units are: the full allowance's return is never early.
-		d.RetryAfter = max(d.ResetAfter, d.NextUnitAfter, time.Nanosecond)
-	}
-	if a.penKey != "" {
+	d.RetryAfter = max(policyWait(a, *d), time.Nanosecond)
+	if a.penKey != "" && a.pen == 0 {
 		e.startPenalty(ctx, a)
-		d.RetryAfter = max(d.RetryAfter, a.pen)
+		if a.pen > 0 {
+			d.RetryAfter = max(d.RetryAfter, a.pen)
+			e.cachePenalty(a, e.mono(), d.RetryAfter)
+		}
 	}
 }
 
+// policyWait is how long entry a's policy, whose cost-0 look is d, keeps
+// refusing a's cost: zero when it has that much left, Never when the
+// cost exceeds its capacity. A look tells when one unit is back, not
+// when cost units are: for a cost above 1 it is the full allowance's
+// return, which is never early.
+func policyWait(a *applied, d limit.Decision) time.Duration {
+	switch {
+	case d.Remaining >= a.cost:
+		return 0
+	case a.cost > d.Limit:
+		return limit.Never
+	case a.cost == 1 && d.NextUnitAfter > 0:
+		return d.NextUnitAfter
+	default:
+		return max(d.ResetAfter, d.NextUnitAfter)
+	}
+}
+
+// cachePenalty remembers in the refusal cache that entry a is under a
+// penalty for a.pen more, and that its request is refused for wait (at
+// least a.pen: the policy's own wait may be longer).
+func (e *Engine) cachePenalty(a *applied, now int64, wait time.Duration) {
+	if wait == limit.Never {
+		wait = a.pen // no instant to keep: asked again when the penalty ends
+	}
+	e.refusals.put(a.penKey, now, a.pen, wait, 0)
+}
+
 // penaltyDecision is the refusal of entry a, at index i, by a penalty
-// with left to run: nothing remains until it ends.
-func penaltyDecision(a *applied, left time.Duration, i int) limit.Decision {
+// with left to run, whose request its policy admits again after wait
+// (at least left): nothing remains until then.
+func penaltyDecision(a *applied, left, wait time.Duration, i int) limit.Decision {
+	wait = max(wait, left)
 	return limit.Decision{
 		Limit:         a.policy.policy.Quota().Limit,
-		RetryAfter:    left,
-		NextUnitAfter: left,
-		ResetAfter:    left,
+		RetryAfter:    wait,
+		NextUnitAfter: wait,
+		ResetAfter:    wait,
 		Policy:        a.policy.policy,
 		Index:         i,
 	}
@@ -337,5 +377,6 @@ func (e *Engine) penalise(ctx context.Context, res *Result, from int, d *limit.D
 		d.NextUnitAfter = max(d.NextUnitAfter, a.pen)
 		d.ResetAfter = max(d.ResetAfter, a.pen)
 		d.Remaining = 0
+		e.cachePenalty(a, e.mono(), d.RetryAfter)
 	}
 }
