@@ -8,9 +8,16 @@
 package rules
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/redistest"
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/eventual"
+	"github.com/tollgate-dev/tollgate/store/memory"
+	"github.com/tollgate-dev/tollgate/store/redis"
 )
 
 // TestReviewPenaltyRetryAfterCoversTheLimit: a penalty shorter than the
@@ -83,5 +90,66 @@ func TestReviewCountInFlightIsUnbounded(t *testing.T) {
 	if admitted > 5+8 {
 		t.Errorf("admitted %d of 200 in flight against a limit of 5: nothing bounds what is in flight "+
 			"(proposed: reserve the cost at Decide and refund an answer not counted, or a per-key in-flight cap for counting rules)", admitted)
+	}
+}
+
+// TestReviewEventualPenaltyStartedTwiceLastsOnce: on the eventual tier
+// two gateways refuse one key within one sync interval and each starts
+// its penalty (cost 1 on the penalty's token bucket of burst 1). Their
+// deltas reach Redis as 2: a penalty must never be extended, so the key
+// must be free once the penalty (10m) has run, not after twice that.
+func TestReviewEventualPenaltyStartedTwiceLastsOnce(t *testing.T) {
+	clk := newClock()
+	srv := redistest.Start(t)
+	var evs [2]*eventual.Store
+	var engines [2]*Engine
+	for i := range 2 {
+		r, err := redis.New(context.Background(), redis.Config{Addrs: []string{srv.Addr}, Clock: clk.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		ev, err := eventual.New(eventual.Config{Redis: r, Interval: -1, Clock: clk.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ev.Close() })
+		evs[i] = ev
+		mem, err := memory.New(memory.Config{Clock: clk.now, SweepInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { mem.Close() })
+		rule := Rule{Name: "api", Penalty: 10 * time.Minute, Consistency: ConsistencyEventual,
+			Policies: []Policy{{Algorithm: "fixed_window", Limit: 1, Window: "1m"}}}
+		cfg := Config{Now: clk.wall, Rules: []Rule{rule},
+			Stores: func(Rule) (limit.Store, error) { return ev, nil }}
+		if engines[i], err = New(cfg, mem); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const ip = "198.51.100.40"
+	for i, e := range engines {
+		decide(t, e, get("/", ip)) // admitted: each view is empty
+		if res := decide(t, e, get("/", ip)); !res.Refused() || res.Penalty() != 10*time.Minute {
+			t.Fatalf("gateway %d: %v penalty %v", i, res.Outcome, res.Penalty())
+		}
+	}
+	sync := func() {
+		for _, ev := range evs {
+			if err := ev.Sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sync()
+	sync()
+	clk.add(10*time.Minute + time.Second)
+	sync()
+	for i, e := range engines {
+		res := decide(t, e, get("/", ip))
+		if res.Refused() {
+			t.Errorf("gateway %d, 10m1s after both started the penalty: still refused, penalty left %v (extended by the second start)", i, res.Penalty())
+		}
 	}
 }
