@@ -182,3 +182,42 @@ func TestReviewPenaltyOnASharedKey(t *testing.T) {
 		t.Errorf("another client, never over any limit, is refused for %v by the attacker's penalty on a global key", res.Penalty())
 	}
 }
+
+// TestReviewLoginExampleLocksOutTheAttackersBrowser: the rules of
+// examples/login-bruteforce.yaml (per IP: 5 failures per 15m; per JA4:
+// 20 failures per 15m; both with a 15m penalty). A fingerprint is a TLS
+// stack's, shared by every user of one browser version: an attacker
+// whose stack is Chrome's (a headless Chromium, or any TLS library that
+// imitates it) fails 20 times from 20 addresses, and then every Chrome
+// user, typing the right password on the first try, is refused for 15
+// minutes. (So does the ordinary traffic of a big site: 20 typos in 15
+// minutes among all users of the most common browser.) The acceptance
+// test passes only because it gives the user a TLS stack no one else
+// has (loginattack.Stacks). Proposed: no penalty on the ja4 rule of the
+// example (or a ja4+ip key), and a warning for a penalty on a key of
+// shared parts only (TestReviewPenaltyOnASharedKey).
+func TestReviewLoginExampleLocksOutTheAttackersBrowser(t *testing.T) {
+	perIP := Rule{Name: "login-failures-per-ip", Match: Match{Methods: []string{"POST"}, Paths: []string{"/login"}},
+		Count: &Count{Statuses: []string{"401"}}, Penalty: 15 * time.Minute,
+		Policies: []Policy{{Algorithm: "sliding_log", Limit: 5, Window: "15m"}}}
+	perJA4 := perIP
+	perJA4.Name, perJA4.Key, perJA4.Policies = "login-failures-per-ja4", Key{"ja4"},
+		[]Policy{{Algorithm: "sliding_log", Limit: 20, Window: "15m"}}
+	e, clk := newEngine(t, Config{Rules: []Rule{perIP, perJA4}})
+	post := func(ip string) Request {
+		r := get("/login", ip)
+		r.method = "POST"
+		return tlsReq{r, fpChrome}
+	}
+	for i := range 21 {
+		res := decide(t, e, post("203.0.113."+strconv.Itoa(100+i)))
+		if res.Counts() {
+			charge(t, &res, 401, nil)
+		}
+	}
+	clk.add(time.Minute)
+	res := decide(t, e, post("198.51.100.77")) // a user, first attempt, right password
+	if res.Refused() {
+		t.Errorf("a user of the same browser, on a first attempt, is refused by %q for %v", res.Rule(), res.Penalty())
+	}
+}
