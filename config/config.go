@@ -306,8 +306,8 @@ type AccessLog struct {
 	Redact []string `yaml:"redact"`
 }
 
-// Reload controls watching the configuration file and the members files
-// its rules name (tiers.members_file).
+// Reload controls watching the configuration file and the list files its
+// rules name (tiers.members_file, except[].clients_file and keys_file).
 //
 // A file is reloaded only once it has stopped changing: its size,
 // modification time and contents the same at every look for Settle. A

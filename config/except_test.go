@@ -140,8 +140,8 @@ func TestExcept10kCIDRsLoadFast(t *testing.T) {
 	dir := t.TempDir()
 	var file, inline strings.Builder
 	for i := range 10000 {
-		fmt.Fprintf(&file, "100.%d.%d.0/24\n", i/256, i%256)
-		fmt.Fprintf(&inline, "\"2001:db8:%x::/48\", ", i)
+		fmt.Fprintf(&file, "100.%d.%d.0/24\n", 2*i/256, 2*i%256)
+		fmt.Fprintf(&inline, "\"2001:db8:%x::/48\", ", 2*i)
 	}
 	os.WriteFile(filepath.Join(dir, "ranges.txt"), []byte(file.String()), 0o644)
 	src := `rules:

@@ -48,7 +48,8 @@
 // upstream clients and the rule engine are one immutable snapshot behind an
 // atomic.Pointer, and the store is kept, so the counters of unchanged rules
 // survive. The gateway also watches its configuration file and the
-// members files its tiers name (reload.watch), reloading a file once it
+// members files its tiers name and the clients and keys files of its
+// except entries (reload.watch), reloading a file once it
 // has kept the same size, modification time and contents for
 // reload.settle (1s by default), so that a file caught half written is
 // not served; a writer that pauses longer than that can still be caught,

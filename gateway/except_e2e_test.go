@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/internal/racebuild"
 )
 
 // exceptYAML is the configuration of the exemption tests (after the
@@ -243,3 +247,56 @@ func testExceptE2E(t *testing.T, h2 bool) {
 		t.Errorf("tollgate_exempt_total{rule=\"\"} = %v, want 3", v)
 	}
 }
+
+// except10k is neverRefuse with an except list of 10,000 prefixes (none
+// holding 203.0.113.7, the benchmarks' client, unless exempt).
+func except10k(exempt bool) string {
+	var b strings.Builder
+	b.WriteString("rules: [{name: per-ip, policies: [{rate: 1000000/s, burst: 1000}], except: [{clients: [")
+	for i := range 10000 {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if exempt && i == 5000 {
+			b.WriteString("203.0.113.0/24")
+			continue
+		}
+		fmt.Fprintf(&b, "100.%d.%d.0/24", 2*i/256, 2*i%256) // apart: none merge
+	}
+	b.WriteString("]}]}]\n")
+	return b.String()
+}
+
+// The gateway's path stays allocation-free with an except list of
+// 10,000 prefixes, for a counted request and for an exempt one.
+func TestServeAllocationsExcept10k(t *testing.T) {
+	if racebuild.Enabled {
+		t.Skip("allocation counts are not meaningful under the race detector")
+	}
+	for _, exempt := range []bool{false, true} {
+		g := newTestGateway(t, demoRoute+except10k(exempt))
+		var req fasthttp.Request
+		req.SetRequestURI("http://example.com/items/42")
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&req, &net.TCPAddr{IP: net.IPv4(203, 0, 113, 7), Port: 5555}, nil)
+		g.fast.Serve(&ctx)
+		n := testing.AllocsPerRun(200, func() {
+			ctx.Response.Reset()
+			g.fast.Serve(&ctx)
+		})
+		if ctx.Response.StatusCode() != 200 {
+			t.Fatalf("exempt %v: status %d", exempt, ctx.Response.StatusCode())
+		}
+		if got := len(ctx.Response.Header.Peek("RateLimit-Policy")) > 0; got == exempt {
+			t.Errorf("exempt %v: RateLimit-Policy present %v", exempt, got)
+		}
+		if n != 0 {
+			t.Errorf("exempt %v: %v allocations per request, want 0", exempt, n)
+		}
+	}
+}
+
+// BenchmarkServeRuleAllowExcept10k is BenchmarkServeRuleAllow with an
+// except list of 10,000 prefixes the client is not in: the difference
+// is the list's cost on an allowed request.
+func BenchmarkServeRuleAllowExcept10k(b *testing.B) { benchServe(b, demoRoute+except10k(false)) }

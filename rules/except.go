@@ -18,7 +18,12 @@ import (
 const (
 	MaxListEntries    = 1_000_000
 	MaxListEntryBytes = 4 << 10
+	// MaxListFileBytes bounds a list file as a whole.
+	MaxListFileBytes = 256 << 20
 )
+
+// maxListFile is MaxListFileBytes, a variable for tests.
+var maxListFile int64 = MaxListFileBytes
 
 // clientSet is a compiled list of client prefixes: sorted, merged,
 // disjoint address ranges, one table per family, searched by bisection
@@ -123,11 +128,11 @@ func newClientSet(prefixes []netip.Prefix) clientSet {
 	return s
 }
 
-func (s *clientSet) empty() bool { return len(s.v4) == 0 && len(s.v6) == 0 }
-
-// contains reports whether a (unmapped, as clientAddr returns it) is in
-// the set. The invalid address is in no set.
+// contains reports whether a is in the set, an IPv4-mapped address as
+// IPv4 (clientAddr returns them unmapped already). The invalid address
+// is in no set.
 func (s *clientSet) contains(a netip.Addr) bool {
+	a = a.Unmap()
 	switch {
 	case a.Is4():
 		n := addr4(a)
@@ -314,6 +319,12 @@ func (e *Engine) compileExcept(list []Except, path string, ruleKey []keyPart, ps
 		if hasKeys && parts != nil {
 			c.keys = e.compileKeyList(x.Keys, x.FileKeys, parts, at, ps)
 		}
+		if hasKeys && c.keys == nil {
+			// A key list that did not compile exempts no one (the problem
+			// is reported; never an entry that exempts by its matchers
+			// alone).
+			c.keys = map[string]struct{}{}
+		}
 		out = append(out, c)
 	}
 	return out
@@ -453,7 +464,8 @@ func ParseKeysFile(name string, r io.Reader) ([]string, error) {
 // starting with one is a comment).
 func parseList(name string, r io.Reader, comments bool, check func(s string, line int) error) ([]string, error) {
 	out := []string{}
-	sc := bufio.NewScanner(r)
+	lr := &io.LimitedReader{R: r, N: maxListFile + 1}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 0, 4096), MaxListEntryBytes+2) // the entry and a "\r\n"
 	line := 0
 	for sc.Scan() {
@@ -482,6 +494,9 @@ func parseList(name string, r io.Reader, comments bool, check func(s string, lin
 			return nil, fmt.Errorf("%s:%d: line longer than %d bytes", name, line+1, MaxListEntryBytes)
 		}
 		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	if lr.N == 0 {
+		return nil, fmt.Errorf("%s:%d: larger than %d bytes", name, line, maxListFile)
 	}
 	return out, nil
 }

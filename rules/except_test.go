@@ -443,6 +443,26 @@ func TestParseListFiles(t *testing.T) {
 	}
 }
 
+// endless is an endless list file of comments (a /dev/zero).
+type endless struct{ off int }
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = "#\n"[e.off%2]
+		e.off++
+	}
+	return len(p), nil
+}
+
+func TestParseListFileBounded(t *testing.T) {
+	defer func(n int64) { maxListFile = n }(maxListFile)
+	maxListFile = 1 << 20
+	_, err := ParseKeysFile("k.txt", &endless{})
+	if err == nil || !strings.Contains(err.Error(), "larger than 1048576 bytes") {
+		t.Errorf("an endless file: %v", err)
+	}
+}
+
 func TestExceptFileEntries(t *testing.T) {
 	clients, err := ParseClientsFile("c.txt", strings.NewReader("10.0.0.0/8\n"))
 	if err != nil {
@@ -464,14 +484,15 @@ func TestExceptFileEntries(t *testing.T) {
 	}
 }
 
-// tenK are 10,000 disjoint prefixes, none of which holds 192.0.2.1.
+// tenK are 10,000 prefixes none of which holds 192.0.2.1 and no two of
+// which touch (so that none merge: the table has 10,000 ranges).
 func tenK() []string {
 	out := make([]string, 0, 10000)
 	for i := 0; i < 9000; i++ {
-		out = append(out, fmt.Sprintf("100.%d.%d.0/24", i/256, i%256))
+		out = append(out, fmt.Sprintf("100.%d.%d.0/24", 2*i/256, 2*i%256))
 	}
 	for i := 0; i < 1000; i++ {
-		out = append(out, fmt.Sprintf("2001:db8:%x::/48", i))
+		out = append(out, fmt.Sprintf("2001:db8:%x::/48", 2*i))
 	}
 	return out
 }
@@ -487,11 +508,17 @@ func TestExcept10kCIDRs(t *testing.T) {
 	if n := allowedAllocs(t, e, get("/items/1", "192.0.2.1")); n != 0 {
 		t.Errorf("an allowed request with a 10k except list: %v allocs", n)
 	}
-	res := decide(t, e, get("/", "100.34.255.9"))
-	if len(res.AppendHeaders(nil)) > 0 {
-		t.Error("100.34.255.9 not exempt")
+	if n := len(e.enforced[0].except[0].match.clients.v4) + len(e.enforced[0].except[0].match.clients.v6); n != 10000 {
+		t.Errorf("%d ranges, want 10000", n)
 	}
-	exempt := get("/", "100.34.255.9")
+	res := decide(t, e, get("/", "100.34.254.9"))
+	if len(res.AppendHeaders(nil)) > 0 {
+		t.Error("100.34.254.9 not exempt")
+	}
+	if res := decide(t, e, get("/", "100.34.255.9")); len(res.AppendHeaders(nil)) == 0 {
+		t.Error("100.34.255.9 exempt")
+	}
+	exempt := get("/", "100.34.254.9")
 	if n := testing.AllocsPerRun(1000, func() { decide(t, e, exempt) }); n != 0 {
 		t.Errorf("an exempt request: %v allocs", n)
 	}
@@ -594,4 +621,21 @@ func FuzzParseListFile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkClientSetContains10k is one lookup in a table of 10,000
+// ranges, clients in and out of it.
+func BenchmarkClientSetContains10k(b *testing.B) {
+	var ps problems
+	s, _ := compileClients(tenK(), func(int) string { return "" }, nil, "", &ps)
+	addrs := []netip.Addr{netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("100.20.2.4"), netip.MustParseAddr("2001:db8:7::1"), netip.MustParseAddr("100.1.1.1")}
+	n := 0
+	for i := 0; b.Loop(); i++ {
+		if s.contains(addrs[i&3]) {
+			n++
+		}
+	}
+	if n == 0 {
+		b.Fatal("none in")
+	}
 }
