@@ -16,7 +16,10 @@ import (
 //     never matches;
 //   - a ja4 matcher in an except entry: a fingerprint is a TLS stack's,
 //     which any client can copy (curl, Go, a headless Chromium), so the
-//     exemption is anyone's who copies it.
+//     exemption is anyone's who copies it;
+//   - a country code that is not ISO 3166-1's but is often written for
+//     one (UK for GB, EL for GR): no database carries it, so the matcher
+//     never matches.
 func (c *Config) geoWarnings() []*Error {
 	var ws []*Error
 	warn := func(path, format string, args ...any) {
@@ -24,9 +27,18 @@ func (c *Config) geoWarnings() []*Error {
 	}
 	plain := c.Listen.TLS == nil
 	const noTLS = "listen has no tls, so no request has a JA4 fingerprint"
+	countries := func(m *rules.Match, path string) {
+		for k, cc := range m.Countries {
+			code, _ := rules.ParseCountry(cc)
+			if iso, ok := notISOCountry[code]; ok {
+				warn(fmt.Sprintf("%s.countries[%d]", path, k), "%s is not an ISO 3166-1 code (databases write %s): it never matches", code, iso)
+			}
+		}
+	}
 	except := func(list []rules.Except, path string) {
 		for j := range list {
 			at := fmt.Sprintf("%s[%d]", path, j)
+			countries(&list[j].Match, at)
 			if len(list[j].JA4) > 0 {
 				warn(at+".ja4", "an exemption by TLS fingerprint exempts every client that copies it (a fingerprint is a TLS stack's, not a client's): exempt by clients or keys")
 			}
@@ -40,6 +52,10 @@ func (c *Config) geoWarnings() []*Error {
 		r := &c.Rules[i]
 		where := fmt.Sprintf("rules[%d]", i)
 		except(r.Except, where+".except")
+		countries(&r.Match, where+".match")
+		for j := range r.Cost.By {
+			countries(&r.Cost.By[j].Match, fmt.Sprintf("%s.cost.by[%d].match", where, j))
+		}
 		if !plain {
 			continue
 		}
@@ -58,4 +74,11 @@ func (c *Config) geoWarnings() []*Error {
 		}
 	}
 	return ws
+}
+
+// notISOCountry are two-letter codes often written for a country whose
+// ISO 3166-1 code (what MaxMind's databases carry) is another.
+var notISOCountry = map[string]string{
+	"UK": "GB", // the United Kingdom (UK is only exceptionally reserved)
+	"EL": "GR", // Greece, as the European Union writes it
 }

@@ -84,3 +84,39 @@ rules:
 		t.Fatalf("over TLS: warnings %v", ws)
 	}
 }
+
+// TestCountryCodeWarnings: UK and EL, written for GB and GR, are valid
+// two-letter codes that no database carries: warned about at their
+// lines, in a rule's match, an except entry and a cost.by match; GB is
+// not.
+func TestCountryCodeWarnings(t *testing.T) {
+	src := `routes: [{path: /, upstream: "http://127.0.0.1:3000"}]
+geoip: {country: geo.mmdb}
+rules:
+  - name: r
+    match: {countries: [gb, uk]}
+    except: [{countries: [EL]}]
+    cost: {by: [{match: {countries: [Uk]}, cost: 2}]}
+    policies: [{rate: 1/s}]
+`
+	dir := t.TempDir()
+	writeGeo(t, dir)
+	c, err := Parse(filepath.Join(dir, "c.yaml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]string{
+		5: "warning: rules[0].match.countries[1]: UK is not an ISO 3166-1 code (databases write GB)",
+		6: "warning: rules[0].except[0].countries[0]: EL is not an ISO 3166-1 code (databases write GR)",
+		7: "warning: rules[0].cost.by[0].match.countries[0]: UK is not an ISO 3166-1 code (databases write GB)",
+	}
+	ws := c.Warnings()
+	if len(ws) != len(want) {
+		t.Fatalf("warnings %v", ws)
+	}
+	for _, w := range ws {
+		if !strings.HasPrefix(w.Msg, want[w.Pos.Line]) {
+			t.Errorf("line %d: %q, want %q", w.Pos.Line, w.Msg, want[w.Pos.Line])
+		}
+	}
+}
