@@ -67,6 +67,7 @@ func Parse(name string, data []byte) (*Config, error) {
 	if err := ps.Err(); err != nil {
 		return nil, err
 	}
+	c.warnings = append(c.warnings, c.geoWarnings()...) // warn_geo.go
 	return c, nil
 }
 
