@@ -17,3 +17,9 @@ type problems = yamldecode.List
 // Problems returns the individual errors inside an error returned by Load
 // or Parse, in file order.
 func Problems(err error) []*Error { return yamldecode.Problems(err) }
+
+// Position returns the position in the file of the value at path, a
+// rule path such as "rules[2].match.ja4" (the nearest enclosing value's
+// when that one has none recorded; the file's when none is), to place a
+// problem a caller finds in a loaded Config.
+func (c *Config) Position(path string) Pos { return c.at(path) }

@@ -91,6 +91,17 @@
 // key under one is refused with the time the penalty has left as
 // Retry-After.
 //
+// A rule that reads the client's TLS fingerprint (a ja4 key part, in
+// its key, tiers.identity or an except entry's key list, or a ja4
+// matcher in its match, except or cost.by; also a ja4 matcher in the
+// top-level except) is refused too, with ErrJA4 (CheckRules, New, and
+// `tollgate forward-auth` at start and on reload): the client's TLS
+// handshake is with the proxy, which forwards no fingerprint, so the
+// key part would always be missing and the matcher never match, and the
+// rule would silently limit (or exempt) nothing. This is a deliberate
+// difference from `tollgate serve`, which computes JA4 on its TLS
+// listeners.
+//
 // # Serving it
 //
 // `tollgate forward-auth -config FILE -listen ADDR` serves a Handler from

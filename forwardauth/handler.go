@@ -90,14 +90,27 @@ var ErrCount = errors.New("a rule with count cannot be enforced by forward-auth:
 	"the origin's answer goes to the proxy, never to forward-auth, so the answers it counts could not be charged; " +
 	"count where the request is served (tollgate serve, httplimit), or drop count to charge every request")
 
+// ErrJA4 is the error for a rule that reads the client's TLS fingerprint
+// (a ja4 key part, or a ja4 matcher in match, except or cost.by; see
+// rules.Rule.JA4Use): the client's TLS handshake is with the proxy,
+// which forwards no fingerprint, so such a rule could never apply.
+var ErrJA4 = errors.New("a rule reading the TLS fingerprint (ja4) cannot be enforced by forward-auth: " +
+	"the client's TLS handshake is with the proxy, which forwards no fingerprint, so a ja4 key part is always missing " +
+	"and a ja4 matcher never matches; limit by ja4 where TLS ends (tollgate serve), or drop ja4 here")
+
 // CheckRules returns ErrConcurrency, naming the rule, when a rule of rs
-// has a concurrency policy, and ErrCount when one counts on the answer
-// (rules.Rule.Count): a configuration's check before it is built into an
-// engine, as New checks the engine.
+// has a concurrency policy, ErrCount when one counts on the answer
+// (rules.Rule.Count) and ErrJA4 when one reads the TLS fingerprint
+// (rules.Rule.JA4Use): a configuration's check before it is built into
+// an engine, as New checks the engine. The top-level except is not in
+// rs: check it with rules.Config.JA4Use (New refuses it too).
 func CheckRules(rs []rules.Rule) error {
 	for i := range rs {
 		if rs[i].Count != nil {
 			return fmt.Errorf("forwardauth: rule %q: %w", rs[i].Name, ErrCount)
+		}
+		if at, ok := rs[i].JA4Use(); ok {
+			return fmt.Errorf("forwardauth: rule %q, %s: %w", rs[i].Name, at, ErrJA4)
 		}
 		for _, p := range rs[i].Policies {
 			if p.Algorithm == rules.AlgConcurrency {
@@ -114,8 +127,9 @@ const maxRefusalField = 1024
 
 // New returns a Handler over e. A nil e is a programming error and
 // panics; a malformed TrustedProxies entry is an error, and so is a rule
-// with a concurrency policy (ErrConcurrency) or one that counts on the
-// answer (ErrCount).
+// with a concurrency policy (ErrConcurrency), one that counts on the
+// answer (ErrCount) or one that reads the TLS fingerprint (ErrJA4, also
+// for a ja4 matcher in the top-level except).
 func New(e *rules.Engine, cfg Config) (*Handler, error) {
 	if e == nil {
 		panic("forwardauth.New: nil *rules.Engine")
@@ -125,6 +139,12 @@ func New(e *rules.Engine, cfg Config) (*Handler, error) {
 	}
 	if name, ok := e.CountingRule(); ok {
 		return nil, fmt.Errorf("forwardauth: rule %q: %w", name, ErrCount)
+	}
+	if name, ok := e.JA4Rule(); ok {
+		if name == "" {
+			return nil, fmt.Errorf("forwardauth: except: %w", ErrJA4)
+		}
+		return nil, fmt.Errorf("forwardauth: rule %q: %w", name, ErrJA4)
 	}
 	h := &Handler{log: cfg.Logger}
 	h.forwarded = httplimit.Config{Wait: cfg.Wait, OnDelayCancelled: func(*http.Request, *rules.Result) { h.cancels.Add(1) }}

@@ -65,7 +65,11 @@ func forwardAuth(ctx context.Context, file, listen string, hup <-chan os.Signal,
 	// The file's warnings are about routes, which forward-auth does not
 	// use.
 	if err := checkForwardAuth(cfg); err != nil {
-		fmt.Fprintf(stderr, "tollgate forward-auth: %s: %v\n", file, err)
+		if ce := (*config.Error)(nil); errors.As(err, &ce) && ce.Pos.Line > 0 {
+			fmt.Fprintf(stderr, "tollgate forward-auth: %v\n", err) // file:line:col: ...
+		} else {
+			fmt.Fprintf(stderr, "tollgate forward-auth: %s: %v\n", file, err)
+		}
 		return exitFail
 	}
 	set, err := stores.Open(cfg.Store, log)
@@ -129,6 +133,9 @@ func checkForwardAuth(cfg *config.Config) error {
 	if len(cfg.ClientIP.TrustedProxies) == 0 {
 		return errors.New("client_ip.trusted_proxies is empty: list the proxies that ask " +
 			"(every auth request comes from one; nothing is trusted by default)")
+	}
+	if at, ok := cfg.Config.JA4Use(); ok {
+		return &config.Error{Pos: cfg.Position(at), Msg: at + ": " + forwardauth.ErrJA4.Error()}
 	}
 	return forwardauth.CheckRules(cfg.Rules)
 }

@@ -188,3 +188,18 @@ func TestForwardAuthRefusesCounting(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want %d naming the rule and count", code, stderr, exitFail)
 	}
 }
+
+// forward-auth never sees the client's TLS handshake: a rule (or the
+// top-level except) reading the ja4 fingerprint is refused at start, at
+// its line (reloadForwardAuth runs the same check).
+func TestForwardAuthRefusesJA4(t *testing.T) {
+	for _, c := range []struct{ cfg, want string }{
+		{"client_ip: {trusted_proxies: [127.0.0.1]}\nrules:\n  - name: bots\n    key: [ja4]\n    policies: [{rate: 5/s}]\n", ":4:"},
+		{"client_ip: {trusted_proxies: [127.0.0.1]}\nexcept:\n  - ja4: [t13d1516h2_8daaf6152771_e5627efa2ab1]\nrules: [{name: api, policies: [{rate: 5/s}]}]\n", ":3:"},
+	} {
+		code, _, stderr := runCLI("forward-auth", "-config", writeConfig(t, c.cfg), "-listen", freeAddr(t))
+		if code != exitFail || !strings.Contains(stderr, "ja4") || !strings.Contains(stderr, c.want) {
+			t.Errorf("exit %d, stderr %q; want %d naming ja4 at line %s", code, stderr, exitFail, c.want)
+		}
+	}
+}
