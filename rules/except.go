@@ -471,6 +471,12 @@ func parseList(name string, r io.Reader, comments bool, check func(s string, lin
 	for sc.Scan() {
 		line++
 		s := sc.Text()
+		if line == 1 {
+			// A byte order mark an editor wrote (Notepad): not part of
+			// the first entry. A "\r" of a CRLF line end is trimmed as
+			// space below.
+			s = strings.TrimPrefix(s, "\ufeff")
+		}
 		if comments {
 			s, _, _ = strings.Cut(s, "#")
 		}

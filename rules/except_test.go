@@ -639,3 +639,34 @@ func BenchmarkClientSetContains10k(b *testing.B) {
 		b.Fatal("none in")
 	}
 }
+
+// A list file saved by an editor that writes a UTF-8 byte order mark
+// (Notepad) or CRLF line ends reads as the same entries: a key read
+// with the mark in front, or a "\r" behind, would never be exempt,
+// silently.
+func TestListFileBOMAndCRLF(t *testing.T) {
+	for _, in := range []string{
+		"\ufeffk-internal-1\nk-internal-2\n",
+		"\ufeffk-internal-1\r\nk-internal-2\r\n",
+		"\ufeff# internal keys\r\nk-internal-1\r\nk-internal-2",
+	} {
+		keys, err := ParseKeysFile("internal-api-keys.txt", strings.NewReader(in))
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if !slices.Equal(keys, []string{"k-internal-1", "k-internal-2"}) {
+			t.Errorf("%q: read as %q", in, keys)
+		}
+	}
+	clients, err := ParseClientsFile("c.txt", strings.NewReader("\ufeff10.0.0.0/8\r\n192.0.2.7 # monitor\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(clients, []string{"10.0.0.0/8", "192.0.2.7"}) {
+		t.Errorf("clients read as %q", clients)
+	}
+	// Only a leading mark is dropped: one further in stays in its entry.
+	if keys, err := ParseKeysFile("k.txt", strings.NewReader("a\n\ufeffb\n")); err != nil || keys[1] != "\ufeffb" {
+		t.Errorf("a mark on line 2: %q, %v", keys, err)
+	}
+}

