@@ -111,7 +111,10 @@ type Rule struct {
 	// field): the decision is made before the request is served (a key
 	// with nothing left is refused at once), the charge after the
 	// answer (Result.Charge). No answer (the upstream failed or the
-	// client went away) counts as 502. Under concurrency a key admits at
+	// client went away) counts as 502; tollgate serve's proxy, on both
+	// data paths, goes on with a counting request whose client went
+	// away and charges the upstream's answer (up to
+	// upstream.response_timeout). Under concurrency a key admits at
 	// most its limit plus the requests in flight between their decision
 	// and their answer. A counting rule cannot delay (a leaky_bucket in
 	// it needs mode police) nor hold concurrency slots. Nil: every

@@ -48,6 +48,14 @@ type h2Exchange struct {
 	body h2Body
 	// charged: the counting rules have been charged with the answer.
 	charged bool
+	// client is the client's request context when the upstream
+	// exchange was detached from it (a request that counts: proxyH2),
+	// cancel the exchange's; once the response headers are in
+	// (modifyH2), the client's going cancels the exchange again, which
+	// unlinks stops.
+	client context.Context
+	cancel context.CancelFunc
+	unlink func() bool
 }
 
 // charge charges ex's counting rules with the answer to r (status, its
@@ -126,8 +134,28 @@ func (g *Server) proxyH2(w http.ResponseWriter, r *http.Request, ex *h2Exchange)
 		// Neither hook ran (a panic): not the upstream's doing.
 		defer ex.endMeters(nil, true)
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(r.Context(), exchangeKey{}, ex))
+	parent := context.WithValue(r.Context(), exchangeKey{}, ex)
+	if ex.res.Counts() {
+		// A request that counts is charged with its answer: a client
+		// that goes away before it does not cancel the upstream
+		// exchange (whose side effect would happen anyway, and be
+		// charged as no answer), which goes on until its response
+		// headers come, bounded by upstream.response_timeout (the timer
+		// below), as the fasthttp path waits for the real answer.
+		// Non-counting requests cancel upstream with their client.
+		ex.client = r.Context()
+		parent = context.WithoutCancel(parent)
+	}
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	if ex.client != nil {
+		ex.cancel = cancel
+		defer func() {
+			if ex.unlink != nil {
+				ex.unlink()
+			}
+		}()
+	}
 	if t := ex.s.Cfg.Upstream.ResponseTimeout; t > 0 {
 		ex.timer = time.AfterFunc(t, func() {
 			ex.timedOut.Store(true)
@@ -283,6 +311,11 @@ func modifyH2(resp *http.Response) error {
 	// grpc-status among the fields) as they arrive, before they go on
 	// to the client.
 	ex.charge(resp.Request, resp.StatusCode, resp.Header)
+	if ex.client != nil {
+		// Charged: the response body goes only as long as the client
+		// is there to take it, as for any request.
+		ex.unlink = context.AfterFunc(ex.client, ex.cancel)
+	}
 	if ex.res.Matched() {
 		httplimit.SetHeaders(resp.Header, &ex.res)
 	}
