@@ -3,10 +3,10 @@ package config
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/internal/stableread"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -83,10 +83,10 @@ func (c *Config) ExceptFiles() []string {
 	return paths
 }
 
-// readList reads the list file at path with parse (one of the rule
-// engine's list parsers). Its entries are never nil.
+// readList reads the list file at path, of at most MaxListFileBytes,
+// with parse (one of the rule engine's list parsers). Its entries are never nil.
 func readList(path string, parse func(string, io.Reader) ([]string, error)) ([]string, error) {
-	f, err := os.Open(path)
+	f, err := stableread.Open(path, MaxListFileBytes)
 	if err != nil {
 		return []string{}, err
 	}

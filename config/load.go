@@ -4,12 +4,25 @@ import (
 	_ "embed"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config/internal/yamldecode"
 	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/stableread"
+	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
+)
+
+// MaxFileBytes bounds the configuration file, read whole (Load, and the
+// gateway's watcher): a path such as /dev/zero is an error, not a
+// process that reads until memory runs out. MaxListFileBytes bounds the
+// list files it names (tiers' members_file, except's clients_file and
+// keys_file), read as streams, and the other files the watcher reads
+// whole (the Redis secret and TLS files).
+const (
+	MaxFileBytes     = 16 << 20
+	MaxListFileBytes = rules.MaxListFileBytes
 )
 
 // Load reads, decodes, defaults and validates the file at path. Every
@@ -17,11 +30,13 @@ import (
 // each with file:line:col (use [Problems] to list them). A file that is
 // empty or holds no YAML document is an error, not a configuration of
 // defaults, and so is one that changed while it was read
-// (stableread.ErrChanged: a writer in place; replace it by rename).
+// (stableread.ErrChanged: a writer in place; replace it by rename), and
+// so is one larger than MaxFileBytes (stableread.ErrTooLarge).
 func Load(path string) (*Config, error) {
-	data, _, err := stableread.ReadFile(path)
+	data, _, err := stableread.ReadFile(path, MaxFileBytes)
 	if err != nil {
-		return nil, &Error{Pos: Pos{File: path}, Msg: err.Error()}
+		// stableread's own errors name the path, which Pos does.
+		return nil, &Error{Pos: Pos{File: path}, Msg: strings.TrimPrefix(err.Error(), path+": ")}
 	}
 	return Parse(path, data)
 }

@@ -3,9 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
+	"github.com/tollgate-dev/tollgate/internal/stableread"
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
@@ -53,9 +53,10 @@ func (c *Config) MembersFiles() []string {
 	return paths
 }
 
-// readMembers reads the plan map file at path (rules.ParsePlanMap).
+// readMembers reads the plan map file at path (rules.ParsePlanMap), of
+// at most MaxListFileBytes.
 func readMembers(path string) (map[string]string, error) {
-	f, err := os.Open(path)
+	f, err := stableread.Open(path, MaxListFileBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -22,6 +22,11 @@ import (
 // (written in place) is stableread.ErrChanged: replace files by rename.
 func ReadDir(dir string) ([]Source, error) { return ReadDirWith(dir, Options{}) }
 
+// maxSourceBytes bounds one configuration file of the directory, read
+// whole: a larger one (or a device) is an error, not a process that
+// reads until memory runs out.
+const maxSourceBytes = 16 << 20
+
 // ReadDirWith is ReadDir with the options o: with o.DotFiles, the files
 // and directories whose name starts with '.' are read too.
 func ReadDirWith(dir string, o Options) ([]Source, error) {
@@ -36,7 +41,7 @@ func ReadDirWith(dir string, o Options) ([]Source, error) {
 				return nil
 			}
 		}
-		data, _, err := stableread.ReadFile(path)
+		data, _, err := stableread.ReadFile(path, maxSourceBytes)
 		if err != nil {
 			return err
 		}

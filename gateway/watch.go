@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/config"
@@ -94,6 +95,9 @@ type watchedFile struct {
 	seen    fileStamp // the version the last look found
 	changed fileStamp // a version other than loaded, waiting to settle
 	since   time.Time // when changed was first seen
+	// tooLarge is the version (size and modification time) last found
+	// larger than its bound (stableread.ErrTooLarge), refused once.
+	tooLarge fileStamp
 }
 
 // fileStamp identifies a version of a file. The zero fileStamp is a file
@@ -113,11 +117,21 @@ func (w *watcher) stamp(path string) (fileStamp, []byte, error) {
 	if w.afterRead != nil {
 		then = func() { w.afterRead(path) }
 	}
-	data, fi, err := stableread.ReadFileThen(path, then)
+	data, fi, err := stableread.ReadFileThen(path, w.limit(path), then)
 	if err != nil {
 		return fileStamp{}, nil, err
 	}
 	return fileStamp{ok: true, size: fi.Size(), mtime: fi.ModTime(), sum: sha256.Sum256(data)}, data, nil
+}
+
+// limit is the most the watcher reads of the file at path:
+// config.MaxFileBytes of the configuration file, config.MaxListFileBytes
+// of the files it names (list, secret and TLS files).
+func (w *watcher) limit(path string) int64 {
+	if path == w.path {
+		return config.MaxFileBytes
+	}
+	return config.MaxListFileBytes
 }
 
 // equal reports whether two stamps are the same version. Modification
@@ -169,6 +183,26 @@ func (w *watcher) look(cfg *config.Config, now time.Time) (data []byte, changed 
 	settling := false
 	for i, p := range w.watched(cfg) {
 		st, b, err := w.stamp(p)
+		if errors.Is(err, stableread.ErrTooLarge) {
+			// Refused, once for each version (its size and time): the
+			// running configuration keeps serving, and the version
+			// before stays the loaded one.
+			if f := w.files[p]; f != nil {
+				big := fileStamp{ok: true}
+				if fi, serr := os.Stat(p); serr == nil {
+					big.size, big.mtime = fi.Size(), fi.ModTime()
+				}
+				if !big.equal(f.tooLarge) {
+					f.tooLarge = big
+					w.torn = append(w.torn, fmt.Errorf("reload refused: %w", err))
+				}
+				f.changed = fileStamp{}
+			}
+			if i == 0 {
+				return nil, nil
+			}
+			continue
+		}
 		if errors.Is(err, stableread.ErrChanged) {
 			f := w.files[p]
 			if f != nil {

@@ -104,10 +104,17 @@ func openVerified(data []byte) (*maxminddb.Reader, error) {
 	return r, nil
 }
 
+// MaxDatabaseBytes bounds the database file, read whole (MaxMind's
+// GeoLite2 City is about 70 MB, Country and ASN a few): a larger file is
+// refused at load and on reload (the database in use keeps serving), and
+// a path such as /dev/zero is an error, not a process that reads until
+// memory runs out.
+const MaxDatabaseBytes = 256 << 20
+
 // load reads, opens and verifies the file at path. The stamp is the
 // version read (the zero stamp when it could not be read).
 func load(path string) (*loaded, stamp, error) {
-	data, fi, err := stableread.ReadFile(path)
+	data, fi, err := stableread.ReadFile(path, MaxDatabaseBytes)
 	if err != nil {
 		return nil, stamp{}, fmt.Errorf("geoip: %w", err)
 	}

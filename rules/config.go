@@ -228,7 +228,8 @@ type Except struct {
 	// per line ('#' starts a comment), added to Clients, resolved
 	// against the configuration file's directory. The gateway reads it
 	// with the configuration and again whenever it changes (as
-	// tiers.members_file): a version that does not parse is refused and
+	// tiers.members_file): a version that does not parse, or is larger
+	// than 256 MiB (MaxListFileBytes, as every list file), is refused and
 	// the configuration before keeps serving.
 	ClientsFile string `yaml:"clients_file" json:"clients_file"`
 	// Key is the key part (one of Key's, e.g. "header:X-API-Key") whose

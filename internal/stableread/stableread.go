@@ -25,17 +25,41 @@ import (
 // ErrChanged is a file that changed while it was read.
 var ErrChanged = errors.New("the file changed while it was read (a writer in place: write the new version beside it and rename it over it)")
 
+// ErrTooLarge is a file larger than its reader's bound (ReadFile's
+// limit, Open's): a path such as /dev/zero, or a file that grows while
+// it is read, is an error, never a process that reads until memory runs
+// out.
+var ErrTooLarge = errors.New("file too large")
+
+// tooLarge is ErrTooLarge for path and the bound limit.
+func tooLarge(path string, limit int64) error {
+	return fmt.Errorf("%s: %w: larger than %s, the bound for this file", path, ErrTooLarge, Size(limit))
+}
+
+// Size writes n bytes for a message: "16 MiB", "256 MiB", "1500 bytes".
+func Size(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // ReadFile reads the file at path whole, as os.ReadFile does, and
-// returns its contents and its FileInfo as they were read. A regular
-// file that changed during the read (size or modification time, before
-// and after, or a size other than the bytes read) is ErrChanged, wrapped
+// returns its contents and its FileInfo as they were read. A file
+// larger than limit bytes is ErrTooLarge (refused before it is read when
+// it is a regular file; a device or pipe is read through an
+// io.LimitReader and refused once it has given more). A regular file
+// that changed during the read (size or modification time, before and
+// after, or a size other than the bytes read) is ErrChanged, wrapped
 // with the path.
-func ReadFile(path string) ([]byte, fs.FileInfo, error) { return ReadFileThen(path, nil) }
+func ReadFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
+	return ReadFileThen(path, limit, nil)
+}
 
 // ReadFileThen is ReadFile calling then, when not nil, once the bytes are
 // read and before the file is looked at again: tests change the file
 // there, as a writer resuming at the worst moment would.
-func ReadFileThen(path string, then func()) ([]byte, fs.FileInfo, error) {
+func ReadFileThen(path string, limit int64, then func()) ([]byte, fs.FileInfo, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -46,10 +70,16 @@ func ReadFileThen(path string, then func()) ([]byte, fs.FileInfo, error) {
 		return nil, nil, err
 	}
 	size := before.Size()
+	if size > limit {
+		return nil, nil, tooLarge(path, limit)
+	}
 	buf := make([]byte, 0, max(size, 0)+512)
-	data, err := readAll(f, buf)
+	data, err := readAll(io.LimitReader(f, limit+1), buf)
 	if err != nil {
 		return nil, nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, nil, tooLarge(path, limit) // a device, or a file that grew
 	}
 	if then != nil {
 		then()
@@ -83,3 +113,43 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 		}
 	}
 }
+
+// Open opens the file at path for a parser that reads it as a stream
+// (a list file): a regular file larger than limit bytes is refused at
+// once with ErrTooLarge, and reading a device, a pipe or a file that
+// grows fails with ErrTooLarge once it has given more than limit bytes.
+func Open(path string, limit int64) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if fi.Size() > limit {
+		f.Close()
+		return nil, tooLarge(path, limit)
+	}
+	return &capped{f: f, lr: io.LimitedReader{R: f, N: limit + 1}, path: path, limit: limit}, nil
+}
+
+// capped is Open's reader.
+type capped struct {
+	f     *os.File
+	lr    io.LimitedReader
+	path  string
+	limit int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	n, err := c.lr.Read(p)
+	if c.lr.N <= 0 {
+		// limit+1 bytes have come: the last is past the bound.
+		return max(n-1, 0), tooLarge(c.path, c.limit)
+	}
+	return n, err
+}
+
+func (c *capped) Close() error { return c.f.Close() }
