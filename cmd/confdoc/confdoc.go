@@ -27,6 +27,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tollgate-dev/tollgate/config"
+	"github.com/tollgate-dev/tollgate/rules"
 )
 
 // Key is one documented YAML key.
@@ -45,6 +46,12 @@ type Key struct {
 	Example string
 	// Section is true for a key whose value is a mapping of further keys.
 	Section bool
+	// Parts are the key parts a key naming them (rules[].key,
+	// except[].key, tiers.identity) takes, each "`name`: what it is",
+	// from the doc comment of rules.Key (its indented list), and
+	// PartsNote that comment's text after the list; rendered after Doc.
+	Parts     []string
+	PartsNote string
 	// Refused is true for an old spelling that the loader refuses at its
 	// line, naming what to write (its field's doc has a "Deprecated:"
 	// paragraph): it is no setting, and the reference lists it only
@@ -97,6 +104,19 @@ func fieldDocs(dir, pkgPath string, docs map[string]string) error {
 			return err
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
+			if gd, ok := n.(*ast.GenDecl); ok && gd.Tok == token.TYPE {
+				// A type's own doc, under "pkgpath.Type": on the spec,
+				// or on the declaration of a single one.
+				for _, sp := range gd.Specs {
+					ts := sp.(*ast.TypeSpec)
+					if ts.Doc != nil {
+						docs[pkgPath+"."+ts.Name.Name] = ts.Doc.Text()
+					} else if gd.Doc != nil && len(gd.Specs) == 1 {
+						docs[pkgPath+"."+ts.Name.Name] = gd.Doc.Text()
+					}
+				}
+				return true
+			}
 			ts, ok := n.(*ast.TypeSpec)
 			if !ok {
 				return true
@@ -135,7 +155,42 @@ func typeName(e ast.Expr) string {
 	return ""
 }
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	keyType      = reflect.TypeFor[rules.Key]()
+	exceptType   = reflect.TypeFor[rules.Except]()
+)
+
+// namesKeyParts reports whether field f of owner is a key made of key
+// parts (a rules.Key) or names one (rules.Except.Key).
+func namesKeyParts(owner reflect.Type, f reflect.StructField) bool {
+	return f.Type == keyType || owner == exceptType && f.Name == "Key"
+}
+
+// keyParts reads the list of key parts from rules.Key's doc comment:
+// its indented block, one part a line ("name   what it is", continued
+// on lines indented further), and the text after it.
+func keyParts(doc string) (parts []string, note string) {
+	var after []string
+	inBlock := false
+	for _, line := range strings.Split(doc, "\n") {
+		indented := strings.HasPrefix(line, "\t") || strings.HasPrefix(line, " ")
+		switch {
+		case indented && strings.TrimSpace(line) != "":
+			inBlock = true
+			body := strings.TrimPrefix(line, "\t")
+			if body != "" && body[0] != ' ' && body[0] != '\t' {
+				name, text, _ := strings.Cut(body, " ")
+				parts = append(parts, "`"+name+"`: "+strings.Join(strings.Fields(text), " "))
+			} else if len(parts) > 0 {
+				parts[len(parts)-1] += " " + strings.Join(strings.Fields(body), " ")
+			}
+		case inBlock && len(parts) > 0:
+			after = append(after, line)
+		}
+	}
+	return parts, strings.Join(strings.Fields(strings.Join(after, " ")), " ")
+}
 
 // walk appends the keys of struct type t under prefix.
 func walk(t reflect.Type, prefix string, docs map[string]string, keys *[]Key) {
@@ -152,6 +207,9 @@ func walk(t reflect.Type, prefix string, docs map[string]string, keys *[]Key) {
 		k := Key{Path: path, Type: describe(f.Type), Doc: text, Default: defaultOf(text)}
 		if _, instead, ok := strings.Cut(text, "Deprecated: "); ok {
 			k.Refused, k.Doc, k.Default = true, instead, ""
+		}
+		if namesKeyParts(owner, f) {
+			k.Parts, k.PartsNote = keyParts(docs[keyType.PkgPath()+"."+keyType.Name()])
 		}
 		sub, suffix := structBelow(f.Type)
 		k.Section = sub != nil
@@ -396,6 +454,16 @@ in ` + "`examples/`" + `.
 		b.WriteString("\n")
 		if k.Doc != "" {
 			b.WriteString(k.Doc + "\n\n")
+		}
+		if len(k.Parts) > 0 {
+			b.WriteString("Key parts:\n\n")
+			for _, p := range k.Parts {
+				b.WriteString("- " + p + "\n")
+			}
+			b.WriteString("\n")
+			if k.PartsNote != "" {
+				b.WriteString(k.PartsNote + "\n\n")
+			}
 		}
 	}
 	if len(refused) > 0 {

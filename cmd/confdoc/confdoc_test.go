@@ -101,3 +101,48 @@ func TestReferenceListsNoRefusedKeyAsASetting(t *testing.T) {
 		}
 	}
 }
+
+// The keys that name key parts (a rule's key, an except entry's key,
+// tiers.identity) list every part rules.Key's doc comment names, each
+// with its words, and the reference shows them; no other key does.
+func TestKeyPartsListed(t *testing.T) {
+	keys, err := Keys(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ip", "header:NAME", "query:NAME", "path", "method", "host", "global",
+		"grpc_service", "grpc_method", "country", "asn", "ja4"}
+	withParts := map[string]bool{}
+	for _, k := range keys {
+		if len(k.Parts) == 0 {
+			continue
+		}
+		withParts[k.Path] = true
+		var names []string
+		for _, p := range k.Parts {
+			name, text, _ := strings.Cut(p, ": ")
+			names = append(names, strings.Trim(name, "`"))
+			if len(text) < 8 {
+				t.Errorf("%s: part %q has no words", k.Path, p)
+			}
+		}
+		if strings.Join(names, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: parts %q, want %q", k.Path, names, want)
+		}
+		if !strings.Contains(k.PartsNote, "missing") {
+			t.Errorf("%s: the note after the parts is %q", k.Path, k.PartsNote)
+		}
+	}
+	for _, p := range []string{"rules[].key", "except[].key", "rules[].except[].key", "rules[].tiers.identity"} {
+		if !withParts[p] {
+			t.Errorf("%s lists no key parts", p)
+		}
+	}
+	if len(withParts) != 4 {
+		t.Errorf("keys listing parts: %v, want the 4", withParts)
+	}
+	md := string(Markdown(keys))
+	if n := strings.Count(md, "- `ja4`: the JA4 fingerprint"); n != 4 {
+		t.Errorf("the reference lists ja4 %d times, want 4", n)
+	}
+}
