@@ -48,8 +48,9 @@ type Config struct {
 	ASN string `yaml:"asn"`
 	// ReloadInterval is how often each file is checked for a new version
 	// (its size, modification time or inode changed): a new version is
-	// loaded without a restart, and one that is not a valid database is
-	// refused, logged and counted (tollgate_geoip_reload_errors_total),
+	// loaded without a restart, and one that is not a valid database (or
+	// is larger than 256 MiB, geoip.MaxDatabaseBytes) is refused, logged
+	// and counted (tollgate_geoip_reload_errors_total),
 	// the version before serving on. Replace a file by renaming a
 	// complete one over it, as geoipupdate does. Default 1m; at least
 	// 1s.
