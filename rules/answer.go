@@ -45,9 +45,12 @@ func (r *Result) Counts() bool {
 // policies are charged still.
 func (r *Result) Charge(ctx context.Context, status int, h AnswerHeader) error {
 	if !r.Counts() {
+		r.unreserve(0, r.n)
 		return nil
 	}
 	r.charged = true
+	// The reservations end once the store has the charges.
+	defer r.unreserve(0, r.n)
 	e := r.e
 	var first error
 	end := r.n

@@ -95,6 +95,9 @@ func compile(c *Config) (*Engine, problems) {
 	slices.SortStableFunc(e.shadow, countingLast)
 	if e.hasChecks() {
 		e.refusals = newRefusalCache()
+		if slices.ContainsFunc(e.enforced, isCounting) || slices.ContainsFunc(e.shadow, isCounting) {
+			e.pending = newReservations()
+		}
 		if c.Now != nil {
 			now := c.Now
 			e.mono = func() int64 { return now().UnixNano() }
@@ -309,6 +312,8 @@ func splitConcurrency(list []*compiledPolicy) (rates, conc []*compiledPolicy) {
 }
 
 // countRank orders counting rules after the others.
+func isCounting(r *compiledRule) bool { return r.count != nil }
+
 func countRank(r *compiledRule) int {
 	if r.count != nil {
 		return 1

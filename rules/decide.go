@@ -234,6 +234,7 @@ func (e *Engine) decideGroup(ctx context.Context, res *Result, b *batch, from, b
 	}
 	d, err = b.apply(ctx, e, res, bfrom)
 	if err != nil {
+		res.unreserve(from, to)
 		return d, false, err
 	}
 	d.Index += bfrom - from
@@ -241,6 +242,7 @@ func (e *Engine) decideGroup(ctx context.Context, res *Result, b *batch, from, b
 		d = limit.Merge(d, peek)
 	}
 	if !d.Allowed {
+		res.unreserve(from, to)
 		e.penalise(ctx, res, from, &d)
 	}
 	return d, false, nil

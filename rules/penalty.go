@@ -93,6 +93,10 @@ type check struct {
 	i    int
 	pen  bool
 	wait bool
+	// watched: a peek watched on the engine's reservations, which had
+	// released so much then (reservations.watch).
+	watched  bool
+	released int64
 }
 
 func (c check) request(res *Result) limit.Request {
@@ -151,7 +155,11 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 		}
 		switch {
 		case a.peek:
-			checks = append(checks, check{i: i})
+			c := check{i: i}
+			if e.pending != nil && a.cost > 0 {
+				c.released, c.watched = e.pending.watch(a.key, now)
+			}
+			checks = append(checks, c)
 		case a.penKey != "":
 			checks = append(checks, check{i: i, wait: true})
 		}
@@ -163,6 +171,11 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 	}
 	decs = decs[:len(checks)]
 	if err := e.decideChecks(ctx, res, checks, decs); err != nil {
+		for _, c := range checks {
+			if c.watched {
+				e.pending.unwatch(res.at(c.i).key)
+			}
+		}
 		return limit.Decision{}, false, limit.Decision{}, false, err
 	}
 	for k, c := range checks {
@@ -188,7 +201,13 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 			continue // read with its penalty's check
 		} else {
 			if a.pen > 0 { // under a penalty: that is its refusal
+				if c.watched {
+					e.pending.unwatch(a.key)
+				}
 				continue
+			}
+			if c.watched && (!d.Allowed || d.Remaining < a.cost) {
+				e.pending.unwatch(a.key)
 			}
 			switch {
 			case !d.Allowed:
@@ -198,6 +217,19 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 				// for a penalty.
 				d.RetryAfter = max(d.RetryAfter, time.Nanosecond)
 			case d.Remaining >= a.cost:
+				if c.watched {
+					gen, left := e.pending.reserve(a.key, now, c.released, d.Remaining, a.cost)
+					if gen == 0 {
+						// What is left is reserved by requests in
+						// flight: refused until they are answered,
+						// with no penalty (nothing is over the limit).
+						d.Allowed, d.Remaining = false, max(left, 0)
+						d.RetryAfter = reservedRetryAfter
+						break
+					}
+					a.resGen, res.reserving = gen, true
+					d.Remaining = left
+				}
 				if peeked {
 					peek = limit.Merge(peek, d)
 				} else {
@@ -214,8 +246,16 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 		}
 		consider(d)
 	}
+	if refused {
+		res.unreserve(from, to)
+	}
 	return refusal, refused, peek, peeked, nil
 }
+
+// reservedRetryAfter is the Retry-After of a request refused because
+// what its counting policy has left is reserved by requests in flight
+// (reservations): they end when answered, so soon.
+const reservedRetryAfter = time.Second
 
 // peekRefusal makes d, the peek of entry a that found less left than its
 // cost, a refusal: its Retry-After, and the policy's penalty started.

@@ -106,14 +106,40 @@ func TestPenaltyOfACountingRule(t *testing.T) {
 	charge(t, &res, 200, nil)
 }
 
+// TestPenaltyStartedByAChargeThatFoundTheLimitFull: two gateways (two
+// engines on one store) each admit the key's last failure, their
+// reservations being their own: the second charge finds the limit full
+// and starts the penalty.
 func TestPenaltyStartedByAChargeThatFoundTheLimitFull(t *testing.T) {
 	obs := &events{}
 	r := loginRule(1)
 	r.Penalty = 10 * time.Minute
-	e, _ := newEngine(t, Config{Observer: obs, Rules: []Rule{r}})
+	c := newClock()
+	st, err := memory.New(memory.Config{Clock: c.now, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e1, err := New(Config{Now: c.wall, Rules: []Rule{r}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{Now: c.wall, Observer: obs, Rules: []Rule{r}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const ip = "203.0.113.10"
-	a := decide(t, e, get("/login", ip))
-	b := decide(t, e, get("/login", ip)) // in flight together
+	a := decide(t, e1, get("/login", ip))
+	if again := decide(t, e1, get("/login", ip)); !again.Refused() {
+		// One gateway alone: its reservation refuses the second.
+		t.Fatal("a second request in flight on one gateway admitted")
+	} else if again.Penalty() != 0 || headers(&again)[HeaderRetryAfter] != "1" {
+		t.Fatalf("refused for a reservation with a penalty %v, Retry-After %s", again.Penalty(), headers(&again)[HeaderRetryAfter])
+	}
+	b := decide(t, e, get("/login", ip)) // in flight together, one on each gateway
+	if a.Refused() || b.Refused() {
+		t.Fatal("refused on an empty count")
+	}
 	charge(t, &a, 401, nil)
 	charge(t, &b, 401, nil) // finds the limit full: starts the penalty
 	ev := obs.list[len(obs.list)-1]
