@@ -52,7 +52,7 @@ type Engine struct {
 	// pending holds the counting rules' reservations (reservations);
 	// nil when no rule counts.
 	pending *reservations
-	mono     func() int64
+	mono    func() int64
 
 	batches   sync.Pool // *[]limit.Request
 	decisions sync.Pool // *[]limit.Decision, for ApplyEach
