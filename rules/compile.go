@@ -163,6 +163,9 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 	if r.Penalty != 0 {
 		e.checkRulePenalty(r.Penalty, cr, where+".penalty", ps)
 	}
+	if !clientOwned(cr.key) {
+		checkSharedPenalties(r, where, ps)
+	}
 	if r.Count != nil {
 		cr.count = compileCount(r, cr, where, ps)
 	}

@@ -2,7 +2,9 @@ package rules
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
@@ -63,6 +65,48 @@ func (e *Engine) checkRulePenalty(d time.Duration, cr *compiledRule, where strin
 		ps.add(where, "%v: want between 1s and 720h (30 days)", d)
 	case cr.tiers == nil && len(cr.policies) == 0 && len(cr.conc) > 0:
 		ps.add(where, "the rule has only concurrency policies, which take no penalty")
+	}
+}
+
+// clientOwned reports whether a key has a part a client owns: its
+// address (ip), an API key or other credential it sends (header:NAME,
+// query:NAME), or its TLS stack (ja4: shared by the users of one
+// client version, a trade-off the penalty docs state). A key only of
+// global, path, method, host, grpc_service, grpc_method, country and
+// asn is shared by every client that sends such a request.
+func clientOwned(parts []keyPart) bool {
+	for _, p := range parts {
+		switch p.kind {
+		case partIP, partHeader, partQuery, partJA4:
+			return true
+		}
+	}
+	return false
+}
+
+// sharedPenalty is the problem of a penalty on a key no client owns.
+const sharedPenalty = "a penalty on a key no client owns (%s) lets one client's refusal lock every client out for the whole penalty: add ip or an API-key header (header:NAME) to the rule's key, or drop the penalty"
+
+// checkSharedPenalties reports every penalty of rule r, whose key no
+// client owns, at its path (rules[i].penalty, rules[i].policies[j].penalty,
+// rules[i].tiers.plans.NAME[j].penalty).
+func checkSharedPenalties(r *Rule, where string, ps *problems) {
+	key := strings.Join(r.Key, ", ")
+	if r.Penalty != 0 {
+		ps.add(where+".penalty", sharedPenalty, key)
+	}
+	policies := func(list []Policy, at string) {
+		for j, p := range list {
+			if p.Penalty != 0 {
+				ps.add(fmt.Sprintf("%s[%d].penalty", at, j), sharedPenalty, key)
+			}
+		}
+	}
+	policies(r.Policies, where+".policies")
+	if r.Tiers != nil {
+		for _, plan := range sortedKeys(r.Tiers.Plans) {
+			policies(r.Tiers.Plans[plan], where+".tiers.plans."+plan)
+		}
 	}
 }
 

