@@ -57,7 +57,7 @@ const (
 type reserveShard struct {
 	mu sync.Mutex
 	m  map[string]pendingCost
-	_  [40]byte // a shard a cache line of its own
+	_  [48]byte // a shard a cache line of its own (8 + 8 + 48)
 }
 
 // pendingCost is one key's entry.
