@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -220,5 +221,22 @@ func TestShadowCountingRuleReserves(t *testing.T) {
 	}
 	if k := reservedTotal(e); k != 0 {
 		t.Fatalf("%d reserved", k)
+	}
+}
+
+// BenchmarkCountingAdmitted: an admitted counting request, decided and
+// charged with an answer the rule does not count (its reservation made
+// and ended).
+func BenchmarkCountingAdmitted(b *testing.B) {
+	e, _ := newEngine(b, Config{Rules: []Rule{loginRule(5)}})
+	rq := get("/login", "192.0.2.78")
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, _ := e.Decide(ctx, rq)
+		if res.Refused() {
+			b.Fatal("refused")
+		}
+		res.Charge(ctx, 200, nil) //nolint:errcheck // the memory store does not fail
 	}
 }
