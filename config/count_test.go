@@ -64,3 +64,25 @@ rules:
 		{16, "rules[0].policies[2].penalty: 2000h0m0s"},
 	})
 }
+
+func TestPenaltyOnASharedKeyAtItsLine(t *testing.T) {
+	_, err := Parse("cap.yaml", []byte(`routes: [{path: /, upstream: "http://127.0.0.1:9"}]
+rules:
+  - name: origin-cap
+    key: [global]
+    penalty: 15m
+    policies: [{algorithm: fixed_window, limit: 100, window: 1s}]
+  - name: per-host
+    key: [host, path]
+    policies:
+      - {algorithm: fixed_window, limit: 100, window: 1s}
+      - algorithm: fixed_window
+        limit: 1000
+        window: 1m
+        penalty: 1h
+`))
+	checkProblems(t, err, []want{
+		{5, "rules[0].penalty: a penalty on a key no client owns (global)"},
+		{14, "rules[1].policies[1].penalty: a penalty on a key no client owns (host, path)"},
+	})
+}

@@ -17,7 +17,9 @@ import (
 // shaped one waits its delay first; every response carries the rate-limit
 // headers. A request a counting rule (rules.Rule.Count) matched is
 // charged with the answer next leaves in ctx.Response (Charge), before
-// fasthttp writes it; one whose next panics, as 500. A store error is
+// fasthttp writes it; one whose next panics, as 500; one never served
+// (a delay its client left) ends its counting reservation
+// (rules.Result.Release). A store error is
 // logged with the rule engine's logger and handled as the rules' failure
 // mode says (rules.Config.OnErrorOf).
 //

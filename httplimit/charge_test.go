@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -188,5 +189,59 @@ func TestCountingMiddlewareAllocs(t *testing.T) {
 	t.Logf("bare %v allocs, counting %v allocs", base, lim)
 	if lim-base > 5 {
 		t.Fatalf("counting middleware adds %v allocs, budget 5 (the writer, the headers)", lim-base)
+	}
+}
+
+// A request a counting rule admitted that is never served (its delay,
+// by a shaping rule of the same request, left by its client) ends its
+// counting reservation: the key's last place is not kept from the next
+// request.
+func TestMiddlewareEndsTheReservationOfARequestNeverServed(t *testing.T) {
+	st, err := memory.New(memory.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e, err := rules.New(rules.Config{Rules: []rules.Rule{
+		{Name: "shape", Key: rules.Key{"header:X-Shape"}, MaxDelay: time.Minute,
+			Policies: []rules.Policy{{Algorithm: "leaky_bucket", Rate: "1/30s", Burst: 5}}},
+		{Name: "failed", Count: &rules.Count{Statuses: []string{"401"}},
+			Policies: []rules.Policy{{Algorithm: "fixed_window", Limit: 1, Window: "1h"}}},
+	}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := 0
+	h := New(e, Config{}).Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }))
+	send := func(shape bool, cancelAfter time.Duration) int {
+		r := httptest.NewRequest(http.MethodPost, "/login", nil)
+		r.RemoteAddr = "192.0.2.1:4711"
+		if shape {
+			r.Header.Set("X-Shape", "1")
+		}
+		if cancelAfter > 0 {
+			ctx, cancel := context.WithTimeout(r.Context(), cancelAfter)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	if code := send(true, 0); code != http.StatusOK {
+		t.Fatalf("first: %d", code)
+	}
+	// Delayed about 30s by the shaping rule, holding the counting
+	// rule's only place; its client leaves after 50ms.
+	t0 := time.Now()
+	send(true, 50*time.Millisecond)
+	if time.Since(t0) < 50*time.Millisecond {
+		t.Fatal("the second request was not delayed")
+	}
+	if served != 1 {
+		t.Fatalf("the delayed request was served (%d served)", served)
+	}
+	if code := send(false, 0); code != http.StatusOK || served != 2 {
+		t.Fatalf("after a request never served: %d (%d served); want the place it reserved back", code, served)
 	}
 }

@@ -82,7 +82,9 @@ func (l *Limiter) DelaysCancelled() uint64 { return l.cancels.Load() }
 //   - a store failure is allowed or refused as the rules' failure mode
 //     says (rules.Config.OnErrorOf; the engine logs it);
 //   - the concurrency slots a request holds (rules.AlgConcurrency) are
-//     released when next returns or panics;
+//     released when next returns or panics, and so are the counting
+//     reservations (rules.Result.Holds) of a request never charged (a
+//     delay its client left);
 //   - a request a counting rule (rules.Rule.Count) matched is charged
 //     with the answer next gives (Charge): the status it writes, charged
 //     as it is written (before the client can read it), 200 when it

@@ -136,6 +136,9 @@ func (er *engineRun) decide(r *engineRequest, now int64) bool {
 			er.errors++
 		}
 	}
+	// The request has ended: what Charge did not end (a line without a
+	// status) gives its counting reservations back.
+	res.Release()
 	return true
 }
 

@@ -17,7 +17,8 @@ type AnswerHeader interface {
 
 // Counts reports whether a rule that matched the request charges on the
 // answer (Rule.Count): the front end must then call Charge once the
-// upstream has answered (or failed to). It is false for a refused
+// upstream has answered (or failed to), or, for a request it does not
+// serve after all, Release (which Holds asks for). It is false for a refused
 // request (there is no answer to count), for one only shadow counting
 // rules matched that the shadow rules would have refused, and once
 // Charge has run.
@@ -36,18 +37,23 @@ func (r *Result) Counts() bool {
 // its rule's store (one atomic Apply each, or one ApplyEach for the
 // rule's policies where the store has it, as Redis does): the request was served, so
 // there is nothing to hold back, and one policy found full does not keep
-// the answer from the others. A policy found full (the requests in
-// flight between Decide's peek and this charge took what was left) is
-// not charged, and starts its penalty if it has one. A shadow counting
+// the answer from the others. Then the request's reservations end
+// (counted or not): Decide reserved its cost, so on one engine no
+// policy is found full; one found full (requests another gateway
+// admitted meanwhile took what was left) is not charged, and starts its
+// penalty if it has one. A shadow counting
 // rule is charged the same way, unless the shadow rules would have
 // refused the request. Charge does not allocate for the memory store;
 // its error wraps ErrStore, with the store keys hashed, and the other
 // policies are charged still.
 func (r *Result) Charge(ctx context.Context, status int, h AnswerHeader) error {
 	if !r.Counts() {
+		r.unreserve(0, r.n)
 		return nil
 	}
 	r.charged = true
+	// The reservations end once the store has the charges.
+	defer r.unreserve(0, r.n)
 	e := r.e
 	var first error
 	end := r.n

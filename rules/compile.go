@@ -95,6 +95,9 @@ func compile(c *Config) (*Engine, problems) {
 	slices.SortStableFunc(e.shadow, countingLast)
 	if e.hasChecks() {
 		e.refusals = newRefusalCache()
+		if slices.ContainsFunc(e.enforced, isCounting) || slices.ContainsFunc(e.shadow, isCounting) {
+			e.pending = newReservations()
+		}
 		if c.Now != nil {
 			now := c.Now
 			e.mono = func() int64 { return now().UnixNano() }
@@ -159,6 +162,9 @@ func (e *Engine) compileRule(r *Rule, where string, maxDelay time.Duration, ps *
 	}
 	if r.Penalty != 0 {
 		e.checkRulePenalty(r.Penalty, cr, where+".penalty", ps)
+	}
+	if !clientOwned(cr.key) {
+		checkSharedPenalties(r, where, ps)
 	}
 	if r.Count != nil {
 		cr.count = compileCount(r, cr, where, ps)
@@ -309,6 +315,8 @@ func splitConcurrency(list []*compiledPolicy) (rates, conc []*compiledPolicy) {
 }
 
 // countRank orders counting rules after the others.
+func isCounting(r *compiledRule) bool { return r.count != nil }
+
 func countRank(r *compiledRule) int {
 	if r.count != nil {
 		return 1

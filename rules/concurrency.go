@@ -161,13 +161,18 @@ func (e *Engine) acquire(ctx context.Context, res *Result) (bool, error) {
 	return true, firstErr
 }
 
-// Release gives back the concurrency slots the request holds. Call it
+// Release gives back the concurrency slots the request holds, and ends
+// the reservations of its counting rules that Charge has not ended (a
+// request refused by the front end or never served: see Counts). Call it
 // once the response has been sent or the client has gone, on every path
-// (a deferred call covers panics); a Result without slots does nothing,
-// and a second call does nothing. It does not use the request's context,
+// (a deferred call covers panics); a Result that holds nothing does
+// nothing, and a second call does nothing. Call it on the one copy of
+// the Result that was charged, or on none: a copy made before Charge
+// still holds the reservations Charge ended. It does not use the request's context,
 // which is cancelled when the client goes away: the slot store bounds the
 // call itself.
 func (r *Result) Release() {
+	r.unreserve(0, r.n)
 	for i := 0; i < r.nslots; i++ {
 		s := r.slotAt(i)
 		if !s.held {
@@ -181,9 +186,12 @@ func (r *Result) Release() {
 	}
 }
 
-// Holds reports whether the request holds concurrency slots that Release
-// must give back.
+// Holds reports whether the request holds concurrency slots or counting
+// reservations that Release must give back or end.
 func (r *Result) Holds() bool {
+	if r.reserving {
+		return true
+	}
 	for i := 0; i < r.nslots; i++ {
 		if r.slotAt(i).held {
 			return true

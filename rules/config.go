@@ -114,15 +114,23 @@ type Rule struct {
 	// client went away) counts as 502; tollgate serve's proxy, on both
 	// data paths, goes on with a counting request whose client went
 	// away and charges the upstream's answer (up to
-	// upstream.response_timeout). Under concurrency a key admits at
-	// most its limit plus the requests in flight between their decision
-	// and their answer. A counting rule cannot delay (a leaky_bucket in
+	// upstream.response_timeout). Each request admitted reserves its
+	// cost on this gateway until its answer is charged, so a key admits
+	// at most its limit however many of its requests are in flight
+	// (those beyond what is left unreserved are refused with
+	// Retry-After 1s, no penalty); across gateways, at most the limit
+	// plus what is in flight on the others. A counting rule cannot delay (a leaky_bucket in
 	// it needs mode police) nor hold concurrency slots. Nil: every
 	// admitted request is charged when it is decided.
 	Count *Count `yaml:"count" json:"count"`
 	// Penalty is the default Policy.Penalty of the rule's rate policies
 	// (concurrency policies take none), e.g. 15m: once refused, a key is
-	// refused for this long.
+	// refused for this long. The key must have a part a client owns
+	// (ip, header, query or ja4): a penalty on a key shared by every
+	// client (global, path, method, host, grpc_service, grpc_method,
+	// country, asn) is refused. The anonymous bucket (Anonymous) is
+	// never penalised. A ja4 key is shared by every user of one TLS
+	// stack (a browser version), and so is its penalty.
 	Penalty time.Duration `yaml:"penalty" json:"penalty"`
 	// Shadow makes the rule count and report but never refuse or delay.
 	// Shadow rules are charged separately from enforced ones.
@@ -372,7 +380,8 @@ type Policy struct {
 	// further refusals do not extend it. It is kept in the policy's
 	// store, beside its counter, so it holds across gateways as the
 	// counter does. Between 1s and 720h (30 days); not on a concurrency
-	// policy. Zero: the rule's Penalty; none when that is zero too.
+	// policy, nor on a rule whose key no client owns (see Rule.Penalty).
+	// Zero: the rule's Penalty; none when that is zero too.
 	Penalty time.Duration `yaml:"penalty" json:"penalty"`
 	// RetryAfter is a concurrency policy's Retry-After on a refusal
 	// (algorithm concurrency: at most Limit requests of a key in flight;

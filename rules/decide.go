@@ -234,6 +234,7 @@ func (e *Engine) decideGroup(ctx context.Context, res *Result, b *batch, from, b
 	}
 	d, err = b.apply(ctx, e, res, bfrom)
 	if err != nil {
+		res.unreserve(from, to)
 		return d, false, err
 	}
 	d.Index += bfrom - from
@@ -241,6 +242,7 @@ func (e *Engine) decideGroup(ctx context.Context, res *Result, b *batch, from, b
 		d = limit.Merge(d, peek)
 	}
 	if !d.Allowed {
+		res.unreserve(from, to)
 		e.penalise(ctx, res, from, &d)
 	}
 	return d, false, nil
@@ -317,7 +319,9 @@ func (e *Engine) collect(d *decision, res *Result, b *batch, r *compiledRule) {
 		full := append(append(fb[:0], p.keyPrefix...), val...)
 		key := e.keys.intern(full)
 		a := applied{rule: r, policy: p, plan: plan, key: key, cost: cost, peek: peek}
-		if p.pen != nil {
+		if p.pen != nil && ok {
+			// Not the anonymous bucket's (a request without the key):
+			// every such client shares it, none is penalised for it.
 			full = append(append(fb[:0], p.pen.prefix...), val...)
 			a.penKey = e.keys.intern(full)
 			b.checks++

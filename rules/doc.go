@@ -130,11 +130,34 @@
 // policies with its cost, each in one atomic Apply; [Result.Counts] tells
 // a front end whether to call it. No answer (status 0: the upstream
 // failed, the client went away) is counted as 502, what the gateway
-// answers. Like Cloudflare's counting expressions, the decision and the
-// charge are apart: under concurrency a key admits at most its limit
-// plus the requests in flight between their peek and their charge (the
-// charges themselves are exact; a charge that finds the limit full
-// charges nothing, and starts the policy's penalty). A counting rule
+// answers. The decision and the charge are apart, as with Cloudflare's
+// counting expressions, but not the in-flight requests: a request a
+// counting policy admits reserves its cost on the key in the engine
+// until its Charge (counted or not) or its end without one
+// ([Result.Release], which [Result.Holds] asks for: a refusal by a front
+// end, a delay its client left, a panic), and a peek passes only when
+// what the store has left, less what is reserved, covers the cost. So on
+// one gateway a key admits at most its limit however many of its
+// requests are in flight (200 wrong passwords at once against a limit
+// of 5 admit 5; a user's serial attempts are never refused by it). A
+// request beyond what is left unreserved is refused with Retry-After
+// 1s and no penalty (nothing is over the limit yet): a user's concurrent
+// requests beyond what is left are refused too (a deliberate
+// consequence: the engine cannot tell them from an attacker's before
+// their answers). A peek that overlaps others' charges counts each charge
+// ended since it began as still reserved (the store's answer may or may
+// not hold it), so under concurrency a key may be admitted a little
+// less than what is left, never more. The reservations are the
+// gateway's own: across gateways sharing a store (Redis strict, the
+// eventual and gossip tiers) a key admits at most its limit plus what
+// is in flight on the other gateways (the charges themselves are exact;
+// a charge that finds the limit full charges nothing and starts the
+// policy's penalty), and on a reload the new engine does not see the
+// old one's reservations. The table is bounded (2^20 keys with
+// reservations in flight): a key that finds no room is peeked without
+// reserving, never refused because of the table; and a key whose
+// reservations have not all ended for 10 minutes in a row (a front end
+// that failed to end one) forgets them. A counting rule
 // never delays (Validate refuses a shaping leaky bucket in it) and holds
 // no concurrency slots. A shadow counting rule peeks and charges the
 // same way and never refuses; a request the shadow rules would have
@@ -173,7 +196,17 @@
 // hearing of each other's add up (two starts, twice the term), the
 // tiers' overshoot turned into a longer penalty, never a shorter one.
 // When several policies refuse one charge, the store reports the most
-// restrictive, and only its penalty starts. A shadow rule's penalty runs
+// restrictive, and only its penalty starts. A penalty needs a key a
+// client owns: Validate refuses one on a rule whose key has no ip,
+// header, query or ja4 part (only global, path, method, host,
+// grpc_service, grpc_method, country, asn), where one client's refusal
+// would lock every client out for the whole term; and the anonymous
+// bucket (requests without the key, [Rule].Anonymous) is never
+// penalised, only limited. A ja4 key is allowed (a botnet rotating
+// addresses over one TLS stack), at a cost: every user of the same TLS
+// stack (one browser version) shares the fingerprint, and so the
+// penalty; key it with ip as well, or keep its limit well above what
+// the stack's honest users reach together. A shadow rule's penalty runs
 // the same way and refuses nothing: its events (ShadowRefused, with
 // [Event].Penalty) show what it would have refused.
 //

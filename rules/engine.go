@@ -49,7 +49,10 @@ type Engine struct {
 	// when no rule counts or has a penalty. mono is its clock, Unix-like
 	// ns: Config.Now's when set, else a monotonic reading.
 	refusals *refusalCache
-	mono     func() int64
+	// pending holds the counting rules' reservations (reservations);
+	// nil when no rule counts.
+	pending *reservations
+	mono    func() int64
 
 	batches   sync.Pool // *[]limit.Request
 	decisions sync.Pool // *[]limit.Decision, for ApplyEach

@@ -2,7 +2,9 @@ package rules
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/tollgate-dev/tollgate/limit"
@@ -66,6 +68,48 @@ func (e *Engine) checkRulePenalty(d time.Duration, cr *compiledRule, where strin
 	}
 }
 
+// clientOwned reports whether a key has a part a client owns: its
+// address (ip), an API key or other credential it sends (header:NAME,
+// query:NAME), or its TLS stack (ja4: shared by the users of one
+// client version, a trade-off the penalty docs state). A key only of
+// global, path, method, host, grpc_service, grpc_method, country and
+// asn is shared by every client that sends such a request.
+func clientOwned(parts []keyPart) bool {
+	for _, p := range parts {
+		switch p.kind {
+		case partIP, partHeader, partQuery, partJA4:
+			return true
+		}
+	}
+	return false
+}
+
+// sharedPenalty is the problem of a penalty on a key no client owns.
+const sharedPenalty = "a penalty on a key no client owns (%s) lets one client's refusal lock every client out for the whole penalty: add ip or an API-key header (header:NAME) to the rule's key, or drop the penalty"
+
+// checkSharedPenalties reports every penalty of rule r, whose key no
+// client owns, at its path (rules[i].penalty, rules[i].policies[j].penalty,
+// rules[i].tiers.plans.NAME[j].penalty).
+func checkSharedPenalties(r *Rule, where string, ps *problems) {
+	key := strings.Join(r.Key, ", ")
+	if r.Penalty != 0 {
+		ps.add(where+".penalty", sharedPenalty, key)
+	}
+	policies := func(list []Policy, at string) {
+		for j, p := range list {
+			if p.Penalty != 0 {
+				ps.add(fmt.Sprintf("%s[%d].penalty", at, j), sharedPenalty, key)
+			}
+		}
+	}
+	policies(r.Policies, where+".policies")
+	if r.Tiers != nil {
+		for _, plan := range sortedKeys(r.Tiers.Plans) {
+			policies(r.Tiers.Plans[plan], where+".tiers.plans."+plan)
+		}
+	}
+}
+
 // Penalty is, when the request was refused because its key is under a
 // penalty (found in force, or started by this refusal), the time the
 // penalty has left; zero otherwise (not refused, or refused by a limit
@@ -93,6 +137,10 @@ type check struct {
 	i    int
 	pen  bool
 	wait bool
+	// watched: a peek watched on the engine's reservations, which had
+	// released so much then (reservations.watch).
+	watched  bool
+	released int64
 }
 
 func (c check) request(res *Result) limit.Request {
@@ -151,7 +199,11 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 		}
 		switch {
 		case a.peek:
-			checks = append(checks, check{i: i})
+			c := check{i: i}
+			if e.pending != nil && a.cost > 0 {
+				c.released, c.watched = e.pending.watch(a.key, now)
+			}
+			checks = append(checks, c)
 		case a.penKey != "":
 			checks = append(checks, check{i: i, wait: true})
 		}
@@ -163,6 +215,11 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 	}
 	decs = decs[:len(checks)]
 	if err := e.decideChecks(ctx, res, checks, decs); err != nil {
+		for _, c := range checks {
+			if c.watched {
+				e.pending.unwatch(res.at(c.i).key)
+			}
+		}
 		return limit.Decision{}, false, limit.Decision{}, false, err
 	}
 	for k, c := range checks {
@@ -188,7 +245,13 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 			continue // read with its penalty's check
 		} else {
 			if a.pen > 0 { // under a penalty: that is its refusal
+				if c.watched {
+					e.pending.unwatch(a.key)
+				}
 				continue
+			}
+			if c.watched && (!d.Allowed || d.Remaining < a.cost) {
+				e.pending.unwatch(a.key)
 			}
 			switch {
 			case !d.Allowed:
@@ -198,6 +261,19 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 				// for a penalty.
 				d.RetryAfter = max(d.RetryAfter, time.Nanosecond)
 			case d.Remaining >= a.cost:
+				if c.watched {
+					gen, left := e.pending.reserve(a.key, now, c.released, d.Remaining, a.cost)
+					if gen == 0 {
+						// What is left is reserved by requests in
+						// flight: refused until they are answered,
+						// with no penalty (nothing is over the limit).
+						d.Allowed, d.Remaining = false, max(left, 0)
+						d.RetryAfter = reservedRetryAfter
+						break
+					}
+					a.resGen, res.reserving = gen, true
+					d.Remaining = left
+				}
 				if peeked {
 					peek = limit.Merge(peek, d)
 				} else {
@@ -214,8 +290,16 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 		}
 		consider(d)
 	}
+	if refused {
+		res.unreserve(from, to)
+	}
 	return refusal, refused, peek, peeked, nil
 }
+
+// reservedRetryAfter is the Retry-After of a request refused because
+// what its counting policy has left is reserved by requests in flight
+// (reservations): they end when answered, so soon.
+const reservedRetryAfter = time.Second
 
 // peekRefusal makes d, the peek of entry a that found less left than its
 // cost, a refusal: its Retry-After, and the policy's penalty started.

@@ -106,14 +106,40 @@ func TestPenaltyOfACountingRule(t *testing.T) {
 	charge(t, &res, 200, nil)
 }
 
+// TestPenaltyStartedByAChargeThatFoundTheLimitFull: two gateways (two
+// engines on one store) each admit the key's last failure, their
+// reservations being their own: the second charge finds the limit full
+// and starts the penalty.
 func TestPenaltyStartedByAChargeThatFoundTheLimitFull(t *testing.T) {
 	obs := &events{}
 	r := loginRule(1)
 	r.Penalty = 10 * time.Minute
-	e, _ := newEngine(t, Config{Observer: obs, Rules: []Rule{r}})
+	c := newClock()
+	st, err := memory.New(memory.Config{Clock: c.now, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	e1, err := New(Config{Now: c.wall, Rules: []Rule{r}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{Now: c.wall, Observer: obs, Rules: []Rule{r}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const ip = "203.0.113.10"
-	a := decide(t, e, get("/login", ip))
-	b := decide(t, e, get("/login", ip)) // in flight together
+	a := decide(t, e1, get("/login", ip))
+	if again := decide(t, e1, get("/login", ip)); !again.Refused() {
+		// One gateway alone: its reservation refuses the second.
+		t.Fatal("a second request in flight on one gateway admitted")
+	} else if again.Penalty() != 0 || headers(&again)[HeaderRetryAfter] != "1" {
+		t.Fatalf("refused for a reservation with a penalty %v, Retry-After %s", again.Penalty(), headers(&again)[HeaderRetryAfter])
+	}
+	b := decide(t, e, get("/login", ip)) // in flight together, one on each gateway
+	if a.Refused() || b.Refused() {
+		t.Fatal("refused on an empty count")
+	}
 	charge(t, &a, 401, nil)
 	charge(t, &b, 401, nil) // finds the limit full: starts the penalty
 	ev := obs.list[len(obs.list)-1]
@@ -347,5 +373,63 @@ func TestPenaltyOfAScaledPolicy(t *testing.T) {
 	decide(t, e, get("/", "192.0.2.62")) // 1 of the scaled limit 1
 	if res := decide(t, e, get("/", "192.0.2.62")); !res.Refused() || res.Penalty() != 2*time.Minute {
 		t.Fatalf("scaled: %v penalty %v", res.Outcome, res.Penalty())
+	}
+}
+
+// TestPenaltyOnASharedKeyIsRefused (review finding "penalty on a
+// shared key"): a penalty on a key no client owns (global, a country,
+// an ASN, a path...) would turn one client's burst into a refusal of
+// every client for the whole penalty. Validate refuses it at the
+// penalty's path, naming the fix; a key with a part a client owns (ip,
+// an API-key header, a query parameter, ja4) takes one.
+func TestPenaltyOnASharedKeyIsRefused(t *testing.T) {
+	rate := []Policy{{Algorithm: "fixed_window", Limit: 2, Window: "1m"}}
+	for _, c := range []struct {
+		rule Rule
+		path string
+	}{
+		{Rule{Name: "origin-cap", Key: Key{"global"}, Penalty: 15 * time.Minute, Policies: rate}, "rules[0].penalty"},
+		{Rule{Name: "de", Key: Key{"country", "path"}, Policies: []Policy{rate[0], {Algorithm: "fixed_window", Limit: 9, Window: "1h", Penalty: time.Hour}}}, "rules[0].policies[1].penalty"},
+		{Rule{Name: "cloud", Key: Key{"asn", "method", "host"}, Tiers: &Tiers{Default: "free", Plans: map[string][]Policy{"free": {{Algorithm: "fixed_window", Limit: 2, Window: "1m", Penalty: time.Minute}}}}}, "rules[0].tiers.plans.free[0].penalty"},
+		{Rule{Name: "grpc", Key: Key{"grpc_service", "grpc_method"}, Penalty: time.Minute, Policies: rate}, "rules[0].penalty"},
+	} {
+		cfg := Config{Rules: []Rule{c.rule}}
+		if err := cfg.Validate(); !hasProblem(err, c.path, "add ip or an API-key header") {
+			t.Errorf("%v: got %v, want a problem at %s", c.rule.Key, err, c.path)
+		}
+	}
+	for _, key := range []Key{nil, {"ip"}, {"header:X-Api-Key"}, {"query:key", "path"}, {"ja4"}, {"global", "ip"}} {
+		cfg := Config{Rules: []Rule{{Name: "ok", Key: key, Penalty: time.Minute, Policies: rate}}}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%v: %v", key, err)
+		}
+	}
+}
+
+// TestPenaltyNeverOnTheAnonymousBucket: requests without the key
+// (Rule.Anonymous) share one bucket; its refusals start no penalty, so
+// an anonymous client past the limit locks no other one out beyond the
+// window, while a client with the key is penalised.
+func TestPenaltyNeverOnTheAnonymousBucket(t *testing.T) {
+	r := Rule{Name: "api", Key: Key{"header:X-Api-Key"}, Anonymous: true, Penalty: 15 * time.Minute,
+		Policies: []Policy{{Algorithm: "fixed_window", Limit: 2, Window: "1m"}}}
+	e, clk := newEngine(t, Config{Rules: []Rule{r}})
+	for range 2 {
+		decide(t, e, get("/", "203.0.113.60"))
+	}
+	res := decide(t, e, get("/", "198.51.100.61"))
+	if !res.Refused() || res.Penalty() != 0 {
+		t.Fatalf("anonymous past the limit: %v, penalty %v; want refused by the window alone", res.Outcome, res.Penalty())
+	}
+	clk.add(time.Minute)
+	if res := decide(t, e, get("/", "198.51.100.61")); res.Refused() {
+		t.Fatalf("anonymous refused once the window has passed (penalty %v)", res.Penalty())
+	}
+	keyed := func() Request { return get("/", "203.0.113.62").with("X-Api-Key", "k1") }
+	for range 2 {
+		decide(t, e, keyed())
+	}
+	if res := decide(t, e, keyed()); !res.Refused() || res.Penalty() != 15*time.Minute {
+		t.Fatalf("keyed past the limit: %v, penalty %v", res.Outcome, res.Penalty())
 	}
 }

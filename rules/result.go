@@ -56,6 +56,9 @@ type applied struct {
 	// peek: the rule counts on the answer (Rule.Count), so Decide only
 	// peeks this policy (cost 0) and Charge charges it.
 	peek bool
+	// resGen is the generation of the cost this peeked entry reserved
+	// on its key (reservations) until its Charge or its end; 0 for none.
+	resGen uint64
 }
 
 // Result is the engine's verdict on one request and everything the response
@@ -86,6 +89,7 @@ type Result struct {
 	counting       bool // an enforced counting rule (Rule.Count) matched: see Counts
 	shadowCounting bool // a shadow one did
 	charged        bool // Charge has run
+	reserving      bool // some entry holds a reservation (resGen): see Holds
 	inline         [inlineApplied]applied
 	spill          []applied
 	// The keys and leases of the concurrency policies, applied[:nslots].

@@ -82,8 +82,10 @@ func startRedis(t *testing.T) string {
 // 5 per 15 minutes with a 15-minute penalty, on the memory store and on
 // Redis (strict), over HTTP/1.1 (the fasthttp path) and HTTP/2 (h2c, the
 // net/http path). A correct login is never charged; of the wrong ones at
-// most 5 plus those in flight are admitted (a counting rule decides
-// before the answer and charges after it); after the burst the key is
+// most 5 are admitted however many are in flight (a counting rule
+// decides before the answer and charges after it, and each request it
+// admits reserves its cost on this gateway until then); serial wrong
+// passwords then take exactly what is left; after that the key is
 // refused with the penalty's Retry-After, the refusal log says it was a
 // penalty and the metrics count the charges and the penalty. Without a
 // penalty (memory, HTTP/1.1) the key is refused after the burst until
@@ -174,8 +176,8 @@ rules:
 	// In flight: sent and not yet answered, as the clients see it. A
 	// request is charged before its answer goes out, so every admitted
 	// request not yet charged when another is decided is in flight
-	// then: admitted <= 5 + in flight is the engine's bound, measured
-	// from outside.
+	// then: without the gateway's reservations the bound would be 5 +
+	// in flight; with them it is 5.
 	var inFlight, peakInFlight atomic.Int64
 	start := make(chan struct{})
 	for i := range burst {
@@ -210,11 +212,27 @@ rules:
 		t.Fatalf("the origin saw %d wrong passwords, the clients %d answered 401 and %d refused; want them to add up to %d",
 			admitted, admitted401.Load(), refused429.Load(), burst)
 	}
-	if admitted > 5+peak {
-		t.Errorf("%d admitted; want at most 5 + %d in flight", admitted, peak)
+	if admitted > 5 {
+		t.Errorf("%d admitted with up to %d in flight; want at most the limit, 5", admitted, peak)
 	}
-	if admitted < 5 {
-		t.Errorf("%d admitted; want at least the limit, 5", admitted)
+	if admitted < 1 {
+		t.Errorf("none admitted; want the first at least")
+	}
+	// A peek that overlaps charges may count one of them both in the
+	// store and as still reserved, so the burst may get fewer than 5:
+	// serial wrong passwords take what is left, exactly.
+	failures := admitted
+	for ; failures < 5; failures++ {
+		resp, err := login("wrong")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("serial wrong password %d (after %d admitted): %d; want it admitted (401)", failures+1, admitted, resp.StatusCode)
+		}
+	}
+	if n := origin.failed.Load(); n != 5 {
+		t.Fatalf("the origin saw %d wrong passwords; want the limit, 5", n)
 	}
 
 	// After the burst the key is refused, with the penalty's time left,
@@ -234,14 +252,14 @@ rules:
 				pw, resp.StatusCode, resp.Header.Get("Retry-After"), lo, hi)
 		}
 	}
-	if n := origin.seen.Load(); n != int64(8)+admitted {
-		t.Errorf("the origin saw %d requests; want the 8 correct logins and the %d admitted", n, admitted)
+	if n := origin.seen.Load(); n != int64(8)+failures {
+		t.Errorf("the origin saw %d requests; want the 8 correct logins and the %d wrong ones admitted", n, failures)
 	}
 
 	// The metrics: the charges made after the answer (one per 401), the
 	// penalty started, refusals under it told apart.
-	if got := p.metric(`tollgate_counted_total{rule="login"}`); got != strconv.FormatInt(admitted, 10) {
-		t.Errorf("tollgate_counted_total = %q; want %d (one per 401; the 200s are not charged)", got, admitted)
+	if got := p.metric(`tollgate_counted_total{rule="login"}`); got != strconv.FormatInt(failures, 10) {
+		t.Errorf("tollgate_counted_total = %q; want %d (one per 401; the 200s are not charged)", got, failures)
 	}
 	if !penalty {
 		if got := p.metric(`tollgate_penalties_total`); got != "" {

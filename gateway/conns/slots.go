@@ -6,7 +6,9 @@ import (
 	"github.com/tollgate-dev/tollgate/rules"
 )
 
-// HoldSlots keeps the concurrency slots of res until the exchange ends:
+// HoldSlots keeps the concurrency slots of res (and the counting
+// reservations its Charge did not end: an exchange never charged) until
+// the exchange ends:
 // the response's last byte written (a streamed body included), the
 // client gone, or the connection hijacked (fastpath.Server.ConnState). It runs when the
 // handler returns, whichever way: a refusal, an upstream error or

@@ -74,14 +74,19 @@ func (g *Server) serveH2(w http.ResponseWriter, r *http.Request) {
 	// httplimit's sequence, its steps called here to time the decision
 	// and log it.
 	var res rules.Result
+	// held is the copy of res that is charged, and released here: res
+	// itself, then the exchange's (a copy made before its Charge would
+	// end the reservations Charge ends a second time).
+	held := &res
 	if s.Engine != nil {
 		t0 := conns.MonoNow()
 		res = httplimit.Decide(r, s.Engine)
 		g.M.DecisionTime.Observe(time.Since(t0).Seconds())
 		if res.Holds() {
-			// Concurrency slots: the handler returns once the exchange
-			// (a streamed body included) has ended, whichever way.
-			defer res.Release()
+			// Concurrency slots and counting reservations: the
+			// handler returns once the exchange (a streamed body
+			// included) has ended, whichever way.
+			defer func() { held.Release() }()
 		}
 		if ent != nil {
 			ent.Result(&res)
@@ -103,7 +108,9 @@ func (g *Server) serveH2(w http.ResponseWriter, r *http.Request) {
 		demoH2(w, r)
 		return
 	}
-	g.proxyH2(w, r, &h2Exchange{s: s, rt: rt, rawPath: raw, res: res})
+	ex := &h2Exchange{s: s, rt: rt, rawPath: raw, res: res}
+	held = &ex.res
+	g.proxyH2(w, r, ex)
 }
 
 // h2Steps and grpcSteps are how httplimit.Enforce carries out a decision
