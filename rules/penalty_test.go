@@ -433,3 +433,52 @@ func TestPenaltyNeverOnTheAnonymousBucket(t *testing.T) {
 		t.Fatalf("keyed past the limit: %v, penalty %v", res.Outcome, res.Penalty())
 	}
 }
+
+// TestPenaltyRetryAfterCoversTheLimit: a penalty shorter than the
+// window. A request during the penalty is told the later of the
+// penalty's end and the window's, so a client that honours it is not
+// refused again (once found with a store call, once from the refusal
+// cache).
+func TestPenaltyRetryAfterCoversTheLimit(t *testing.T) {
+	r := Rule{
+		Name:     "api",
+		Penalty:  time.Minute,
+		Policies: []Policy{{Algorithm: "fixed_window", Limit: 2, Window: "1h"}},
+	}
+	e, clk := newEngine(t, Config{Rules: []Rule{r}})
+	const ip = "203.0.113.50"
+	for range 2 {
+		if res := decide(t, e, get("/", ip)); res.Refused() {
+			t.Fatal("refused within the limit")
+		}
+	}
+	first := decide(t, e, get("/", ip))
+	if !first.Refused() {
+		t.Fatal("third not refused")
+	}
+	startRA, _ := strconv.Atoi(headers(&first)[HeaderRetryAfter])
+	t.Logf("refusal that starts the penalty: Retry-After %ds", startRA)
+
+	clk.add(30 * time.Second)
+	mid := decide(t, e, get("/", ip))
+	ra, _ := strconv.Atoi(headers(&mid)[HeaderRetryAfter])
+	t.Logf("in the penalty (30s in): Retry-After %ds, penalty left %v", ra, mid.Penalty())
+	if mid.Penalty() != 30*time.Second || ra < 3500 {
+		t.Fatalf("in the penalty: penalty left %v, Retry-After %d; want 30s and the window's ~3569", mid.Penalty(), ra)
+	}
+	clk.add(time.Second)
+	again := decide(t, e, get("/", ip)) // from the refusal cache
+	if ra2, _ := strconv.Atoi(headers(&again)[HeaderRetryAfter]); ra2 != ra-1 {
+		t.Fatalf("again 1s later: Retry-After %d, want %d", ra2, ra-1)
+	}
+	ra--
+
+	// The client honours it.
+	clk.add(time.Duration(ra) * time.Second)
+	after := decide(t, e, get("/", ip))
+	if after.Refused() {
+		t.Errorf("a client that waited the in-penalty Retry-After (%ds) is refused again (penalty %v, Retry-After %s): "+
+			"Retry-After in a penalty must be max(penalty left, the limit's own)",
+			ra, after.Penalty(), headers(&after)[HeaderRetryAfter])
+	}
+}
