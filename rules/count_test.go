@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // answer is a test AnswerHeader.
@@ -367,4 +368,37 @@ func hasProblem(err error, path, want string) bool {
 		}
 	}
 	return false
+}
+
+// BenchmarkRefusalCounting: the refusal of a key over its limit, by a plain rule, a counting rule
+// (a peek instead of a charge) and either with a penalty in force (one
+// check, no charge).
+func BenchmarkRefusalCounting(b *testing.B) {
+	plain := Rule{Name: "login", Match: Match{Paths: []string{"/login"}}, Policies: []Policy{{Algorithm: "fixed_window", Limit: 5, Window: "15m"}}}
+	counting := loginRule(5)
+	for _, c := range []struct {
+		name string
+		rule Rule
+	}{
+		{"plain", plain},
+		{"count", counting},
+		{"plain-penalty", func() Rule { r := plain; r.Penalty = time.Hour; return r }()},
+		{"count-penalty", func() Rule { r := counting; r.Penalty = time.Hour; return r }()},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			e, _ := newEngine(b, Config{Rules: []Rule{c.rule}})
+			rq := get("/login", "192.0.2.77")
+			ctx := context.Background()
+			for range 6 {
+				res, _ := e.Decide(ctx, rq)
+				res.Charge(ctx, 401, nil)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if res, _ := e.Decide(ctx, rq); !res.Refused() {
+					b.Fatal("allowed")
+				}
+			}
+		})
+	}
 }

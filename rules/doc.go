@@ -137,8 +137,13 @@
 // check in turn), so it costs one store call more; refusals cost one more
 // to start the penalty. Because it is only a store key, it works on
 // every store and tier (memory, Redis strict, eventual, gossip), with the
-// tier's own consistency. When several policies refuse one charge, the
-// store reports the most restrictive, and only its penalty starts.
+// tier's own consistency: on the eventual and gossip tiers a gateway
+// hears of another's penalty within their sync (a sync interval, a few
+// gossip rounds), and gateways that start the same key's penalty before
+// hearing of each other's add up (two starts, twice the term), the
+// tiers' overshoot turned into a longer penalty, never a shorter one.
+// When several policies refuse one charge, the store reports the most
+// restrictive, and only its penalty starts.
 //
 // Client IPs come from the peer address; forwarding headers
 // (X-Forwarded-For, Forwarded per RFC 7239, or X-Real-IP) are read only when

@@ -85,7 +85,13 @@ type Event struct {
 	// was charged before the refusing one (see Consistency tiers in the
 	// package documentation), so that a refusal is counted once, against
 	// the rule and policy that refused. Otherwise it is the group's:
-	// Allowed, Delayed, ShadowAllowed or Errored.
+	// Allowed, Delayed, ShadowAllowed or Errored. A counting rule
+	// (Rule.Count) that admits is Allowed (ShadowAllowed) at Decide,
+	// where it charged nothing; Result.Charge sends its charge after the
+	// answer as a second Event, Outcome Counted (Errored when the store
+	// failed), with Decisive false. A refusal made before anything was
+	// charged (a key under a penalty, a counting rule's peek) leaves
+	// every other rule NotCharged, whatever its store.
 	Outcome Outcome
 	// Decision is the merged decision of the rule's group.
 	Decision limit.Decision

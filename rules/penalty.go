@@ -41,7 +41,7 @@ func compilePenalty(cp *compiledPolicy, d time.Duration, where string, ps *probl
 		ps.add(where, "%v: want between 1s and 720h (30 days)", d)
 		return
 	case cp.concurrency:
-		ps.add(where, "a concurrency policy takes no penalty (it refuses while slots are held, not per request counted)")
+		ps.add(where, "a concurrency policy takes no penalty: its refusals end when a slot frees")
 		return
 	}
 	cp.pen = &penaltySpec{
