@@ -4,7 +4,9 @@ import "time"
 
 // Dashboard is the live dashboard the admin listener serves at /: decisions
 // per second by rule, policy and outcome, the heaviest keys per rule, the
-// store's state and the running rules, updated over Server-Sent Events.
+// penalties in force (rule, policy, key shown as Keys says, time left; the
+// 100 with the longest left), the store's state and the running rules,
+// updated over Server-Sent Events.
 // The page is embedded in the binary and fetches nothing else.
 type Dashboard struct {
 	// Enabled serves the dashboard and counts each rule's heaviest keys.
@@ -41,7 +43,10 @@ func (d Dashboard) On() bool { return d.Enabled == nil || *d.Enabled }
 
 // RefusalLog writes a line for refused requests, as nginx's "limiting
 // requests, excess: ... by zone" lines: the rule, the policy, the key
-// (hashed or truncated, never in the clear), and the decision's figures.
+// (hashed or truncated, never in the clear), and the decision's figures;
+// a refusal under a penalty (a policy's penalty) adds "penalty", the time
+// it has left ("14m52s"), and "penalty_started" when this refusal started
+// it. An answer a counting rule (count) charged is not a refusal.
 // Under a flood it writes at most MaxLines lines per Interval, then one
 // summary line per rule with the refusals it did not write.
 type RefusalLog struct {

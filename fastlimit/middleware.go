@@ -17,8 +17,9 @@ import (
 // shaped one waits its delay first; every response carries the rate-limit
 // headers. A request a counting rule (rules.Rule.Count) matched is
 // charged with the answer next leaves in ctx.Response (Charge), before
-// fasthttp writes it; one whose next panics, as 500. A store error is logged with the rule engine's logger and
-// handled as the rules' failure mode says (rules.Config.OnErrorOf).
+// fasthttp writes it; one whose next panics, as 500. A store error is
+// logged with the rule engine's logger and handled as the rules' failure
+// mode says (rules.Config.OnErrorOf).
 //
 // The sequence is Decide, Enforce, next, Finish: a handler that needs to
 // act between the steps (measure the decision, log it, route first) calls

@@ -67,7 +67,10 @@
 // timeout, on a gRPC route too, whose answer is then a gRPC status; 503
 // when the upstream's connection limits are reached); with 101 for a
 // websocket upgrade; as no answer (rules.NoAnswerStatus) when the client
-// goes away first. A refusal costs the same with count as without: the
+// goes away first. On a gRPC route the answer is its HTTP status and
+// header fields as they arrive: a call's grpc-status is among them when
+// the call ends at once (a trailers-only answer, as a unary call's error
+// usually is), not when it comes in the trailers after messages. A refusal costs the same with count as without: the
 // charge is only on the way back from the upstream. Penalties
 // (rules.Policy.Penalty) are decided before the answer, as any refusal:
 // the refusal log gives the time a penalty has left ("penalty") and

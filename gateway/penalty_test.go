@@ -144,6 +144,11 @@ refusal_log: {path: `+path+`, max_lines: 100, interval: 1h}
 			}
 
 			f := ev.frameWhere(t, func(f *dashboard.Frame) bool { return len(f.Penalties) > 0 })
+			// The heavy hitters count each request once: a charge after
+			// the answer is not one more request.
+			if h := findHitter(f, "login", "volume", redact.Key("mallory")); h == nil || h.Count != 12 {
+				t.Errorf("mallory's requests on the dashboard: %+v; want 12 (5 correct, 6 wrong, 1 refused correct)", h)
+			}
 			p := f.Penalties[0]
 			if len(f.Penalties) != 1 || p.Rule != "login" || p.Policy != "failed" || p.Key != redact.Key("mallory") ||
 				p.Left < 15*60-30 || p.Left > 15*60 {

@@ -66,6 +66,11 @@ func BenchmarkServeNoRule(b *testing.B)    { benchServe(b, demoRoute) }
 func BenchmarkServeRuleAllow(b *testing.B) { benchServe(b, demoRoute+neverRefuse) }
 func BenchmarkServeRuleDeny(b *testing.B)  { benchServe(b, demoRoute+alwaysRefuse) }
 
+// BenchmarkServeCountingDeny is BenchmarkServeRuleDeny's rule counting
+// on the answer: a refusal peeks where the other charges, and nothing
+// happens after it.
+func BenchmarkServeCountingDeny(b *testing.B) { benchServe(b, demoRoute+countingRefuse) }
+
 // The gateway's own path allocates nothing per request, with or without
 // a rule, allowed or refused (the rate-limit header values and the
 // refusal body are written into stack buffers that fasthttp copies).

@@ -109,7 +109,9 @@ type WatchedObserver struct {
 func (w *WatchedObserver) Observe(ev rules.Event) {
 	w.m.Observe(ev)
 	i := uint(ev.RuleIndex)
-	if i < uint(len(w.tops)) {
+	if i < uint(len(w.tops)) && ev.Outcome != rules.Counted {
+		// A counted answer's request was seen at its decision: its
+		// charge is not one more request of the key.
 		w.tops[i].Observe(&ev)
 	}
 	if w.log != nil && ev.Outcome == rules.Refused && i < uint(len(w.counts)) {

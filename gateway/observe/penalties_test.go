@@ -47,3 +47,14 @@ func TestPenaltiesBoundedLongestFirst(t *testing.T) {
 		t.Fatal("a zero time left was noted")
 	}
 }
+
+// A flood of refusals under a known penalty notes it without allocating.
+func TestPenaltiesNoteKnownAllocatesNothing(t *testing.T) {
+	p := NewPenalties(MaxPenaltiesShown)
+	id := PenaltyID{Rule: "login", Policy: "failed", Key: "192.0.2.1"}
+	now := time.Now()
+	p.Note(id, 15*time.Minute, now)
+	if n := testing.AllocsPerRun(1000, func() { p.Note(id, 14*time.Minute, now.Add(time.Minute)) }); n != 0 {
+		t.Fatalf("%v allocations per note of a known penalty, want 0", n)
+	}
+}
