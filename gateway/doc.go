@@ -27,6 +27,16 @@
 // fields as metadata, and rules can key by grpc_service and grpc_method.
 // Routes with protocol http2 and gRPC routes need listen.http2 on.
 //
+// On a TLS listener, both data paths take each connection's JA4
+// fingerprint from its ClientHello (GetConfigForClient, package ja4) into
+// the connection (conns.YieldConn), for the ja4 key part and matcher;
+// no header field sets it, and plain-HTTP requests have none. The
+// geoip section's databases (country and asn key parts and matchers,
+// looked up for the client IP that client_ip resolves) are opened with
+// the configuration and polled every geoip.reload_interval
+// (watchGeoIP): a new file serves without a restart, a broken one is
+// refused, logged and counted (tollgate_geoip_reload_errors_total).
+//
 // The traffic listener serves the data path; a separate admin listener
 // (loopback by default) serves /metrics (Prometheus), /healthz, /readyz,
 // /config (the running configuration with secrets masked) and, at /, the

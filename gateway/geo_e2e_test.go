@@ -3,6 +3,7 @@ package gateway
 import (
 	"crypto/tls"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/internal/geoiptest"
+	"github.com/tollgate-dev/tollgate/ja4"
 )
 
 // geoCounter is a geoip counter (tollgate_geoip_reloads_total or
@@ -256,6 +258,87 @@ rules:
 			for i, want := range []int{200, 200, 200, 429} {
 				if got := get(b, "Ja4", "t13d1516h2_8daaf6152771_02713d6af862", "X-Ja4-Fingerprint", "x"); got != want {
 					t.Fatalf("B, connection %d: %d, want %d", i+1, got, want)
+				}
+			}
+		})
+	}
+}
+
+// echoJA4 serves, over TLS, each request's fingerprint as its body (a
+// net/http server over ja4.Listener), so that a test learns the JA4 of
+// the ClientHello its client sends.
+func echoJA4(t *testing.T) string {
+	t.Helper()
+	cert, key := writeTestCert(t)
+	c, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{
+		ConnContext:       ja4.ConnContext,
+		TLSConfig:         ja4.Config(&tls.Config{Certificates: []tls.Certificate{c}, NextProtos: []string{"h2", "http/1.1"}}),
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, ja4.FromContext(r.Context())) }),
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	go srv.ServeTLS(ja4.Listener{Listener: raw}, "", "")
+	t.Cleanup(func() { srv.Close() })
+	return "https://" + raw.Addr().String() + "/"
+}
+
+// A ja4 matcher lists a real client's fingerprint, learnt from a server
+// of its own: that client's requests match (and are limited), another
+// ClientHello's do not, on both data paths.
+func TestJA4MatcherEndToEnd(t *testing.T) {
+	echo := echoJA4(t)
+	a := &tls.Config{}
+	b := &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}}
+	for _, h2 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("h2=%v", h2), func(t *testing.T) {
+			body := func(url string, tc *tls.Config) (int, string) {
+				t.Helper()
+				resp, err := tlsClient(h2, tc, "127.0.0.1").Get(url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				return resp.StatusCode, string(b)
+			}
+			_, fp := body(echo, a)
+			if len(fp) != ja4.Size {
+				t.Fatalf("fingerprint %q", fp)
+			}
+			rule := fmt.Sprintf(`routes: [{path: /, upstream: demo}]
+rules:
+  - name: that-stack
+    match: {ja4: [%q]}
+    key: [global]
+    policies: [{algorithm: fixed_window, limit: 1, window: 1h}]
+`, fp[:11]+strings.ToUpper(fp[11:])) // hashes in upper case: compared in lower
+			var url string
+			if h2 {
+				_, base := startH2Gateway(t, true, rule)
+				url = base + "/"
+			} else {
+				cert, key := writeTestCert(t)
+				g := newTestGateway(t, fmt.Sprintf("listen: {addr: \"127.0.0.1:0\", tls: {cert: %q, key: %q}}\nadmin: {addr: \"off\"}\nreload: {watch: false}\n", cert, key)+rule)
+				if err := g.Start(); err != nil {
+					t.Fatal(err)
+				}
+				url = "https://" + g.Addr().String() + "/"
+			}
+			for i, want := range []int{200, 429, 429} {
+				if got, _ := body(url, a); got != want {
+					t.Fatalf("the listed stack, request %d: %d, want %d", i+1, got, want)
+				}
+			}
+			for i := range 3 {
+				if got, _ := body(url, b); got != 200 {
+					t.Fatalf("another stack, request %d: %d", i+1, got)
 				}
 			}
 		})
