@@ -30,8 +30,8 @@ rules:
 	c.Describe(&b)
 	for _, want := range []string{
 		"count  counts only answers 401, 403, charged after the answer",
-		"penalty a refused key is refused for 15m0s",
-		"limit 20 per 1d, a refused key is refused for 24h0m0s",
+		"penalty a refused key is refused for 15m\n",
+		"limit 20 per 1d, a refused key is refused for 24h\n",
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("describe lacks %q:\n%s", want, b.String())

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/rules"
@@ -102,7 +103,7 @@ func (c *Config) Describe(w io.Writer) {
 			fmt.Fprintf(w, "    count  counts only %s, charged after the answer (a key with nothing left is refused before it is proxied)\n", r.Count.Describe())
 		}
 		if r.Penalty != 0 {
-			fmt.Fprintf(w, "    penalty a refused key is refused for %v\n", r.Penalty)
+			fmt.Fprintf(w, "    penalty a refused key is refused for %s\n", shortDuration(r.Penalty))
 		}
 		if r.Cost.Default > 1 || len(r.Cost.By) > 0 {
 			fmt.Fprintf(w, "    cost   %d by default, %d override(s)\n", max(r.Cost.Default, 1), len(r.Cost.By))
@@ -186,7 +187,7 @@ func describePolicy(p rules.Policy) string {
 		fmt.Fprintf(&b, " scaled by adaptive %s", p.Adaptive)
 	}
 	if p.Penalty != 0 {
-		fmt.Fprintf(&b, ", a refused key is refused for %v", p.Penalty)
+		fmt.Fprintf(&b, ", a refused key is refused for %s", shortDuration(p.Penalty))
 	}
 	if p.Name != "" {
 		fmt.Fprintf(&b, " (%q)", p.Name)
@@ -283,4 +284,17 @@ func (a AccessLog) describeQuery() string {
 		return "query values of " + strings.Join(a.Redact, ", ") + " redacted"
 	}
 	return "query strings kept"
+}
+
+// shortDuration is d as time.Duration writes it without its zero tails:
+// "15m", "24h", "1h30m".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }

@@ -25,6 +25,8 @@ func loginLog() []byte {
 	for i := range 10 {
 		line(start.Add(time.Duration(i)*10*time.Second), "203.0.113.66", "401")
 	}
+	// Two hours later, the penalty is over: admitted and counted again.
+	line(start.Add(2*time.Hour), "203.0.113.66", "401")
 	line(start.Add(5*time.Second), "198.51.100.5", "401")
 	line(start.Add(15*time.Second), "198.51.100.5", "401")
 	line(start.Add(25*time.Second), "198.51.100.5", "200")
@@ -33,8 +35,9 @@ func loginLog() []byte {
 
 // The login defence replayed on the log's statuses: the attacker's first
 // 3 failures are admitted and counted, the fourth refused and penalised
-// for an hour, the 6 after refused by the penalty; the user, 2 typos and
-// a login, is never refused.
+// for an hour, the 6 after refused by the penalty, and its return two
+// hours later admitted and counted; the user, 2 typos and a login, is
+// never refused.
 func TestReplayCountsTheLoggedAnswersAndReportsPenalties(t *testing.T) {
 	key, err := ParseKeySpec("ip")
 	if err != nil {
@@ -55,7 +58,7 @@ func TestReplayCountsTheLoggedAnswersAndReportsPenalties(t *testing.T) {
 	if p.Refused != 7 || p.KeysAffected != 1 || p.TopRefused[0].Key != "203.0.113.66" {
 		t.Fatalf("refused %d, keys %d, top %+v", p.Refused, p.KeysAffected, p.TopRefused)
 	}
-	if p.Counting == nil || *p.Counting != (CountingReport{Counted: 5}) {
+	if p.Counting == nil || *p.Counting != (CountingReport{Counted: 6}) {
 		t.Fatalf("counting %+v", p.Counting)
 	}
 	if p.Penalties == nil || *p.Penalties != (PenaltyReport{Refusals: 7, Started: 1, Keys: 1}) {
@@ -68,16 +71,16 @@ func TestReplayCountsTheLoggedAnswersAndReportsPenalties(t *testing.T) {
 	if err := WriteHTML(&html, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"counting rules charged 5 answers", "penalties: 7 of the 7 refusals were penalties; 1 keys penalised (1 penalties started)"} {
+	for _, want := range []string{"counting rules charged 6 answers", "penalties: 7 of the 7 refusals were penalties; 1 started, on 1 key(s)"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text lacks %q:\n%s", want, text.String())
 		}
 	}
-	if !strings.Contains(html.String(), "<b>7</b> of the 7 refusals were penalties") || !strings.Contains(html.String(), "charged <b>5</b> answers") {
+	if !strings.Contains(html.String(), "<b>7</b> of the 7 refusals were penalties") || !strings.Contains(html.String(), "charged <b>6</b> answers") {
 		t.Errorf("html lacks the counting and penalty lines")
 	}
 	js, err := json.Marshal(rep)
-	if err != nil || !strings.Contains(string(js), `"penalties":{"refusals":7,"started":1,"keys":1}`) || !strings.Contains(string(js), `"counting":{"counted":5,"no_status":0}`) {
+	if err != nil || !strings.Contains(string(js), `"penalties":{"refusals":7,"started":1,"keys":1}`) || !strings.Contains(string(js), `"counting":{"counted":6,"no_status":0}`) {
 		t.Errorf("json: %v %s", err, js)
 	}
 	// Without the penalty, the attacker is refused only while the window
@@ -87,7 +90,7 @@ func TestReplayCountsTheLoggedAnswersAndReportsPenalties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := rep.Policies[0]; p.Penalties != nil || p.Refused != 7 || p.Counting.Counted != 5 {
+	if p := rep.Policies[0]; p.Penalties != nil || p.Refused != 7 || p.Counting.Counted != 6 {
 		t.Fatalf("without penalty: %+v", p)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/tollgate-dev/tollgate/rules"
 	"github.com/tollgate-dev/tollgate/store/memory"
@@ -83,6 +84,9 @@ func newEngineRun(spec *Rules) (*engineRun, error) {
 	cfg := spec.Config
 	cfg.Observer = nil
 	cfg.Logger = nil
+	// The engine's clock is the log's too: the reset instants and what
+	// the engine remembers of refusals (penalties in force) follow it.
+	cfg.Now = func() time.Time { return time.Unix(0, er.now) }
 	for _, r := range cfg.Rules {
 		er.counting = er.counting || r.Count != nil
 		er.penalties = er.penalties || r.Penalty != 0

@@ -78,8 +78,8 @@ func WriteText(w io.Writer, rep *Report) error {
 			fmt.Fprintln(b)
 		}
 		if pn := p.Penalties; pn != nil {
-			fmt.Fprintf(b, "  penalties: %d of the %d refusals were penalties; %d keys penalised (%d penalties started)\n",
-				pn.Refusals, p.Refused, pn.Keys, pn.Started)
+			fmt.Fprintf(b, "  penalties: %d of the %d refusals were penalties; %d started, on %d key(s)\n",
+				pn.Refusals, p.Refused, pn.Started, pn.Keys)
 		}
 		if s := p.Seam; s != nil {
 			fmt.Fprintf(b, "  worst seam burst: %s was admitted %d within %v (limit %d, %.2fx), %s to %s\n",

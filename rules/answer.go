@@ -18,8 +18,12 @@ type AnswerHeader interface {
 // Counts reports whether a rule that matched the request charges on the
 // answer (Rule.Count): the front end must then call Charge once the
 // upstream has answered (or failed to). It is false for a refused
-// request (there is no answer to count) and once Charge has run.
-func (r *Result) Counts() bool { return r.counting && !r.charged && !r.Refused() }
+// request (there is no answer to count), for one only shadow counting
+// rules matched that the shadow rules would have refused, and once
+// Charge has run.
+func (r *Result) Counts() bool {
+	return !r.charged && !r.Refused() && (r.counting || r.shadowCounting && r.Shadow.Allowed)
+}
 
 // Charge charges the counting rules (Rule.Count) that matched the request
 // of r, when the answer (its status and header fields; h may be nil) is
@@ -114,6 +118,10 @@ func (e *Engine) charge(ctx context.Context, r *Result, from, to int) error {
 		}
 		if !d.Allowed && a.penKey != "" && a.pen == 0 {
 			e.startPenalty(ctx, a)
+		}
+		if d.Remaining == 0 && d.NextUnitAfter > 0 {
+			// The next peek would find nothing left: spare it the store.
+			e.refusals.put(a.key, e.mono(), d.NextUnitAfter, d.ResetAfter, d.Limit)
 		}
 		d.Index = i - from
 		if charged {

@@ -95,6 +95,18 @@ func compile(c *Config) (*Engine, problems) {
 	countingLast := func(a, b *compiledRule) int { return countRank(a) - countRank(b) }
 	slices.SortStableFunc(e.enforced, countingLast)
 	slices.SortStableFunc(e.shadow, countingLast)
+	if e.hasChecks() {
+		e.refusals = newRefusalCache()
+		if c.Now != nil {
+			now := c.Now
+			e.mono = func() int64 { return now().UnixNano() }
+		} else {
+			// Not the wall clock: a step back would stretch every
+			// remembered refusal by the step.
+			start := time.Now()
+			e.mono = func() int64 { return int64(time.Since(start)) }
+		}
+	}
 	return e, ps
 }
 
@@ -312,4 +324,22 @@ func countRank(r *compiledRule) int {
 		return 1
 	}
 	return 0
+}
+
+// hasChecks reports whether a rule counts on the answer or a policy has
+// a penalty: whether Decide may precheck.
+func (e *Engine) hasChecks() bool {
+	for _, list := range [][]*compiledRule{e.enforced, e.shadow} {
+		for _, r := range list {
+			if r.count != nil {
+				return true
+			}
+			for _, p := range r.allPolicies() {
+				if p.pen != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -291,7 +291,11 @@ func (e *Engine) collect(d *decision, res *Result, b *batch, r *compiledRule) {
 	}
 	peek := r.count != nil
 	if peek {
-		res.counting = true
+		if r.shadow {
+			res.shadowCounting = true
+		} else {
+			res.counting = true
+		}
 	}
 	for _, p := range policies {
 		p = p.current()

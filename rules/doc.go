@@ -115,8 +115,9 @@
 // no concurrency slots. A shadow counting rule peeks and charges the
 // same way and never refuses; a request the shadow rules would have
 // refused is not charged after its answer, as an enforced rule's would
-// not be. Envoy's, nginx's, Kong's and Traefik's limiters cannot count
-// on the answer at all.
+// not be. A counting rule's policies are listed after the other rules'
+// in RateLimit-Policy (they are decided apart). Envoy's, nginx's, Kong's
+// and Traefik's limiters cannot count on the answer at all.
 //
 // # Penalties
 //
@@ -135,7 +136,12 @@
 // penalty keys first, with the counting rules' peeks (one ApplyEach per
 // store that has it, as Redis does; in-process stores answer each
 // check in turn), so it costs one store call more; refusals cost one more
-// to start the penalty. Because it is only a store key, it works on
+// to start the penalty. A key under a penalty, and a counting rule's key
+// found with nothing left, are then refused from memory, with no store
+// call, until the instant the store said they could pass (other requests
+// only push that instant later), as store/redis's over-limit cache does
+// for a plain rule's refusals: a brute force under its penalty costs the
+// store nothing. Because it is only a store key, it works on
 // every store and tier (memory, Redis strict, eventual, gossip), with the
 // tier's own consistency: on the eventual and gossip tiers a gateway
 // hears of another's penalty within their sync (a sync interval, a few
@@ -143,7 +149,9 @@
 // hearing of each other's add up (two starts, twice the term), the
 // tiers' overshoot turned into a longer penalty, never a shorter one.
 // When several policies refuse one charge, the store reports the most
-// restrictive, and only its penalty starts.
+// restrictive, and only its penalty starts. A shadow rule's penalty runs
+// the same way and refuses nothing: its events (ShadowRefused, with
+// [Event].Penalty) show what it would have refused.
 //
 // Client IPs come from the peer address; forwarding headers
 // (X-Forwarded-For, Forwarded per RFC 7239, or X-Real-IP) are read only when

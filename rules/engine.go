@@ -44,6 +44,12 @@ type Engine struct {
 	shadowLog *slog.Logger
 	now       func() time.Time
 
+	// refusals remembers checks known to refuse (refusalCache); nil
+	// when no rule counts or has a penalty. mono is its clock, Unix-like
+	// ns: Config.Now's when set, else a monotonic reading.
+	refusals *refusalCache
+	mono     func() int64
+
 	batches   sync.Pool // *[]limit.Request
 	decisions sync.Pool // *[]limit.Decision, for ApplyEach
 

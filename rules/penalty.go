@@ -109,6 +109,36 @@ func (c check) request(res *Result) limit.Request {
 // merge of the peeks (peeked false when there were none), for headers.
 // A refusing peek starts its policy's penalty.
 func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refusal limit.Decision, refused bool, peek limit.Decision, peeked bool, err error) {
+	consider := func(d limit.Decision) {
+		if !refused || d.RetryAfter > refusal.RetryAfter ||
+			d.RetryAfter == refusal.RetryAfter && d.Remaining < refusal.Remaining {
+			refusal, refused = d, true
+		}
+	}
+	// Refusals known without a store call (refusalCache): any one
+	// refuses the group.
+	now := e.mono()
+	for i := from; i < to; i++ {
+		a := res.at(i)
+		if a.penKey != "" {
+			if r, ok := e.refusals.get(a.penKey, now); ok {
+				a.pen = time.Duration(r.next - now)
+				consider(penaltyDecision(a, a.pen, i-from))
+				continue
+			}
+		}
+		if a.peek {
+			if r, ok := e.refusals.get(a.key, now); ok {
+				d := limit.Decision{Limit: r.limit, NextUnitAfter: time.Duration(r.next - now),
+					ResetAfter: time.Duration(r.reset - now), Policy: a.policy.policy, Index: i - from}
+				e.peekRefusal(ctx, a, &d)
+				consider(d)
+			}
+		}
+	}
+	if refused {
+		return refusal, true, limit.Decision{}, false, nil
+	}
 	var cb [8]check
 	checks := cb[:0]
 	for i := from; i < to; i++ {
@@ -138,6 +168,7 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 				continue
 			}
 			a.pen = d.NextUnitAfter
+			e.refusals.put(a.penKey, now, a.pen, a.pen, 0)
 			d = penaltyDecision(a, a.pen, c.i-from)
 		} else {
 			if a.pen > 0 { // under a penalty: that is its refusal
@@ -159,13 +190,13 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 				continue
 			default:
 				d.Allowed = false
+				if d.Remaining == 0 {
+					e.refusals.put(a.key, now, d.NextUnitAfter, d.ResetAfter, d.Limit)
+				}
 				e.peekRefusal(ctx, a, &d)
 			}
 		}
-		if !refused || d.RetryAfter > refusal.RetryAfter ||
-			d.RetryAfter == refusal.RetryAfter && d.Remaining < refusal.Remaining {
-			refusal, refused = d, true
-		}
+		consider(d)
 	}
 	return refusal, refused, peek, peeked, nil
 }
@@ -288,6 +319,7 @@ func (e *Engine) startPenalty(ctx context.Context, a *applied) {
 	if d.NextUnitAfter > 0 {
 		a.pen = d.NextUnitAfter
 		a.penStarted = d.Allowed
+		e.refusals.put(a.penKey, e.mono(), a.pen, a.pen, 0)
 	}
 }
 

@@ -1,10 +1,16 @@
 package rules
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/limit"
+	"github.com/tollgate-dev/tollgate/store/memory"
 )
 
 // penalised is an IP rule of 2 per minute whose refusal costs 15
@@ -197,5 +203,149 @@ func TestPenaltyCheckAllocatesNothing(t *testing.T) {
 	e, _ := newEngine(t, Config{Rules: []Rule{r}})
 	if n := allowedAllocs(t, e, get("/", "203.0.113.13")); n != 0 {
 		t.Fatalf("%v allocations", n)
+	}
+}
+
+// calls counts the store calls of a real store.
+type calls struct {
+	limit.Store
+	n atomic.Int64
+}
+
+func (c *calls) Apply(ctx context.Context, key string, p limit.Policy, cost int64) (limit.Decision, error) {
+	c.n.Add(1)
+	return c.Store.Apply(ctx, key, p, cost)
+}
+
+func (c *calls) ApplyAll(ctx context.Context, reqs []limit.Request) (limit.Decision, error) {
+	c.n.Add(1)
+	return c.Store.ApplyAll(ctx, reqs)
+}
+
+// TestKnownRefusalsSpareTheStore: a key under its penalty, or a counting
+// rule's key with nothing left, is refused again without a store call
+// (refusalCache) with the same exact Retry-After, until the instant the
+// store would let it pass; then the store decides again.
+func TestKnownRefusalsSpareTheStore(t *testing.T) {
+	clk := newClock()
+	mem, err := memory.New(memory.Config{Clock: clk.now, SweepInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mem.Close() })
+	st := &calls{Store: mem}
+	plain := loginRule(2)
+	plain.Count = nil
+	plain.Name, plain.Penalty = "penalised", 10*time.Minute
+	counting := loginRule(2)
+	counting.Match = Match{Paths: []string{"/count"}}
+	e, err := New(Config{Now: clk.wall, Rules: []Rule{plain, counting}}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		decide(t, e, get("/login", "192.0.2.50"))
+	}
+	for range 2 {
+		res := decide(t, e, get("/count", "192.0.2.50"))
+		charge(t, &res, 401, nil)
+	}
+	before := st.n.Load()
+	for i := range 50 {
+		clk.add(time.Second)
+		res := decide(t, e, get("/login", "192.0.2.50"))
+		if want := 10*time.Minute - time.Duration(i+1)*time.Second; !res.Refused() || res.Penalty() != want {
+			t.Fatalf("penalised %d: %v %v, want %v", i, res.Outcome, res.Penalty(), want)
+		}
+		res = decide(t, e, get("/count", "192.0.2.50"))
+		if !res.Refused() || res.Decision.RetryAfter != 15*time.Minute-time.Duration(i+1)*time.Second {
+			t.Fatalf("counting %d: %v %+v", i, res.Outcome, res.Decision)
+		}
+	}
+	if n := st.n.Load() - before; n != 0 {
+		t.Fatalf("%d store calls for 100 known refusals", n)
+	}
+	clk.add(15 * time.Minute)
+	if res := decide(t, e, get("/login", "192.0.2.50")); res.Refused() {
+		t.Fatalf("penalised after the penalty: %v", res.Outcome)
+	}
+	if res := decide(t, e, get("/count", "192.0.2.50")); res.Refused() {
+		t.Fatalf("counting after the window: %v", res.Outcome)
+	}
+	if st.n.Load() == before {
+		t.Fatal("no store call once the refusals ran out")
+	}
+}
+
+// A store that fails: a counting rule fails open by default (the peek
+// errs, the request goes on, Charge reports the error, an Errored
+// event, no key in the text), and closed when its mode says so.
+func TestCountAndPenaltyOnAFailingStore(t *testing.T) {
+	obs := &events{}
+	r := loginRule(3)
+	r.Penalty = time.Minute
+	e, err := New(Config{Observer: obs, Rules: []Rule{r}}, failingStore{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := e.Decide(ctx, get("/login", "192.0.2.60"))
+	if !errors.Is(err, ErrStore) || res.Outcome != Errored || res.Refused() || !res.Counts() {
+		t.Fatalf("decide: %v %v counts %v", res.Outcome, err, res.Counts())
+	}
+	err = res.Charge(ctx, 401, nil)
+	if !errors.Is(err, ErrStore) || !errors.Is(err, errDown) || strings.Contains(err.Error(), "192.0.2.60") {
+		t.Fatalf("charge: %v", err)
+	}
+	if ev := obs.list[len(obs.list)-1]; ev.Outcome != Errored || !errors.Is(ev.Err, errDown) {
+		t.Fatalf("charge event %+v", ev)
+	}
+	e, err = New(Config{OnError: "closed", Rules: []Rule{r}}, failingStore{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := e.Decide(ctx, get("/login", "192.0.2.60")); !res.Refused() || res.Counts() || res.Penalty() != 0 {
+		t.Fatalf("closed: %v counts %v penalty %v", res.Outcome, res.Counts(), res.Penalty())
+	}
+}
+
+// A penalty on a plan's policy (Tiers) runs as on any policy, and only
+// for that plan.
+func TestPenaltyOfAPlan(t *testing.T) {
+	e, _ := newEngine(t, Config{Rules: []Rule{{
+		Name: "api", Key: Key{"header:X-API-Key"},
+		Tiers: &Tiers{
+			Plans: map[string][]Policy{
+				"free": {{Algorithm: "fixed_window", Limit: 1, Window: "1m", Penalty: 5 * time.Minute}},
+				"pro":  {{Algorithm: "fixed_window", Limit: 1, Window: "1m"}},
+			},
+			Members: map[string]string{"k-pro": "pro"},
+			Default: "free",
+		},
+	}}})
+	for _, c := range []struct {
+		key     string
+		penalty time.Duration
+	}{{"k-free", 5 * time.Minute}, {"k-pro", 0}} {
+		decide(t, e, get("/", "192.0.2.61").with("X-API-Key", c.key))
+		res := decide(t, e, get("/", "192.0.2.61").with("X-API-Key", c.key))
+		if !res.Refused() || res.Penalty() != c.penalty {
+			t.Errorf("%s: %v penalty %v, want %v", c.key, res.Outcome, res.Penalty(), c.penalty)
+		}
+	}
+}
+
+// A policy scaled by its adaptive controller keeps its penalty.
+func TestPenaltyOfAScaledPolicy(t *testing.T) {
+	sc := &testScale{}
+	sc.pm.Store(500)
+	e, _ := newEngine(t, Config{
+		Rules: []Rule{{Name: "api", Penalty: 2 * time.Minute,
+			Policies: []Policy{{Algorithm: "fixed_window", Limit: 2, Window: "1m", Adaptive: "origin"}}}},
+		Scales: func(string) Scale { return sc },
+	})
+	decide(t, e, get("/", "192.0.2.62")) // 1 of the scaled limit 1
+	if res := decide(t, e, get("/", "192.0.2.62")); !res.Refused() || res.Penalty() != 2*time.Minute {
+		t.Fatalf("scaled: %v penalty %v", res.Outcome, res.Penalty())
 	}
 }

@@ -77,16 +77,17 @@ type Result struct {
 	// otherwise.
 	Delay time.Duration
 
-	e             *Engine
-	path          string
-	enforced      int // applied[:enforced] are the enforced policies
-	n             int // applied count: enforced, then shadow
-	shadowMatched bool
-	failClosed    bool // the store failed and a matched rule's mode is closed
-	counting      bool // a counting rule (Rule.Count) matched: see Counts
-	charged       bool // Charge has run
-	inline        [inlineApplied]applied
-	spill         []applied
+	e              *Engine
+	path           string
+	enforced       int // applied[:enforced] are the enforced policies
+	n              int // applied count: enforced, then shadow
+	shadowMatched  bool
+	failClosed     bool // the store failed and a matched rule's mode is closed
+	counting       bool // an enforced counting rule (Rule.Count) matched: see Counts
+	shadowCounting bool // a shadow one did
+	charged        bool // Charge has run
+	inline         [inlineApplied]applied
+	spill          []applied
 	// The keys and leases of the concurrency policies, applied[:nslots].
 	nslots      int
 	slotsInline [2]slot
