@@ -133,14 +133,16 @@ routes:
 		}
 	}
 	var got []codes.Code
+	var msgs []string
 	for range 4 {
 		_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{Service: "nope"})
 		got = append(got, status.Code(err))
+		msgs = append(msgs, status.Convert(err).Message())
 	}
 	want := []codes.Code{codes.NotFound, codes.NotFound, codes.ResourceExhausted, codes.ResourceExhausted}
 	for i := range want {
 		if got[i] != want[i] {
-			t.Fatalf("calls for an unknown service: %v; want %v", got, want)
+			t.Fatalf("calls for an unknown service: %v %q; want %v", got, msgs, want)
 		}
 	}
 }

@@ -154,10 +154,17 @@ func (g *Server) NewH2Proxy(rt *exchange.Route, transport http.RoundTripper) *ht
 		BufferPool:     proxyBuffers,
 		ErrorLog:       g.netHTTPLogger(),
 	}
-	if rt.GRPC {
-		// Every message as it comes: a stream's are not batched.
-		p.FlushInterval = -1
-	}
+	// No FlushInterval, on a gRPC route either: ReverseProxy flushes
+	// every write of a response of unknown length (ContentLength -1),
+	// which every gRPC response with messages is, so a stream's messages
+	// go as they come. A trailers-only answer (grpc-status in the
+	// response's header fields, END_STREAM on them: ContentLength 0)
+	// must go out as it came, one HEADERS frame ending the stream: with
+	// FlushInterval -1 ReverseProxy's first flush, on a timer of its
+	// own, raced the handler's end, and when it won the header went
+	// without END_STREAM and the client read a stream that closed
+	// without trailers (grpc-go: Internal, "server closed the stream
+	// without sending trailers") in place of the upstream's status.
 	return p
 }
 
