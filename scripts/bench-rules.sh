@@ -22,8 +22,11 @@
 #   scripts/bench-rules.sh [ROUNDS] [SECONDS]     defaults: 3 rounds of 5 s
 #
 # TOLLGATE=path measures that binary instead of building this tree's;
+# TOLLGATE_EXCEPT=path runs except-10k on that binary instead, beside its
+# own base (base-except), and judges it against that one (for a build
+# whose exemptions are on another branch than its country and count:);
 # CONNS sets wrk's connections (64). Needs: go, wrk, nginx, curl. Everything
-# listens on 127.0.0.1:18381-18395 and is stopped on exit.
+# listens on 127.0.0.1:18381-18396 and is stopped on exit.
 set -euo pipefail
 
 ROUNDS=${1:-3}
@@ -44,7 +47,7 @@ cleanup() {
 trap cleanup EXIT
 
 need_tools bench-rules wrk nginx go curl
-ports_free 18381 18391 18392 18393 18394 18395
+ports_free 18381 18391 18392 18393 18394 18395 18396
 
 # --- the origin: nginx answering 200 "ok" on :18381 -------------------------
 mkdir -p "$RUN/origin/tmp"
@@ -78,7 +81,16 @@ tollgate() { start_tollgate "$1" "$2" 18381 "" "$3"; } # name port yaml
 ALLOW='policies: [{algorithm: token_bucket, rate: 1000000/s, burst: 1000}]'
 DENY='policies: [{algorithm: token_bucket, rate: 1/h, burst: 1}]'
 tollgate base 18391 "rules: [{name: per-ip, key: ip, $ALLOW}]"
-tollgate except 18392 "rules: [{name: per-ip, key: ip, except: [{clients_file: \"$RUN/except-cidrs.txt\"}], $ALLOW}]"
+EXCEPT="rules: [{name: per-ip, key: ip, except: [{clients_file: \"$RUN/except-cidrs.txt\"}], $ALLOW}]"
+EXCEPT_BASE=base
+if [ -n "${TOLLGATE_EXCEPT:-}" ]; then
+	cp "$TOLLGATE_EXCEPT" "$RUN/tollgate-except"
+	TGBIN=$RUN/tollgate-except tollgate base-except 18396 "rules: [{name: per-ip, key: ip, $ALLOW}]"
+	TGBIN=$RUN/tollgate-except tollgate except 18392 "$EXCEPT"
+	EXCEPT_BASE=base-except
+else
+	tollgate except 18392 "$EXCEPT"
+fi
 tollgate country 18393 "geoip: {country: \"$RUN/country.mmdb\"}
 rules: [{name: per-country, key: country, $ALLOW}]"
 tollgate count-deny 18394 "rules: [{name: per-ip, key: ip, count: {statuses: [\"200\"]}, $DENY}]"
@@ -95,6 +107,11 @@ done
 # name port: measured in this order in every round.
 CONFIGS=(
 	"base 18391"
+)
+if [ -n "${TOLLGATE_EXCEPT:-}" ]; then
+	CONFIGS+=("base-except 18396")
+fi
+CONFIGS+=(
 	"except-10k 18392"
 	"country 18393"
 	"count-deny 18394"
@@ -155,7 +172,7 @@ done
 echo
 echo "| A vs B (median of per-round ratios) | CPU/req A ÷ B | req/s A ÷ B | target | verdict |"
 echo "| --- | ---: | ---: | ---: | --- |"
-for pair in except-10k/base/1.02 country/base/1.05 count-deny/deny/1.00; do
+for pair in "except-10k/$EXCEPT_BASE/1.02" country/base/1.05 count-deny/deny/1.00; do
 	IFS=/ read -r a b bound <<<"$pair"
 	grep -q "^$a " "$RES" && grep -q "^$b " "$RES" || continue
 	cr=$(awk -v a="$a" -v b="$b" '$1 == a {x[$2] = $4} $1 == b {y[$2] = $4} END {for (r in x) if (y[r] > 0) print x[r] / y[r]}' "$RES" | median)
