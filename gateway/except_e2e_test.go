@@ -14,7 +14,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/internal/racebuild"
 )
 
@@ -160,21 +159,7 @@ func testExceptE2E(t *testing.T, h2 bool) {
 		listen = `listen: {addr: "127.0.0.1:0", http2: on}` + "\n"
 	}
 	path := filepath.Join(dir, "tollgate.yaml")
-	if err := os.WriteFile(path, []byte(listen+exceptYAML), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	if err := g.Start(); err != nil {
-		t.Fatal(err)
-	}
+	g := startFileGateway(t, path, listen+exceptYAML)
 	ec := &exceptClient{t: t, base: "http://" + g.Addr().String(), h2: h2, c: map[string]*http.Client{}}
 	const proxy, untrusted = "127.0.0.1", "127.0.0.2"
 

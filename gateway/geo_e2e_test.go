@@ -85,21 +85,7 @@ rules:
     match: {asns: [16509]}
     policies: [{algorithm: fixed_window, limit: 1, window: 1h}]
 `
-	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := New(cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	if err := g.Start(); err != nil {
-		t.Fatal(err)
-	}
+	g := startFileGateway(t, path, yaml)
 	url := "http://" + g.Addr().String() + "/"
 	steps := []struct {
 		ip   string

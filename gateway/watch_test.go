@@ -19,7 +19,17 @@ import (
 func startWatchedGateway(t *testing.T, dir, yaml, settle string) (*Gateway, string, string) {
 	t.Helper()
 	path := filepath.Join(dir, "tollgate.yaml")
-	if err := os.WriteFile(path, []byte(watchedHead(settle)+yaml), 0o644); err != nil {
+	g := startFileGateway(t, path, watchedHead(settle)+yaml)
+	return g, path, "http://" + g.Addr().String()
+}
+
+// startFileGateway writes src to path and serves it as tollgate serve
+// -config path would: loaded from the file (so that its relative paths,
+// list files and watching are the file's), started, closed at the end
+// of the test.
+func startFileGateway(t *testing.T, path, src string) *Gateway {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := config.Load(path)
@@ -34,7 +44,7 @@ func startWatchedGateway(t *testing.T, dir, yaml, settle string) (*Gateway, stri
 	if err := g.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return g, path, "http://" + g.Addr().String()
+	return g
 }
 
 func watchedHead(settle string) string {
