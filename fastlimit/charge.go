@@ -26,10 +26,10 @@ func Charge(ctx *fasthttp.RequestCtx, res *rules.Result) error {
 	return res.Charge(context.Background(), ctx.Response.StatusCode(), (*answerHeader)(&ctx.Response.Header))
 }
 
-// ChargeStatus charges res's counting rules with status and no header
-// fields, for an answer ctx.Response does not hold: status 0 when none
-// came.
-func ChargeStatus(res *rules.Result, status int) error {
+// chargeStatus charges res's counting rules with status and no header
+// fields, for an answer ctx.Response does not hold (a handler that
+// panicked, or ended its goroutine: status 0).
+func chargeStatus(res *rules.Result, status int) error {
 	if !res.Counts() {
 		return nil
 	}

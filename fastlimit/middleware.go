@@ -66,10 +66,10 @@ func serveCounting(ctx *fasthttp.RequestCtx, res *rules.Result, next fasthttp.Re
 		}
 		v := recover()
 		if v == nil {
-			ChargeStatus(res, 0) //nolint:errcheck // the engine logs a store error
+			chargeStatus(res, 0) //nolint:errcheck // the engine logs a store error
 			return
 		}
-		ChargeStatus(res, fasthttp.StatusInternalServerError) //nolint:errcheck // as above
+		chargeStatus(res, fasthttp.StatusInternalServerError) //nolint:errcheck // as above
 		panic(v)
 	}()
 	next(ctx)
