@@ -21,6 +21,12 @@ type Penalties struct {
 	mu  sync.Mutex
 	max int
 	m   map[PenaltyID]time.Time // when each ends
+	// floor is, while the table is full, at most the soonest end in it
+	// (stale only towards the past: an entry moved later raises the
+	// true one), so that a refusal of a key that would not be shown
+	// (under a brute force by more keys than the table holds, every
+	// refusal of every one of them) returns without scanning.
+	floor time.Time
 }
 
 // PenaltyID names one penalty: the rule, the policy that refused, the
@@ -59,22 +65,33 @@ func (p *Penalties) Note(id PenaltyID, left time.Duration, now time.Time) {
 		return
 	}
 	if len(p.m) >= p.max {
+		if !end.After(p.floor) && p.floor.After(now) {
+			return // ends before every one shown, none of which has ended
+		}
 		p.dropEnded(now)
 	}
 	if len(p.m) >= p.max {
-		var soonest PenaltyID
-		var at time.Time
-		for k, e := range p.m {
-			if at.IsZero() || e.Before(at) {
-				soonest, at = k, e
-			}
-		}
+		soonest, at := p.soonest()
 		if !end.After(at) {
+			p.floor = at
 			return
 		}
 		delete(p.m, soonest)
 	}
 	p.m[id] = end
+	if len(p.m) >= p.max {
+		_, p.floor = p.soonest()
+	}
+}
+
+// soonest is the entry that ends first. p.mu is held; p.m is not empty.
+func (p *Penalties) soonest() (id PenaltyID, at time.Time) {
+	for k, e := range p.m {
+		if at.IsZero() || e.Before(at) {
+			id, at = k, e
+		}
+	}
+	return id, at
 }
 
 // dropEnded deletes the penalties ended by now. p.mu is held.
