@@ -427,7 +427,8 @@ func (e *Engine) checkOn(ctx context.Context, st limit.Store, res *Result, check
 
 // startPenalty starts the penalty of entry a, whose policy refused it,
 // and records in a the time it has left: the whole penalty, or what is
-// left of one already running (which it does not extend). A store error
+// left of one already running (which it does not extend). The caller
+// puts it in the refusal cache (cachePenalty), with its own wait. A store error
 // is logged and leaves a without a penalty: the refusal stands.
 func (e *Engine) startPenalty(ctx context.Context, a *applied) {
 	d, err := e.storeOf(a.rule).Apply(ctx, a.penKey, a.policy.pen.policy, 1)
@@ -443,7 +444,6 @@ func (e *Engine) startPenalty(ctx context.Context, a *applied) {
 	if d.NextUnitAfter > 0 {
 		a.pen = d.NextUnitAfter
 		a.penStarted = d.Allowed
-		e.refusals.put(a.penKey, e.mono(), a.pen, a.pen, 0)
 	}
 }
 
@@ -456,11 +456,14 @@ func (e *Engine) penalise(ctx context.Context, res *Result, from int, d *limit.D
 		return
 	}
 	e.startPenalty(ctx, a)
-	if a.pen > 0 && d.RetryAfter != limit.Never {
+	if a.pen == 0 {
+		return
+	}
+	if d.RetryAfter != limit.Never {
 		d.RetryAfter = max(d.RetryAfter, a.pen)
 		d.NextUnitAfter = max(d.NextUnitAfter, a.pen)
 		d.ResetAfter = max(d.ResetAfter, a.pen)
 		d.Remaining = 0
-		e.cachePenalty(a, e.mono(), d.RetryAfter)
 	}
+	e.cachePenalty(a, e.mono(), d.RetryAfter) // Never: cached for a.pen
 }
