@@ -124,6 +124,9 @@ func (e *Engine) charge(ctx context.Context, r *Result, from, to int) error {
 		}
 		if !d.Allowed && a.penKey != "" && a.pen == 0 {
 			e.startPenalty(ctx, a)
+			if a.pen > 0 {
+				e.cachePenalty(a, e.mono(), a.pen)
+			}
 		}
 		if d.Remaining == 0 && d.NextUnitAfter > 0 {
 			// The next peek would find nothing left: spare it the store.

@@ -130,13 +130,10 @@ func (e *Engine) storeOf(r *compiledRule) limit.Store {
 }
 
 // check is one cost-0 request of a precheck: the penalty key (pen) or
-// the policy key of the applied entry i: a counting rule's peek, or
-// (wait) the look at a penalised policy's own state that tells when it
-// will admit the request once its penalty has ended.
+// the policy key (a counting rule's peek) of the applied entry i.
 type check struct {
-	i    int
-	pen  bool
-	wait bool
+	i   int
+	pen bool
 	// watched: a peek watched on the engine's reservations, which had
 	// released so much then (reservations.watch).
 	watched  bool
@@ -197,15 +194,12 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 		if a.penKey != "" {
 			checks = append(checks, check{i: i, pen: true})
 		}
-		switch {
-		case a.peek:
+		if a.peek {
 			c := check{i: i}
 			if e.pending != nil && a.cost > 0 {
 				c.released, c.watched = e.pending.watch(a.key, now)
 			}
 			checks = append(checks, c)
-		case a.penKey != "":
-			checks = append(checks, check{i: i, wait: true})
 		}
 	}
 	var db [8]limit.Decision
@@ -231,18 +225,22 @@ func (e *Engine) precheck(ctx context.Context, res *Result, from, to int) (refus
 				continue
 			}
 			a.pen = d.NextUnitAfter
-			// The policy's own check follows its penalty's (the
-			// peek or the wait): when the penalty ends, the policy
-			// may still refuse (a window not yet over), and the
-			// Retry-After is the later of the two.
+			// When the penalty ends, the policy may still refuse (a
+			// window not yet over): the Retry-After is the later of
+			// the two. A counting rule's peek follows its penalty's
+			// check; another policy is looked at (cost 0) only now,
+			// for a key found under a penalty, not on every request (a
+			// store error leaves the penalty's wait).
 			wait := a.pen
-			if k+1 < len(checks) && checks[k+1].i == c.i && !checks[k+1].pen && decs[k+1].Allowed {
-				wait = max(wait, policyWait(a, decs[k+1]))
+			if k+1 < len(checks) && checks[k+1].i == c.i && !checks[k+1].pen {
+				if decs[k+1].Allowed {
+					wait = max(wait, policyWait(a, decs[k+1]))
+				}
+			} else if pd, err := e.storeOf(a.rule).Apply(ctx, a.key, a.policy.policy, 0); err == nil && pd.Allowed {
+				wait = max(wait, policyWait(a, pd))
 			}
 			e.cachePenalty(a, now, wait)
 			d = penaltyDecision(a, a.pen, wait, c.i-from)
-		} else if c.wait {
-			continue // read with its penalty's check
 		} else {
 			if a.pen > 0 { // under a penalty: that is its refusal
 				if c.watched {
@@ -427,7 +425,8 @@ func (e *Engine) checkOn(ctx context.Context, st limit.Store, res *Result, check
 
 // startPenalty starts the penalty of entry a, whose policy refused it,
 // and records in a the time it has left: the whole penalty, or what is
-// left of one already running (which it does not extend). A store error
+// left of one already running (which it does not extend). The caller
+// puts it in the refusal cache (cachePenalty), with its own wait. A store error
 // is logged and leaves a without a penalty: the refusal stands.
 func (e *Engine) startPenalty(ctx context.Context, a *applied) {
 	d, err := e.storeOf(a.rule).Apply(ctx, a.penKey, a.policy.pen.policy, 1)
@@ -443,7 +442,6 @@ func (e *Engine) startPenalty(ctx context.Context, a *applied) {
 	if d.NextUnitAfter > 0 {
 		a.pen = d.NextUnitAfter
 		a.penStarted = d.Allowed
-		e.refusals.put(a.penKey, e.mono(), a.pen, a.pen, 0)
 	}
 }
 
@@ -456,11 +454,14 @@ func (e *Engine) penalise(ctx context.Context, res *Result, from int, d *limit.D
 		return
 	}
 	e.startPenalty(ctx, a)
-	if a.pen > 0 && d.RetryAfter != limit.Never {
+	if a.pen == 0 {
+		return
+	}
+	if d.RetryAfter != limit.Never {
 		d.RetryAfter = max(d.RetryAfter, a.pen)
 		d.NextUnitAfter = max(d.NextUnitAfter, a.pen)
 		d.ResetAfter = max(d.ResetAfter, a.pen)
 		d.Remaining = 0
-		e.cachePenalty(a, e.mono(), d.RetryAfter)
 	}
+	e.cachePenalty(a, e.mono(), d.RetryAfter) // Never: cached for a.pen
 }
