@@ -20,7 +20,7 @@ import (
 // Every example loads, validates and compiles.
 func TestExamplesAreValid(t *testing.T) {
 	// gossip-fleet.yaml reads its secret key from the environment.
-	t.Setenv("TOLLGATE_GOSSIP_KEY", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	t.Setenv("TOLLGATE_GOSSIP_KEY", testGossipKey)
 	files, _ := filepath.Glob("*.yaml")
 	if len(files) < 4 {
 		t.Fatalf("found %d examples, want at least 4", len(files))

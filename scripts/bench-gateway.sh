@@ -34,7 +34,7 @@ RUN=$(mktemp -d /tmp/bench-gateway.XXXXXX)
 PIDS=()
 declare -A PIDOF # port -> process id of the server on it (nginx: the master)
 
-. "$ROOT/scripts/bench-lib.sh" # need_tools, stop_servers, only_configs, build_tollgate, start_tollgate, cputicks, median
+. "$ROOT/scripts/bench-lib.sh" # need_tools, stop_servers, only_configs, start_origin, build_tollgate, start_tollgate, cputicks, median
 
 cleanup() {
 	stop_servers
@@ -45,11 +45,7 @@ trap cleanup EXIT
 need_tools bench-gateway wrk nginx go
 
 # --- the origin: nginx answering 200 "ok" on :18081 -------------------------
-mkdir -p "$RUN/origin/tmp"
-sed "s|@RUN@|$RUN/origin|g" "$EDGE/nginx-origin.conf.in" >"$RUN/origin/nginx.conf"
-nginx -c "$RUN/origin/nginx.conf" -p "$RUN/origin/" -g 'daemon off;' &
-PIDS+=($!)
-PIDOF[18081]=$!
+start_origin 18081
 
 # --- nginx as the proxy: plain, never refusing, refusing --------------------
 nginx_proxy() { # name port zone req

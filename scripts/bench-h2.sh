@@ -41,11 +41,7 @@ if [ "${TLS:-}" = 1 ]; then
 fi
 
 # --- the origin: nginx answering 200 "ok" on :18381, HTTP/1.1 ---------------
-mkdir -p "$RUN/origin/tmp"
-sed -e "s|@RUN@|$RUN/origin|g" -e "s|18081|18381|" "$EDGE/nginx-origin.conf.in" >"$RUN/origin/nginx.conf"
-nginx -c "$RUN/origin/nginx.conf" -p "$RUN/origin/" -g 'daemon off;' &
-PIDS+=($!)
-PIDOF[18381]=$!
+start_origin 18381
 
 # --- nginx http2 + limit_req: never refusing, refusing -------------------------
 nginx_h2() { # name port zone req

@@ -54,6 +54,17 @@ ports_free() {
 	done
 }
 
+# start_origin PORT: nginx answering 200 "ok" on 127.0.0.1:PORT (from
+# $EDGE/nginx-origin.conf.in, under $RUN/origin), recorded in PIDS and
+# PIDOF[PORT].
+start_origin() {
+	mkdir -p "$RUN/origin/tmp"
+	sed -e "s|@RUN@|$RUN/origin|g" -e "s|127.0.0.1:18081|127.0.0.1:$1|" "$EDGE/nginx-origin.conf.in" >"$RUN/origin/nginx.conf"
+	nginx -c "$RUN/origin/nginx.conf" -p "$RUN/origin/" -g 'daemon off;' &
+	PIDS+=($!)
+	PIDOF[$1]=$!
+}
+
 # build_tollgate DEST: the tollgate binary the load scripts measure, at
 # DEST: a copy of $TOLLGATE when that names a built one (scripts/bench.sh
 # builds it once, and a second commit's as $TOLLGATE_B), else built from

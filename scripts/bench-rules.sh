@@ -38,7 +38,7 @@ RUN=$(mktemp -d /tmp/bench-rules.XXXXXX)
 PIDS=()
 declare -A PIDOF # port -> process id of the server on it (nginx: the master)
 
-. "$ROOT/scripts/bench-lib.sh" # need_tools, stop_servers, build_tollgate, start_tollgate, cputicks, median, ports_free
+. "$ROOT/scripts/bench-lib.sh" # need_tools, stop_servers, start_origin, build_tollgate, start_tollgate, cputicks, median, ports_free
 
 cleanup() {
 	stop_servers
@@ -50,11 +50,7 @@ need_tools bench-rules wrk nginx go curl
 ports_free 18381 18391 18392 18393 18394 18395 18396
 
 # --- the origin: nginx answering 200 "ok" on :18381 -------------------------
-mkdir -p "$RUN/origin/tmp"
-sed -e "s|@RUN@|$RUN/origin|g" -e "s|127.0.0.1:18081|127.0.0.1:18381|" "$EDGE/nginx-origin.conf.in" >"$RUN/origin/nginx.conf"
-nginx -c "$RUN/origin/nginx.conf" -p "$RUN/origin/" -g 'daemon off;' &
-PIDS+=($!)
-PIDOF[18381]=$!
+start_origin 18381
 
 # --- the inputs: 10,000 CIDRs outside 127.0.0.0/8, a country database --------
 # MINSTD (exact in awk's doubles): the same list every run, prefixes of /12

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/redistest"
 )
 
 // loginOrigin answers POST /login after a hold: 200 for the right
@@ -50,33 +51,6 @@ func newLoginOrigin(t *testing.T, hold time.Duration) *loginOrigin {
 	return o
 }
 
-// startRedis runs a redis-server on 127.0.0.1 for the test, or skips.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	redisBin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed")
-	}
-	addr := freeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	redis := exec.Command(redisBin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := redis.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		redis.Process.Kill()
-		redis.Wait()
-	})
-	eventually(t, "redis to listen", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	return addr
-}
-
 // The acceptance's concurrency test, through tollgate serve: 64
 // concurrent wrong passwords against a rule that counts only 401s, limit
 // 5 per 15 minutes with a 15-minute penalty, on the memory store and on
@@ -94,7 +68,7 @@ func TestE2ECountingLoginUnderConcurrency(t *testing.T) {
 	tollgateBinary(t)
 	var redisAddr string
 	if _, err := exec.LookPath("redis-server"); err == nil {
-		redisAddr = startRedis(t)
+		redisAddr = redistest.Start(t).Addr
 	}
 	for _, store := range []string{"memory", "redis"} {
 		for _, proto := range []string{"http1", "http2"} {

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/redistest"
 )
 
 // seen records what the origin received.
@@ -415,27 +417,7 @@ func TestE2EEmbeddedDefault(t *testing.T) {
 // Two gateways sharing one Redis share one count: the limit holds across
 // them.
 func TestE2ERedisSharedLimit(t *testing.T) {
-	redisBin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed")
-	}
-	addr := freeAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	redis := exec.Command(redisBin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	if err := redis.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		redis.Process.Kill()
-		redis.Wait()
-	}()
-	eventually(t, "redis to listen", func() bool {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
+	addr := redistest.Start(t).Addr
 	srv, _ := origin(t)
 	cfg := baseCfg + "routes: [{path: /, upstream: \"" + srv.URL + "\"}]\n" +
 		"store: {redis: {url: \"redis://" + addr + "\", prefix: \"e2e:\", timeout: 500ms}}\non_error: closed\n" +
