@@ -274,7 +274,10 @@ type Count struct {
 	// most 64 entries. Empty: any status (then Header must be set).
 	Statuses []string `yaml:"statuses" json:"statuses"`
 	// Header, when its Name is set, is a response header field the
-	// answer must carry (equal to Value when Value is set).
+	// answer must carry (equal to Value when Value is set). Only the
+	// answer's head is read, when it arrives: a trailer is not, so a
+	// gRPC call's Grpc-Status is seen on a trailers-only answer (an
+	// error with no message) and not after a streamed call's messages.
 	Header HeaderMatch `yaml:"header" json:"header"`
 }
 
