@@ -22,12 +22,14 @@ func TestFrontEndTable(t *testing.T) {
 		e := newEngine(t, cfg)
 		origin, served := frontendtest.Origin()
 		mw := fastlimit.Middleware(func() *rules.Engine { return e }, fasthttpadaptor.NewFastHTTPHandler(origin))
-		var ended atomic.Int64
+		var received, ended atomic.Int64
 		url := serve(t, func(ctx *fasthttp.RequestCtx) {
+			received.Add(1)
 			defer ended.Add(1)
 			mw(ctx)
 		})
 		return &frontendtest.Running{URL: url, Client: &http.Client{}, Served: served,
-			Ended: func(t *testing.T, n int) { frontendtest.Until(t, func() bool { return ended.Load() >= int64(n) }) }}
+			Received: func() int { return int(received.Load()) },
+			Ended:    func(t *testing.T, n int) { frontendtest.Until(t, func() bool { return ended.Load() >= int64(n) }) }}
 	}})
 }

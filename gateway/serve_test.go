@@ -213,11 +213,13 @@ func TestFrontEndTable(t *testing.T) {
 			g.core.M.DelaysCancelled.Write(&m) //nolint:errcheck // a counter's Write does not fail
 			return uint64(m.GetCounter().GetValue())
 		}
+		// A decision is observed before its delay starts.
 		decided := func() uint64 {
 			var m dto.Metric
 			g.core.M.DecisionTime.Write(&m) //nolint:errcheck // a histogram's Write does not fail
 			return m.GetHistogram().GetSampleCount()
 		}
+		run.Received = func() int { return int(decided()) }
 		if http2 {
 			run.Client = h2cClient()
 			run.Ended = func(t *testing.T, n int) {

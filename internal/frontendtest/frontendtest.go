@@ -12,7 +12,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -46,8 +45,15 @@ type Running struct {
 	Served func() int
 	// Waiting, when set, receives when the front end starts a delay (an
 	// injected Config.Wait): a leaving client leaves then. Without it,
-	// the client leaves as soon as its request is written.
+	// the client leaves once Received counts its request.
 	Waiting <-chan struct{}
+	// Received counts the requests the front end has read and begun to
+	// decide, for a leaving client when Waiting is nil. It cannot leave
+	// on its own side's news: net/http reports a request written
+	// (httptrace WroteRequest) before it flushes it to the socket, so a
+	// client leaving then can close the connection before the request
+	// is sent, and the front end never sees it.
+	Received func() int
 	// Ended waits until the front end has ended n requests.
 	Ended func(t *testing.T, n int)
 	// Cancelled, when set, counts the delays cancelled by a client's
@@ -228,18 +234,24 @@ func run(t *testing.T, fe FrontEnd, c Case) {
 	if c.Leave {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
-			if fe2.Waiting == nil {
-				cancel()
-			}
-		}}
-		if fe2.Waiting != nil {
+		switch {
+		case fe2.Waiting != nil:
 			go func() {
 				<-fe2.Waiting
 				cancel()
 			}()
+		case fe2.Received != nil:
+			n := c.Before + c.RefusedBefore + 1
+			go func() {
+				defer cancel()
+				for deadline := time.Now().Add(10 * time.Second); fe2.Received() < n && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
+			}()
+		default:
+			t.Fatal("a front end without Waiting needs Received for a leaving client")
 		}
-		if resp, _, err := do(newReq(httptrace.WithClientTrace(ctx, trace))); err == nil {
+		if resp, _, err := do(newReq(ctx)); err == nil {
 			t.Fatalf("the client that left got an answer: %d %v", resp.StatusCode, resp.Header)
 		}
 		fe2.Ended(t, c.Before+1)
