@@ -292,6 +292,10 @@ type AccessLog struct {
 	Path string `yaml:"path"`
 	// Format is "json" (JSON lines, the default) or "combined" (the
 	// Apache/nginx combined format with the rule and decision appended).
+	// A line's status is the answer's, except for a delayed request
+	// whose client went away during its delay: 499 and 0 bytes, as nginx
+	// logs it ("client closed request"), not the 503 written to the
+	// closed connection.
 	Format string `yaml:"format"`
 	// Query is what a line keeps of the request-target's query string:
 	// keep (the default, every byte, as nginx writes $request), drop (no

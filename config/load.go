@@ -82,7 +82,8 @@ func Parse(name string, data []byte) (*Config, error) {
 	if err := ps.Err(); err != nil {
 		return nil, err
 	}
-	c.warnings = append(c.warnings, c.geoWarnings()...) // warn_geo.go
+	c.warnings = append(c.warnings, c.geoWarnings()...)    // warn_geo.go
+	c.warnings = append(c.warnings, c.exceptWarnings()...) // warn_except.go
 	return c, nil
 }
 

@@ -64,9 +64,20 @@
 // charged before the refusing one). A delayed request (a policy's delay
 // or burst without nodelay) whose client goes away during the delay is
 // never sent upstream, on either data path, as nginx drops it (its 499):
-// the HTTP/2 and gRPC path answers 503, and both count it in
-// tollgate_delays_cancelled_total, as httplimit's and forward-auth's
-// DelaysCancelled do.
+// both count it in tollgate_delays_cancelled_total, as httplimit's and
+// forward-auth's DelaysCancelled do, and the access log records it as
+// nginx does, status 499 ("client closed request") and 0 bytes, not the
+// 503 (rules.DetailDelayEnded) each path writes to the connection no one
+// reads any more: a 503 in the log would read as the gateway failing. The
+// 503 stays what is written (net/http and fasthttp send no 499; an HTTP/2
+// stream the client reset takes nothing). Nothing else reports it by its
+// status: it reached no upstream (tollgate_upstream_responses_total and
+// the adaptive limits' meters never see it), the refusal log and the
+// dashboard count decisions (it is a delayed one), and a counting rule
+// (count:) is not charged for it at all, on either path, as for a
+// refusal: its statuses ("5xx", "4xx") see neither the 503 nor the 499,
+// since the origin gave no answer to count (tollgate replay likewise
+// charges no counting rule for a logged 499).
 //
 // A rule with count (rules.Rule.Count: only the answers 401 and 403, say)
 // is decided before the request is proxied, a key with nothing left

@@ -96,7 +96,7 @@ func TestReplayCountsTheLoggedAnswersAndReportsPenalties(t *testing.T) {
 }
 
 func TestReplayStatusParse(t *testing.T) {
-	for in, want := range map[string]int{"401": 401, "200": 200, "-": 0, "": 0, "99": 0, "600": 0, "4x1": 0, "1000": 0} {
+	for in, want := range map[string]int{"401": 401, "200": 200, "-": 0, "": 0, "99": 0, "600": 0, "4x1": 0, "1000": 0, "499": 0, "498": 498} {
 		if got := parseStatus([]byte(in)); got != want {
 			t.Errorf("%q: %d, want %d", in, got, want)
 		}
@@ -104,14 +104,21 @@ func TestReplayStatusParse(t *testing.T) {
 }
 
 // A JSON line without a status is admitted and not charged, and the
-// report says so.
+// report says so; so is a line of status 499 (client closed request),
+// which a rule counting 4xx would otherwise charge.
 func TestReplayLineWithoutStatusIsNotCharged(t *testing.T) {
+	for _, second := range []string{``, `,"status":499`} {
+		testReplayLineWithoutStatus(t, second)
+	}
+}
+
+func testReplayLineWithoutStatus(t *testing.T, second string) {
 	key, err := ParseKeySpec("ip")
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := `{"time":"2026-11-29T10:00:00Z","remote_addr":"203.0.113.7","method":"POST","uri":"/login","status":401}
-{"time":"2026-11-29T10:00:01Z","remote_addr":"203.0.113.7","method":"POST","uri":"/login"}
+{"time":"2026-11-29T10:00:01Z","remote_addr":"203.0.113.7","method":"POST","uri":"/login"` + second + `}
 {"time":"2026-11-29T10:00:02Z","remote_addr":"203.0.113.7","method":"POST","uri":"/login","status":401}
 {"time":"2026-11-29T10:00:03Z","remote_addr":"203.0.113.7","method":"POST","uri":"/login","status":401}
 `
@@ -125,7 +132,7 @@ func TestReplayLineWithoutStatusIsNotCharged(t *testing.T) {
 	}
 	p := rep.Policies[0]
 	if rep.Input.Simulated != 4 || p.Refused != 1 || p.Counting == nil || *p.Counting != (CountingReport{Counted: 2, NoStatus: 1}) || p.Penalties != nil {
-		t.Fatalf("simulated %d, refused %d, counting %+v, penalties %+v", rep.Input.Simulated, p.Refused, p.Counting, p.Penalties)
+		t.Fatalf("second line %q: simulated %d, refused %d, counting %+v, penalties %+v", second, rep.Input.Simulated, p.Refused, p.Counting, p.Penalties)
 	}
 	var text bytes.Buffer
 	WriteText(&text, rep)

@@ -22,10 +22,13 @@ import (
 // the gateway would charge it after that answer. A request the replay
 // refuses got no answer in the simulation and is not charged, whatever
 // the log says it got then. A line with no status is not charged
-// (Counting.NoStatus counts them), nor is a rule that counts a response
-// header, which logs do not record. Penalties run as in the gateway,
-// on the log's clock; the report says how many refusals were penalties
-// and how many keys were penalised.
+// (Counting.NoStatus counts them), and neither is one of status 499,
+// counted there too (nginx's and the gateway's "client closed request":
+// the gateway charges no counting rule for a delayed request whose
+// client left, and nginx's 499 does not say what the upstream answered),
+// nor is a rule that counts a response header, which logs do not record.
+// Penalties run as in the gateway, on the log's clock; the report says
+// how many refusals were penalties and how many keys were penalised.
 type Rules struct {
 	// Name labels the rule set in reports, e.g. the configuration file.
 	Name string
@@ -152,7 +155,12 @@ type engineRequest struct {
 	status                    int // the logged answer's; 0 when none
 }
 
-// parseStatus reads a logged status code, 100-599, or 0 for none.
+// statusClientClosed is nginx's 499, which the gateway's access log
+// writes too (observe.StatusClientClosed).
+const statusClientClosed = 499
+
+// parseStatus reads a logged status code, 100-599, or 0 for none: a
+// 499 (client closed request) is none.
 func parseStatus(b []byte) int {
 	if len(b) != 3 {
 		return 0
@@ -164,7 +172,7 @@ func parseStatus(b []byte) int {
 		}
 		n = n*10 + int(c-'0')
 	}
-	if n < 100 || n > 599 {
+	if n < 100 || n > 599 || n == statusClientClosed {
 		return 0
 	}
 	return n

@@ -20,6 +20,12 @@ type Config struct {
 	// Except exempts requests from every rule: a request that any entry
 	// matches is not counted by any rule and carries no rate-limit
 	// header fields. Entries with a key list must name their Key part.
+	// An entry matching only what any client can send (a header, a
+	// listed value that is no secret) exempts every client that sends
+	// it: tollgate check warns about one, unless it is tied to the
+	// client (clients, countries, asns) or to a secret (keys of an API
+	// key header such as header:X-API-Key). One of only methods, hosts
+	// and paths exempts what is requested and is not warned about.
 	Except []Except `yaml:"except" json:"except"`
 	// ClientIP says how the client address is found.
 	ClientIP ClientIP `yaml:"client_ip" json:"client_ip"`
@@ -95,7 +101,10 @@ type Rule struct {
 	// Except exempts requests from this rule: one that any entry matches
 	// is not counted and carries no rate-limit header fields for it. An
 	// entry's key list compares the rule's own key value unless the
-	// entry names another Key part.
+	// entry names another Key part. An entry matching only what any
+	// client can send (a header, a listed value that is no secret)
+	// exempts every client that sends it: tollgate check warns about
+	// one, as for the top-level except.
 	Except []Except `yaml:"except" json:"except"`
 	// Key groups requests into counters. The zero Key is the client IP.
 	Key Key `yaml:"key" json:"key"`
@@ -230,6 +239,21 @@ type Match struct {
 // of the top-level except, from every rule): the rule does not count it
 // and adds no rate-limit header fields, as if it did not match. An entry
 // with no field set is an error (it would exempt everything).
+//
+// An entry exempts whoever it matches, so one that matches only what a
+// client sends as it likes exempts every client that sends it: a header
+// (X-Internal, a User-Agent), or a listed value of a header or query
+// parameter that is no secret (header:X-Tenant), or of ja4. `tollgate
+// check` warns about such an entry. Tie it to the client (clients or
+// clients_file: addresses a forwarding header names only from a trusted
+// proxy; countries; asns), or exempt by a secret: keys or keys_file of a
+// part that carries a credential (header:X-API-Key, header:Authorization,
+// query:api_key: a name saying key, token, secret, password, session,
+// signature or auth), or a credential header matched by its value. An
+// API key is a secret, so listing the keys that are exempt exempts only
+// their holders. An entry of only methods, hosts, paths, path_prefixes
+// and patterns exempts what is requested (a health check), for every
+// client, and is not warned about.
 type Except struct {
 	Match `yaml:",inline"`
 	// ClientsFile names a file of client addresses and CIDR prefixes, one

@@ -48,6 +48,9 @@ func (g *Server) Serve(ctx *fasthttp.RequestCtx) {
 		if !fastlimit.Enforce(ctx, &res) {
 			if !res.Refused() { // a delay its client left
 				g.M.DelaysCancelled.Inc()
+				if ent != nil {
+					ent.ClientLeft()
+				}
 			}
 			conns.YieldBeforeNextRead(ctx)
 			return

@@ -98,6 +98,9 @@ func (g *Server) serveH2(w http.ResponseWriter, r *http.Request) {
 		if !httplimit.Enforce(w, r, &res, steps) {
 			if !res.Refused() { // a delay its client left
 				g.M.DelaysCancelled.Inc()
+				if ent != nil {
+					ent.ClientLeft()
+				}
 			}
 			return
 		}

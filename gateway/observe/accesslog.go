@@ -85,6 +85,7 @@ type Entry struct {
 	Method, host, Uri, ua, referer []byte
 	Proto                          []byte
 	rule, outcome                  string
+	left                           bool   // ClientLeft: logged 499
 	line                           []byte // the line written, its buffer reused with the entry
 }
 
@@ -100,7 +101,7 @@ func (a *AccessLog) Begin(ctx *fasthttp.RequestCtx, q *accesslog.Query) *Entry {
 	e.ua = append(e.ua[:0], h.UserAgent()...)
 	e.referer = append(e.referer[:0], h.Referer()...)
 	e.Proto = append(e.Proto[:0], h.Protocol()...)
-	e.rule, e.outcome = "", ""
+	e.rule, e.outcome, e.left = "", "", false
 	return e
 }
 
@@ -113,6 +114,19 @@ func (e *Entry) Result(res *rules.Result) {
 	e.rule = res.Rule()
 }
 
+// ClientLeft records that the request's client went away during its
+// delay, so that it was not served: its line says 499 (nginx's "client
+// closed request") and 0 bytes, whatever the gateway wrote to the
+// connection no one reads (its 503, rules.DetailDelayEnded).
+func (e *Entry) ClientLeft() { e.left = true }
+
+// StatusClientClosed is the status the access log gives a request whose
+// client went away before it was served (Entry.ClientLeft): nginx's 499,
+// which no HTTP answer has.
+const StatusClientClosed = 499
+
+// Finish writes the line of the request of ctx, answered in
+// ctx.Response.
 func (a *AccessLog) Finish(ctx *fasthttp.RequestCtx, e *Entry) {
 	defer a.pool.Put(e)
 	status := ctx.Response.StatusCode()
@@ -121,6 +135,9 @@ func (a *AccessLog) Finish(ctx *fasthttp.RequestCtx, e *Entry) {
 	size := len(ctx.Response.Body())
 	if ctx.Response.IsBodyStream() {
 		size = max(ctx.Response.Header.ContentLength(), 0)
+	}
+	if e.left {
+		status, size = StatusClientClosed, 0
 	}
 	var rbuf [64]byte
 	remote := rbuf[:0]

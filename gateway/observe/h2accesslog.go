@@ -23,7 +23,7 @@ func (a *AccessLog) BeginH2(r *http.Request, q *accesslog.Query) *Entry {
 	e.ua = append(e.ua[:0], r.Header.Get("User-Agent")...)
 	e.referer = append(e.referer[:0], r.Header.Get("Referer")...)
 	e.Proto = append(e.Proto[:0], r.Proto...)
-	e.rule, e.outcome = "", ""
+	e.rule, e.outcome, e.left = "", "", false
 	return e
 }
 
@@ -35,11 +35,14 @@ func (a *AccessLog) FinishH2(e *Entry, r *http.Request, w *AccessWriter) {
 	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
 		remote = ap.Addr().Unmap().AppendTo(remote)
 	}
-	status := w.status
+	status, size := w.status, w.bytes
 	if status == 0 {
 		status = http.StatusOK // nothing written: net/http sends 200
 	}
-	a.write(e, remote, status, w.bytes)
+	if e.left {
+		status, size = StatusClientClosed, 0
+	}
+	a.write(e, remote, status, size)
 }
 
 // AccessWriter is a ResponseWriter that counts the final status and the

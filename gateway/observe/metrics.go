@@ -78,7 +78,7 @@ func NewMetrics() *Metrics {
 		}, []string{"route"}),
 		DelaysCancelled: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tollgate_delays_cancelled_total",
-			Help: "Delayed requests (a policy's burst/delay) whose client went away during the delay: not sent upstream (answered 503 on net/http, as nginx drops them with 499).",
+			Help: "Delayed requests (a policy's burst/delay) whose client went away during the delay: not sent upstream, as nginx drops them, and logged 499 in the access log as nginx logs them.",
 		}),
 		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_config_reloads_total",

@@ -51,7 +51,9 @@ func Size(n int64) string {
 // io.LimitReader and refused once it has given more). A regular file
 // that changed during the read (size or modification time, before and
 // after, or a size other than the bytes read) is ErrChanged, wrapped
-// with the path.
+// with the path. A named pipe is opened without waiting for a writer
+// (os.Open would wait, forever with none: a watcher or a load hung): one
+// with no writer reads as empty, one with a writer as what it writes.
 func ReadFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	return ReadFileThen(path, limit, nil)
 }
@@ -60,7 +62,7 @@ func ReadFile(path string, limit int64) ([]byte, fs.FileInfo, error) {
 // read and before the file is looked at again: tests change the file
 // there, as a writer resuming at the worst moment would.
 func ReadFileThen(path string, limit int64, then func()) ([]byte, fs.FileInfo, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoWait, 0) // a named pipe: not waiting for a writer
 	if err != nil {
 		return nil, nil, err
 	}
@@ -118,8 +120,9 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 // (a list file): a regular file larger than limit bytes is refused at
 // once with ErrTooLarge, and reading a device, a pipe or a file that
 // grows fails with ErrTooLarge once it has given more than limit bytes.
+// A named pipe is opened without waiting for a writer, as by ReadFile.
 func Open(path string, limit int64) (io.ReadCloser, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|openNoWait, 0) // a named pipe: not waiting for a writer
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package stableread
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -100,5 +101,85 @@ func TestReadFileBound(t *testing.T) {
 	n, err := io.Copy(io.Discard, f)
 	if !errors.Is(err, ErrTooLarge) || n != 1<<20 {
 		t.Fatalf("Open(/dev/zero): read %d, %v; want the bound, then ErrTooLarge", n, err)
+	}
+}
+
+// ReadRegular reads a regular file, through a symbolic link too, and
+// refuses at once what is not one: /dev/zero (never read: refused before
+// a byte is), a named pipe with no writer (opened without waiting for
+// one), a directory; and a file over the bound.
+func TestReadRegular(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pw")
+	if err := os.WriteFile(path, []byte("hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, link} {
+		if data, err := ReadRegular(p, 8); err != nil || string(data) != "hunter2\n" {
+			t.Fatalf("%s: %q, %v", p, data, err)
+		}
+	}
+	if _, err := ReadRegular(path, 7); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("over the bound: %v", err)
+	}
+	if err := os.Truncate(path, 1<<40); err != nil { // 1 TiB, sparse
+		t.Fatal(err)
+	}
+	if _, err := ReadRegular(path, 4096); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("1 TiB: %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscallMkfifo(fifo); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	for _, tc := range []struct{ path, kind string }{
+		{"/dev/zero", "a character device"}, {fifo, "a named pipe"}, {dir, "a directory"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := ReadRegular(tc.path, 4096); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), tc.kind) {
+				t.Errorf("%s: %v, want ErrNotRegular naming it and %s", tc.path, err, tc.kind)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: ReadRegular still waiting after 10s", tc.path)
+		}
+	}
+}
+
+// ReadFile and Open never wait for a named pipe's writer: one with none
+// reads as empty at once.
+func TestReadFileNamedPipe(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "fifo")
+	if err := syscallMkfifo(fifo); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan string, 2)
+	go func() {
+		data, _, err := ReadFile(fifo, 1<<20)
+		done <- fmt.Sprintf("ReadFile %q %v", data, err)
+		r, err := Open(fifo, 1<<20)
+		if err != nil {
+			done <- fmt.Sprintf("Open: %v", err)
+			return
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		done <- fmt.Sprintf("Open %q %v", b, err)
+	}()
+	for _, want := range []string{`ReadFile "" <nil>`, `Open "" <nil>`} {
+		select {
+		case got := <-done:
+			if got != want {
+				t.Fatalf("no writer: %s, want %s", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no writer: still waiting after 10s")
+		}
 	}
 }

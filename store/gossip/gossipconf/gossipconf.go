@@ -23,7 +23,13 @@ import (
 	"time"
 
 	"github.com/tollgate-dev/tollgate/internal/fielderr"
+	"github.com/tollgate-dev/tollgate/internal/stableread"
 )
+
+// MaxSecretKeyFileBytes bounds secret_key_file: a key is at most 64 hex
+// digits, and a path to something else (/dev/zero, a named pipe, a log
+// file) is refused at load, not read until memory runs out.
+const MaxSecretKeyFileBytes = 4 << 10
 
 // Config is this gateway's membership in a gossip fleet (store.gossip;
 // package store/gossip). Every gateway of the fleet has its own name and address
@@ -103,7 +109,9 @@ type Config struct {
 	SecretKey string `yaml:"secret_key"`
 	// SecretKeyFile is a file holding the secret key (hex or base64,
 	// surrounding white space ignored); a relative path is resolved
-	// against the configuration file's directory.
+	// against the configuration file's directory. It must be a regular
+	// file (or a link to one) of at most 4 KiB: a device, a named pipe or
+	// a larger file is refused at load.
 	SecretKeyFile string `yaml:"secret_key_file"`
 	// SecretKeyEnv is the name of an environment variable holding the
 	// secret key (hex or base64).
@@ -285,7 +293,7 @@ func (c *Config) readKey(resolve func(string) string) ([]byte, string, error) {
 	case "secret_key":
 		text = c.SecretKey
 	case "secret_key_file":
-		b, err := os.ReadFile(resolve(c.SecretKeyFile))
+		b, err := stableread.ReadRegular(resolve(c.SecretKeyFile), MaxSecretKeyFileBytes)
 		if err != nil {
 			return nil, given[0], err
 		}

@@ -27,7 +27,13 @@ import (
 
 	"github.com/tollgate-dev/tollgate/failmode"
 	"github.com/tollgate-dev/tollgate/internal/fielderr"
+	"github.com/tollgate-dev/tollgate/internal/stableread"
 )
+
+// MaxPasswordFileBytes bounds password_file: a password is a line, and
+// a path to something else (/dev/zero, a named pipe, a log file) is
+// refused at load, not read until memory runs out.
+const MaxPasswordFileBytes = 4 << 10
 
 // DefaultTimeout is Timeout's default, and store/redis's
 // (redis.Config.Timeout): 50ms bounds a round trip to Redis.
@@ -50,7 +56,10 @@ type Config struct {
 	// read at load and at every reload, and watched like the
 	// configuration file: a rotated password is picked up without a
 	// restart (the store reconnects with it; a password Redis refuses
-	// fails the reload, and the old connection keeps serving).
+	// fails the reload, and the old connection keeps serving). It must
+	// be a regular file (or a link to one) of at most 4 KiB: a device,
+	// a named pipe or a larger file is refused, and a reload that finds
+	// one keeps the running configuration.
 	PasswordFile string `yaml:"password_file"`
 	// PasswordEnv names an environment variable holding the password,
 	// read at load and at every reload. At most one of password_file,
@@ -102,7 +111,8 @@ type TLS struct {
 	// CA is a PEM file of the authorities that sign Redis's certificate
 	// (only these are trusted); empty means the system's. A relative path
 	// is resolved against the configuration file's directory, as are
-	// cert and key.
+	// cert and key. Each of the three must be a regular file (or a link
+	// to one) of at most 4 MiB.
 	CA string `yaml:"ca"`
 	// Cert is the client certificate chain (PEM) for a Redis that
 	// requires one (tls-auth-clients yes): mutual TLS. Both cert and key,
@@ -381,7 +391,7 @@ func (r *Config) Read(at string, resolve func(string) string) error {
 	}
 	switch {
 	case r.PasswordFile != "":
-		b, err := os.ReadFile(resolve(r.PasswordFile))
+		b, err := stableread.ReadRegular(resolve(r.PasswordFile), MaxPasswordFileBytes)
 		switch {
 		case err != nil:
 			// The error names the file, never its contents.
@@ -412,7 +422,7 @@ func (r *Config) Read(at string, resolve func(string) string) error {
 		fmt.Fprintf(h, "tls %q %q\n", t.ServerName, t.MinVersion)
 		for _, f := range []string{files.CAFile, files.CertFile, files.KeyFile} {
 			if f != "" {
-				b, _ := os.ReadFile(f)
+				b, _ := stableread.ReadRegular(f, MaxTLSFileBytes) // Load reports what cannot be read
 				h.Write(b)
 			}
 		}

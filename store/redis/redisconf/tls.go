@@ -5,9 +5,16 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"os"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/stableread"
 )
+
+// MaxTLSFileBytes bounds each TLS file (the CA bundle, the client
+// certificate chain, its key): a system's whole bundle of authorities is
+// under 1 MiB, and a path to /dev/zero, a named pipe or a huge file is
+// refused at load, not read until memory runs out.
+const MaxTLSFileBytes = 4 << 20
 
 // TLSFiles names the files and settings of a TLS connection to Redis. The
 // gateway's configuration (store.redis.tls) and tollgate envoy-rls's
@@ -57,7 +64,7 @@ func (f TLSFiles) Load(now time.Time) (*tls.Config, error) {
 	}
 	c := &tls.Config{MinVersion: v, ServerName: f.ServerName}
 	if f.CAFile != "" {
-		pem, err := os.ReadFile(f.CAFile)
+		pem, err := stableread.ReadRegular(f.CAFile, MaxTLSFileBytes)
 		if err != nil {
 			return nil, fmt.Errorf("CA file: %w", err)
 		}
@@ -69,7 +76,15 @@ func (f TLSFiles) Load(now time.Time) (*tls.Config, error) {
 	}
 	switch {
 	case f.CertFile != "" && f.KeyFile != "":
-		pair, err := tls.LoadX509KeyPair(f.CertFile, f.KeyFile)
+		certPEM, err := stableread.ReadRegular(f.CertFile, MaxTLSFileBytes)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate: %w", err)
+		}
+		keyPEM, err := stableread.ReadRegular(f.KeyFile, MaxTLSFileBytes)
+		if err != nil {
+			return nil, fmt.Errorf("client key: %w", err)
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("client certificate %s and key %s: %w", f.CertFile, f.KeyFile, err)
 		}
