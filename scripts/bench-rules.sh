@@ -100,7 +100,7 @@ for port in "${!PIDOF[@]}"; do
 	done
 done
 
-# name port: measured in this order in every round.
+# name port: measured in this order, rotated by one each round.
 CONFIGS=(
 	"base 18391"
 )
@@ -135,9 +135,14 @@ done
 echo "# load average before: $(cat /proc/loadavg)" >&2
 RES="$RUN/results"
 : >"$RES"
+N=${#CONFIGS[@]}
 for r in $(seq "$ROUNDS"); do
-	for c in "${CONFIGS[@]}"; do
-		set -- $c
+	# Each round starts one configuration later than the one before, so
+	# that no configuration always runs in the same place of a round (the
+	# first run of a round on a machine the last one left busy, the third
+	# after two others' connections).
+	for i in $(seq 0 $((N - 1))); do
+		set -- ${CONFIGS[$(((i + r - 1) % N))]}
 		t0=$(cputicks "${PIDOF[$2]}")
 		out=$(wrk -t2 -c"$CONNS" -d"${SECS}s" "http://127.0.0.1:$2/")
 		t1=$(cputicks "${PIDOF[$2]}")
