@@ -170,6 +170,11 @@ func TestAJoiningNodeTakesUpTheFleetsTime(t *testing.T) {
 		t.Fatalf("b behind: warm %v, offset %v, %v from a", b.Warm(), b.Offset(), time.Duration(b.Now()-a.Now()))
 	}
 	c := newNode(t, "c", ahead, []string{a.Addr()})
+	// c's join returns once c has merged a's state, but a, the node
+	// joined, answers a push-pull by reading c's state, sending its own
+	// and only then merging c's (memberlist's handleConn): a takes up
+	// c's time a moment after the join, not before it returns.
+	eventually(t, "a to take up c's time", func() bool { return a.Offset() == 2*time.Second })
 	if c.Offset() != 0 || a.Offset() != 2*time.Second || a.Now() != c.Now() {
 		t.Fatalf("c ahead: offsets a %v, c %v; a %v from c", a.Offset(), c.Offset(), time.Duration(a.Now()-c.Now()))
 	}
