@@ -56,18 +56,10 @@ func compileGeoMatch(m Match, path string, ps *problems) geoMatcher {
 			ps.add(at("countries", i), "%q is not an ISO 3166-1 alpha-2 country code (two letters, e.g. DE; XX for an address the database does not place)", c)
 			continue
 		}
-		if slices.Contains(g.countries, code) {
-			ps.add(at("countries", i), "%s is listed twice", code)
-			continue
-		}
-		g.countries = append(g.countries, code)
+		g.countries = appendOnce(g.countries, code, code, at("countries", i), ps)
 	}
 	for i, a := range m.ASNs {
-		if slices.Contains(g.asns, a) {
-			ps.add(at("asns", i), "AS%d is listed twice", a)
-			continue
-		}
-		g.asns = append(g.asns, a)
+		g.asns = appendOnce(g.asns, a, "AS"+strconv.FormatUint(uint64(a), 10), at("asns", i), ps)
 	}
 	for i, s := range m.JA4 {
 		fp, ok := ParseJA4(s)
@@ -75,13 +67,19 @@ func compileGeoMatch(m Match, path string, ps *problems) geoMatcher {
 			ps.add(at("ja4", i), "%q is not a JA4 fingerprint (a_b_c: 10 characters such as t13d1516h2, then two 12-digit hex hashes)", s)
 			continue
 		}
-		if slices.Contains(g.ja4, fp) {
-			ps.add(at("ja4", i), "%s is listed twice", fp)
-			continue
-		}
-		g.ja4 = append(g.ja4, fp)
+		g.ja4 = appendOnce(g.ja4, fp, fp, at("ja4", i), ps)
 	}
 	return g
+}
+
+// appendOnce appends v to list unless it is there already, which is a
+// problem at "at" naming it as shown.
+func appendOnce[T comparable](list []T, v T, shown, at string, ps *problems) []T {
+	if slices.Contains(list, v) {
+		ps.add(at, "%s is listed twice", shown)
+		return list
+	}
+	return append(list, v)
 }
 
 // match reports whether the request of d is in one of the countries, one
