@@ -172,20 +172,20 @@ func (l *syncLog) String() string {
 // before the request it asks about: forward-auth refuses the file at
 // start, naming the rule and what to use instead.
 func TestForwardAuthRefusesConcurrencyPolicies(t *testing.T) {
-	cfg := "client_ip: {trusted_proxies: [127.0.0.1]}\nrules: [{name: inflight, policies: [{algorithm: concurrency, limit: 4}]}]\n"
+	cfg := "client_ip: {trusted_proxies: [127.0.0.1]}\nrules:\n  - name: inflight\n    policies:\n      - {rate: 5/s}\n      - {algorithm: concurrency, limit: 4}\n"
 	code, _, stderr := runCLI("forward-auth", "-config", writeConfig(t, cfg), "-listen", freeAddr(t))
-	if code != exitFail || !strings.Contains(stderr, `"inflight"`) || !strings.Contains(stderr, "concurrency") {
-		t.Errorf("exit %d, stderr %q; want %d naming the rule and concurrency", code, stderr, exitFail)
+	if code != exitFail || !strings.Contains(stderr, `"inflight"`) || !strings.Contains(stderr, "concurrency") || !strings.Contains(stderr, ":6:") {
+		t.Errorf("exit %d, stderr %q; want %d naming the rule and concurrency at line 6", code, stderr, exitFail)
 	}
 }
 
 // forward-auth never sees the origin's answer: a rule with count is
 // refused at start, naming the rule and saying why.
 func TestForwardAuthRefusesCounting(t *testing.T) {
-	cfg := "client_ip: {trusted_proxies: [127.0.0.1]}\nrules: [{name: failed-logins, count: {statuses: [\"401\"]}, policies: [{rate: 5/15m}]}]\n"
+	cfg := "client_ip: {trusted_proxies: [127.0.0.1]}\nrules:\n  - name: failed-logins\n    policies: [{rate: 5/15m}]\n    count: {statuses: [\"401\"]}\n"
 	code, _, stderr := runCLI("forward-auth", "-config", writeConfig(t, cfg), "-listen", freeAddr(t))
-	if code != exitFail || !strings.Contains(stderr, `"failed-logins"`) || !strings.Contains(stderr, "count") {
-		t.Errorf("exit %d, stderr %q; want %d naming the rule and count", code, stderr, exitFail)
+	if code != exitFail || !strings.Contains(stderr, `"failed-logins"`) || !strings.Contains(stderr, "count") || !strings.Contains(stderr, ":5:") {
+		t.Errorf("exit %d, stderr %q; want %d naming the rule and count at line 5", code, stderr, exitFail)
 	}
 }
 
