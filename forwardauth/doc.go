@@ -84,9 +84,10 @@
 //
 // A rule that counts on the answer (rules.Rule.Count: only failed logins,
 // say) is refused the same way, with ErrCount (CheckRules, New, and
-// `tollgate forward-auth` at start and on reload, at the count's line,
-// as a concurrency policy at its algorithm's): the origin's answer goes to the proxy and never to forward-auth, so it
-// could not be charged. This is a deliberate difference from `tollgate
+// `tollgate forward-auth` at start and on reload, at the count's line;
+// CheckRules' RuleError names the field, for each of these refusals):
+// the origin's answer goes to the proxy and never to forward-auth, so
+// it could not be charged. This is a deliberate difference from `tollgate
 // serve` and httplimit, which charge it. Penalties (rules.Policy.Penalty)
 // are decided before the answer and work here as on every front end: a
 // key under one is refused with the time the penalty has left as

@@ -98,23 +98,44 @@ var ErrJA4 = errors.New("a rule reading the TLS fingerprint (ja4) cannot be enfo
 	"the client's TLS handshake is with the proxy, which forwards no fingerprint, so a ja4 key part is always missing " +
 	"and a ja4 matcher never matches; limit by ja4 where TLS ends (tollgate serve), or drop ja4 here")
 
-// CheckRules returns ErrConcurrency, naming the rule, when a rule of rs
-// has a concurrency policy, ErrCount when one counts on the answer
-// (rules.Rule.Count) and ErrJA4 when one reads the TLS fingerprint
-// (rules.Rule.JA4Use): a configuration's check before it is built into
-// an engine, as New checks the engine. The top-level except is not in
-// rs: check it with rules.Config.JA4Use (New refuses it too).
+// RuleError is CheckRules' error: rule Index of the list (Name) cannot
+// be served by forward-auth, because of what stands at Field within it
+// ("count", "policies[1].algorithm", "key"): Err is ErrCount,
+// ErrConcurrency or ErrJA4. A configuration file's loader places it with
+// the path "rules[Index].Field".
+type RuleError struct {
+	Index int
+	Name  string
+	Field string
+	Err   error
+}
+
+func (e *RuleError) Error() string {
+	return fmt.Sprintf("forwardauth: rule %q, %s: %v", e.Name, e.Field, e.Err)
+}
+
+func (e *RuleError) Unwrap() error { return e.Err }
+
+// CheckRules returns a *RuleError when a rule of rs counts on the answer
+// (rules.Rule.Count: ErrCount), reads the TLS fingerprint
+// (rules.Rule.JA4Use: ErrJA4) or has a concurrency policy
+// (ErrConcurrency): a configuration's check before it is built into an
+// engine, as New checks the engine. The top-level except is not in rs:
+// check it with rules.Config.JA4Use (New refuses it too).
 func CheckRules(rs []rules.Rule) error {
 	for i := range rs {
+		refuse := func(field string, err error) error {
+			return &RuleError{Index: i, Name: rs[i].Name, Field: field, Err: err}
+		}
 		if rs[i].Count != nil {
-			return fmt.Errorf("forwardauth: rule %q: %w", rs[i].Name, ErrCount)
+			return refuse("count", ErrCount)
 		}
 		if at, ok := rs[i].JA4Use(); ok {
-			return fmt.Errorf("forwardauth: rule %q, %s: %w", rs[i].Name, at, ErrJA4)
+			return refuse(at, ErrJA4)
 		}
-		for _, p := range rs[i].Policies {
+		for j, p := range rs[i].Policies {
 			if p.Algorithm == rules.AlgConcurrency {
-				return concurrencyError(rs[i].Name)
+				return refuse(fmt.Sprintf("policies[%d].algorithm", j), ErrConcurrency)
 			}
 		}
 	}

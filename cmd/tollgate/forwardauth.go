@@ -137,23 +137,12 @@ func checkForwardAuth(cfg *config.Config) error {
 	if at, ok := cfg.Config.JA4Use(); ok {
 		return &config.Error{Pos: cfg.Position(at), Msg: at + ": " + forwardauth.ErrJA4.Error()}
 	}
-	// What forwardauth.CheckRules refuses, at its line: a counting rule,
-	// a concurrency policy.
-	for i := range cfg.Rules {
-		r := &cfg.Rules[i]
-		refuse := func(at string, err error) error {
-			return &config.Error{Pos: cfg.Position(at), Msg: fmt.Sprintf("%s: rule %q: %v", at, r.Name, err)}
-		}
-		if r.Count != nil {
-			return refuse(fmt.Sprintf("rules[%d].count", i), forwardauth.ErrCount)
-		}
-		for j, p := range r.Policies {
-			if p.Algorithm == rules.AlgConcurrency {
-				return refuse(fmt.Sprintf("rules[%d].policies[%d].algorithm", i, j), forwardauth.ErrConcurrency)
-			}
-		}
+	err := forwardauth.CheckRules(cfg.Rules)
+	if re := (*forwardauth.RuleError)(nil); errors.As(err, &re) {
+		at := fmt.Sprintf("rules[%d].%s", re.Index, re.Field)
+		return &config.Error{Pos: cfg.Position(at), Msg: fmt.Sprintf("%s: rule %q: %v", at, re.Name, re.Err)}
 	}
-	return forwardauth.CheckRules(cfg.Rules)
+	return err
 }
 
 // newForwardAuth builds the handler over the stores of set (each rule's by
